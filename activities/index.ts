@@ -1,0 +1,25 @@
+import type { Knex } from 'knex';
+import type { Config } from '../config';
+import type { Logger } from '../config/logger';
+import type { Clock } from '../domain/clock';
+import type { Providers } from '../providers';
+
+/** What activities are built from; one instance per worker process, no module-level state. */
+export interface ActivityDeps {
+  config: Config;
+  db: Knex;
+  providers: Providers;
+  logger: Logger;
+  clock: Clock;
+}
+
+/**
+ * Every activity of the service, from one factory per area. Workflows import the type only:
+ * `proxyActivities<Activities>(...)`, so no I/O module enters the workflow bundle.
+ */
+// eslint-disable-next-line @typescript-eslint/no-unused-vars
+export function createActivities(deps: ActivityDeps) {
+  return {};
+}
+
+export type Activities = ReturnType<typeof createActivities>;

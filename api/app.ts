@@ -1,0 +1,71 @@
+import Router from '@koa/router';
+import Koa from 'koa';
+import { z } from 'zod';
+import { ErrorCode, ServiceError } from '../domain/errors';
+import type { AppDeps } from './deps';
+import { accessLog } from './middleware/access-log';
+import { errorHandler } from './middleware/errors';
+import { jsonBody } from './middleware/json-body';
+import { requestId } from './middleware/request-id';
+import { createHttpMetrics } from './metrics';
+import { buildOpenApiDocument } from './openapi';
+import { type AnyRoute, routerPath } from './route';
+import { systemRoutes } from './routes/system';
+import { validateRequest } from './validation';
+
+export interface BuiltApp {
+  app: Koa;
+  /** Every route the router serves, in registration order (the OpenAPI test walks them). */
+  routes: readonly AnyRoute[];
+}
+
+const BODY_METHODS = new Set(['post', 'put', 'patch']);
+const NO_BODY = z.strictObject({}).optional();
+
+/**
+ * Builds the Koa app from its dependencies. `extraRoutes` lets a test mount routes of its own
+ * through the same middleware, validation and error handling as the real ones.
+ */
+export function buildApp(deps: AppDeps, options: { extraRoutes?: AnyRoute[] } = {}): BuiltApp {
+  const metrics = createHttpMetrics();
+  let document: unknown;
+  const routes: AnyRoute[] = [];
+  routes.push(...systemRoutes(deps, metrics, () => (document ??= buildOpenApiDocument(routes, deps.config.PUBLIC_BASE_URL))));
+  routes.push(...(options.extraRoutes ?? []));
+
+  const parsers = {
+    default: jsonBody(deps.config.BODY_LIMIT),
+    verification: jsonBody(deps.config.BODY_LIMIT_VERIFICATION),
+  };
+  const router = new Router();
+  for (const route of routes) {
+    // A POST without a declared body still refuses unknown fields rather than dropping them.
+    const schemas =
+      BODY_METHODS.has(route.method) && !route.request?.body
+        ? { ...route.request, body: NO_BODY }
+        : (route.request ?? {});
+    router.register(routerPath(route.path), [route.method.toUpperCase()], [
+      ...(BODY_METHODS.has(route.method) ? [parsers[route.bodyLimit ?? 'default']] : []),
+      async (ctx) => {
+        const input = validateRequest(schemas, {
+          params: ctx.params,
+          query: ctx.query,
+          headers: ctx.headers,
+          body: ctx.request.body,
+        });
+        await route.handler(ctx, input as never);
+      },
+    ]);
+  }
+
+  const app = new Koa({ proxy: false });
+  app.use(requestId());
+  app.use(accessLog(deps.logger, metrics));
+  app.use(errorHandler(deps.logger));
+  app.use(router.routes());
+  app.use(router.allowedMethods({ throw: true }));
+  app.use(() => {
+    throw new ServiceError(ErrorCode.NOT_FOUND, 'No such route');
+  });
+  return { app, routes };
+}

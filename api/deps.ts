@@ -1,0 +1,16 @@
+import type { Client } from '@temporalio/client';
+import type { Knex } from 'knex';
+import type { Config } from '../config';
+import type { Logger } from '../config/logger';
+import type { Clock } from '../domain/clock';
+import type { Providers } from '../providers';
+
+/** Everything the API is built from; tests build it with their own. */
+export interface AppDeps {
+  config: Config;
+  db: Knex;
+  temporal: Client;
+  providers: Providers;
+  logger: Logger;
+  clock: Clock;
+}

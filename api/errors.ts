@@ -1,0 +1,94 @@
+import { DEFAULT_DESCRIPTION, ErrorCode, type InvalidParam, ServiceError, SubCode } from '../domain/errors';
+
+/** The one place an error code becomes an HTTP status (the README's error table mirrors it). */
+export const HTTP_STATUS: Record<ErrorCode, number> = {
+  BAD_REQUEST: 400,
+  INVALID_PARAMS: 400,
+  UNAUTHORISED: 401,
+  FORBIDDEN: 403,
+  WAITING_LIST: 403,
+  NOT_FOUND: 404,
+  METHOD_NOT_ALLOWED: 405,
+  CONFLICT: 409,
+  PAYLOAD_TOO_LARGE: 413,
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  TOO_MANY_REQUESTS: 429,
+  INTERNAL_SERVER_ERROR: 500,
+  SERVICE_UNAVAILABLE: 503,
+};
+
+/**
+ * Spec section 7 has two error families. The KYC, financing and internal endpoints answer every
+ * error in the validation shape ({code, description, identifier, invalid_params}); the loan,
+ * transaction, installment, agent, account and token endpoints answer {code, description}.
+ * The family follows from the path alone, so errors raised before routing (authentication, an
+ * unknown route, a malformed body) get the same shape as the route's own.
+ */
+export type ErrorFamily = 'validation' | 'plain';
+const VALIDATION_FAMILY = /^\/(v1\/kyc|v1\/financing|v1\/internal|api\/internal)(\/|$)/;
+
+export function errorFamilyOf(path: string): ErrorFamily {
+  return VALIDATION_FAMILY.test(path) ? 'validation' : 'plain';
+}
+
+export interface PlainErrorBody {
+  code: string;
+  description: string;
+}
+export interface ValidationErrorBody extends PlainErrorBody {
+  identifier: string;
+  invalid_params: InvalidParam[];
+}
+
+/**
+ * Shapes an error for its family. A field-level failure in the plain family is BAD_REQUEST with
+ * the offending fields named in the description, since that shape has no field list.
+ */
+export function errorBody(
+  error: ServiceError,
+  family: ErrorFamily,
+  requestId: string,
+): PlainErrorBody | ValidationErrorBody {
+  if (family === 'validation') {
+    const code = error.code === ErrorCode.BAD_REQUEST ? ErrorCode.INVALID_PARAMS : error.code;
+    return { code, description: error.message, identifier: requestId, invalid_params: error.invalidParams };
+  }
+  if (error.code === ErrorCode.INVALID_PARAMS || error.invalidParams.length > 0) {
+    const fields = error.invalidParams.map((p) => `${p.path}: ${p.reason}`).join('; ');
+    return { code: ErrorCode.BAD_REQUEST, description: fields ? `Invalid input: ${fields}` : 'Invalid input' };
+  }
+  return { code: error.code, description: error.message };
+}
+
+/**
+ * Turns anything thrown into a ServiceError: our own pass through; the http-errors that Koa,
+ * the router and the body parser raise map by status; everything else is a 500.
+ */
+export function toServiceError(thrown: unknown): ServiceError {
+  if (thrown instanceof ServiceError) return thrown;
+  const status = typeof thrown === 'object' && thrown !== null ? (thrown as { status?: unknown }).status : undefined;
+  const type = typeof thrown === 'object' && thrown !== null ? (thrown as { type?: unknown }).type : undefined;
+  if (type === 'entity.parse.failed' || (status === 400 && thrown instanceof SyntaxError)) {
+    return new ServiceError(ErrorCode.INVALID_PARAMS, 'The request body is not valid JSON', [
+      { path: 'body', reason: 'malformed JSON', sub_code: SubCode.MALFORMED_JSON },
+    ]);
+  }
+  switch (status) {
+    case 400:
+      return new ServiceError(ErrorCode.BAD_REQUEST, 'Invalid input');
+    case 404:
+      return new ServiceError(ErrorCode.NOT_FOUND);
+    case 405:
+      return new ServiceError(ErrorCode.METHOD_NOT_ALLOWED);
+    case 413:
+      return new ServiceError(ErrorCode.PAYLOAD_TOO_LARGE);
+    case 415:
+      return new ServiceError(ErrorCode.UNSUPPORTED_MEDIA_TYPE);
+    case 501:
+      return new ServiceError(ErrorCode.METHOD_NOT_ALLOWED);
+    default:
+      return new ServiceError(ErrorCode.INTERNAL_SERVER_ERROR);
+  }
+}
+
+export { DEFAULT_DESCRIPTION };

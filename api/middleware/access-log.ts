@@ -1,0 +1,33 @@
+import type { Middleware } from 'koa';
+import type { Logger } from '../../config/logger';
+import type { HttpMetrics } from '../metrics';
+
+/**
+ * One JSON line and one metrics observation per request. Only the path is logged, never the
+ * query string, headers or body, which is where tokens, OTPs and images travel.
+ */
+export function accessLog(logger: Logger, metrics: HttpMetrics): Middleware {
+  return async (ctx, next) => {
+    const started = process.hrtime.bigint();
+    try {
+      await next();
+    } finally {
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      // The route template keeps metric labels bounded; unmatched paths share one label.
+      const route = (ctx as { routePath?: string }).routePath ?? 'unmatched';
+      metrics.observe({ method: ctx.method, route, status: ctx.status }, seconds);
+      logger.info(
+        {
+          req_id: ctx.state.requestId,
+          method: ctx.method,
+          path: ctx.path,
+          route,
+          status: ctx.status,
+          duration_ms: Math.round(seconds * 1e6) / 1e3,
+          organization_id: ctx.state.organizationId,
+        },
+        'request',
+      );
+    }
+  };
+}

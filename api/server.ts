@@ -1,0 +1,66 @@
+import { once } from 'node:events';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Client, Connection } from '@temporalio/client';
+import { loadConfig } from '../config';
+import { createLogger } from '../config/logger';
+import { createDb, migrate } from '../db/knex';
+import { systemClock } from '../domain/clock';
+import { createProviders } from '../providers';
+import { buildApp } from './app';
+import type { AppDeps } from './deps';
+
+export interface RunningApi {
+  server: Server;
+  url: string;
+  close(): Promise<void>;
+}
+
+/** Serves the app on host:port (0 picks a free port) until close() is called. */
+export async function startApi(deps: AppDeps, host: string, port: number): Promise<RunningApi> {
+  const { app } = buildApp(deps);
+  const server = app.listen(port, host);
+  await once(server, 'listening');
+  const address = server.address() as AddressInfo;
+  return {
+    server,
+    url: `http://${host.includes(':') ? `[${host}]` : host}:${address.port}`,
+    async close() {
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      await closed;
+    },
+  };
+}
+
+/** `npm run api`: the API alone, against DATABASE_URL and TEMPORAL_ADDRESS (production shape). */
+async function main() {
+  const config = loadConfig();
+  const logger = createLogger(config.LOG_LEVEL);
+  if (!config.DATABASE_URL) throw new Error('DATABASE_URL is required to run the API on its own (npm start runs everything)');
+  const db = createDb(config.DATABASE_URL, config.DATABASE_POOL_MAX);
+  await migrate(db);
+  const connection = await Connection.connect({ address: config.TEMPORAL_ADDRESS ?? 'localhost:7233' });
+  const temporal = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
+  const api = await startApi(
+    { config, db, temporal, providers: createProviders(), logger, clock: systemClock },
+    config.HOST,
+    config.PORT,
+  );
+  logger.info({ url: api.url }, 'api listening');
+  const stop = async (signal: string) => {
+    logger.info({ signal }, 'api stopping');
+    await api.close();
+    await Promise.all([db.destroy(), connection.close()]);
+    process.exit(0);
+  };
+  process.once('SIGINT', () => void stop('SIGINT'));
+  process.once('SIGTERM', () => void stop('SIGTERM'));
+}
+
+if (require.main === module) {
+  main().catch((error) => {
+    console.error(error instanceof Error ? error.message : error);
+    process.exit(1);
+  });
+}

@@ -1,0 +1,80 @@
+import type { z } from 'zod';
+import { ErrorCode, type InvalidParam, ServiceError, SubCode } from '../domain/errors';
+
+/** The parts of a request a route can declare a schema for, named as they appear in `invalid_params[].path`. */
+export const REQUEST_PARTS = { params: 'path', query: 'query', headers: 'header', body: 'body' } as const;
+export type RequestPart = keyof typeof REQUEST_PARTS;
+
+/** Reads the value an issue points at, so a missing value can be told from a wrong one. */
+function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
+  let value: unknown = root;
+  for (const key of path) {
+    if (value === null || typeof value !== 'object') return undefined;
+    value = (value as Record<PropertyKey, unknown>)[key];
+  }
+  return value;
+}
+
+function subCodeOf(issue: z.core.$ZodIssue, value: unknown): string {
+  switch (issue.code) {
+    case 'invalid_type':
+      return value === undefined ? SubCode.REQUIRED : SubCode.INVALID_TYPE;
+    case 'invalid_format':
+      return issue.format === 'uuid' || issue.format === 'guid' ? SubCode.INVALID_UUID : SubCode.INVALID_FORMAT;
+    case 'too_big':
+      return issue.origin === 'string' || issue.origin === 'array' ? SubCode.TOO_LONG : SubCode.OUT_OF_RANGE;
+    case 'too_small':
+      return issue.origin === 'string' || issue.origin === 'array' ? SubCode.TOO_SHORT : SubCode.OUT_OF_RANGE;
+    case 'invalid_value':
+      return SubCode.INVALID_ENUM;
+    case 'unrecognized_keys':
+      return SubCode.UNKNOWN_FIELD;
+    case 'custom': {
+      const given = (issue.params as { sub_code?: unknown } | undefined)?.sub_code;
+      return typeof given === 'string' ? given : SubCode.INVALID_VALUE;
+    }
+    default:
+      return SubCode.INVALID_VALUE;
+  }
+}
+
+const joinPath = (prefix: string, path: readonly PropertyKey[]) =>
+  [prefix, ...path.map((key) => String(key))].join('.');
+
+/** Every zod issue as `invalid_params` entries: one per offending field, unknown keys one each. */
+export function toInvalidParams(part: RequestPart, error: z.ZodError, input: unknown): InvalidParam[] {
+  const prefix = REQUEST_PARTS[part];
+  return error.issues.flatMap((issue): InvalidParam[] => {
+    if (issue.code === 'unrecognized_keys') {
+      return issue.keys.map((key) => ({
+        path: joinPath(prefix, [...issue.path, key]),
+        reason: 'unknown field',
+        sub_code: SubCode.UNKNOWN_FIELD,
+      }));
+    }
+    const value = valueAt(input, issue.path);
+    const reason = issue.code === 'invalid_type' && value === undefined ? 'required' : issue.message;
+    return [{ path: joinPath(prefix, issue.path), reason, sub_code: subCodeOf(issue, value) }];
+  });
+}
+
+export type RequestSchemas = Partial<Record<RequestPart, z.ZodType>>;
+export type RawRequest = Record<RequestPart, unknown>;
+
+/**
+ * Validates every declared part of a request and reports all offending fields at once, so a
+ * client fixes its request in one round trip.
+ */
+export function validateRequest(schemas: RequestSchemas, raw: RawRequest): Record<RequestPart, unknown> {
+  const out: Record<RequestPart, unknown> = { ...raw };
+  const problems: InvalidParam[] = [];
+  for (const part of Object.keys(REQUEST_PARTS) as RequestPart[]) {
+    const schema = schemas[part];
+    if (!schema) continue;
+    const result = schema.safeParse(raw[part]);
+    if (result.success) out[part] = result.data;
+    else problems.push(...toInvalidParams(part, result.error, raw[part]));
+  }
+  if (problems.length > 0) throw new ServiceError(ErrorCode.INVALID_PARAMS, 'Invalid parameters', problems);
+  return out;
+}

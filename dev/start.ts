@@ -1,0 +1,127 @@
+import path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { NativeConnection, Runtime } from '@temporalio/worker';
+import { startApi } from '../api/server';
+import { ConfigError, loadConfig } from '../config';
+import { createLogger } from '../config/logger';
+import { createDb, ensureDatabase, migrate } from '../db/knex';
+import { seedDemoData } from '../db/seeds/demo';
+import { systemClock } from '../domain/clock';
+import { createProviders } from '../providers';
+import { bundleWorkflows } from '../worker/bundle';
+import { createWorker } from '../worker/worker';
+import { startEmbeddedPostgres } from './embedded-postgres';
+import { startTemporalDevServer } from './temporal-server';
+
+/**
+ * `npm start`: the whole service in one process with embedded defaults. Postgres (embedded
+ * unless DATABASE_URL), a Temporal dev server with its Web UI (unless TEMPORAL_ADDRESS), both
+ * persisted under DATA_DIR; then migrations, demo data, the worker and the API. SIGINT or
+ * SIGTERM stops everything in reverse order; a second start reuses the data.
+ */
+async function main() {
+  const config = loadConfig();
+  const logger = createLogger(config.LOG_LEVEL);
+  const say = (line: string) => console.log(line);
+  const stops: (() => Promise<unknown>)[] = [];
+  let stopping: Promise<void> | undefined;
+  const stopAll = () =>
+    (stopping ??= (async () => {
+      for (const stop of stops.reverse()) {
+        await stop().catch((error) => logger.error({ err: error }, 'error while stopping'));
+      }
+    })());
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (stopping) return;
+    say(`${signal} received, stopping`);
+    void stopAll().then(() => process.exit(0));
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+
+  try {
+    // The SDK runtime serves the worker's metrics and leaves signal handling to us.
+    Runtime.install({
+      shutdownSignals: [],
+      telemetryOptions: {
+        metrics: { prometheus: { bindAddress: `127.0.0.1:${config.WORKER_METRICS_PORT}` } },
+      },
+    });
+
+    let databaseUrl = config.DATABASE_URL;
+    if (!databaseUrl) {
+      const pg = await startEmbeddedPostgres({
+        dataDir: path.join(config.DATA_DIR, 'postgres'),
+        port: config.EMBEDDED_POSTGRES_PORT,
+        persistent: true,
+        log: (line) => logger.warn(line),
+      });
+      stops.push(() => pg.stop());
+      databaseUrl = await ensureDatabase(pg.url, 'lending');
+    }
+    const db = createDb(databaseUrl, config.DATABASE_POOL_MAX);
+    stops.push(() => db.destroy());
+    await migrate(db);
+    await seedDemoData(db);
+
+    let env: TestWorkflowEnvironment | undefined;
+    let temporalAddress = config.TEMPORAL_ADDRESS;
+    if (!temporalAddress) {
+      env = await startTemporalDevServer({
+        cliPath: config.TEMPORAL_CLI_PATH,
+        namespace: config.TEMPORAL_NAMESPACE,
+        port: config.TEMPORAL_DEV_PORT,
+        uiPort: config.TEMPORAL_UI_PORT,
+        dbFilename: path.resolve(config.DATA_DIR, 'temporal.db'),
+        log: say,
+      });
+      const devServer = env;
+      stops.push(() => devServer.teardown());
+      temporalAddress = `127.0.0.1:${config.TEMPORAL_DEV_PORT}`;
+    }
+
+    const nativeConnection = await NativeConnection.connect({ address: temporalAddress });
+    stops.push(() => nativeConnection.close());
+    const providers = createProviders();
+    const worker = await createWorker(
+      {
+        connection: nativeConnection,
+        namespace: config.TEMPORAL_NAMESPACE,
+        taskQueue: config.TEMPORAL_TASK_QUEUE,
+        workflowBundle: await bundleWorkflows(),
+        shutdownGraceTimeMs: config.WORKER_SHUTDOWN_GRACE,
+      },
+      { config, db, providers, logger, clock: systemClock },
+    );
+    const running = worker.run();
+    stops.push(async () => {
+      worker.shutdown();
+      await running;
+    });
+
+    const connection = await Connection.connect({ address: temporalAddress });
+    stops.push(() => connection.close());
+    const temporal = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
+    const api = await startApi(
+      { config, db, temporal, providers, logger, clock: systemClock },
+      config.HOST,
+      config.PORT,
+    );
+    stops.push(() => api.close());
+
+    say(`API            ${api.url}`);
+    say(`API reference  ${api.url}/docs`);
+    if (env) say(`Temporal UI    http://127.0.0.1:${config.TEMPORAL_UI_PORT}`);
+    say('ready (Ctrl-C stops everything)');
+    await running; // a worker that dies on its own takes the service down with it
+    if (!stopping) throw new Error('worker stopped unexpectedly');
+  } catch (error) {
+    if (stopping) return;
+    console.error(error instanceof ConfigError ? error.message : error);
+    await stopAll();
+    process.exit(1);
+  }
+}
+
+void main();

@@ -1,0 +1,47 @@
+import { NativeConnection, Runtime } from '@temporalio/worker';
+import { loadConfig } from '../config';
+import { createLogger } from '../config/logger';
+import { createDb } from '../db/knex';
+import { systemClock } from '../domain/clock';
+import { createProviders } from '../providers';
+import { bundleWorkflows } from './bundle';
+import { createWorker } from './worker';
+
+/**
+ * `npm run worker`: the worker alone, against DATABASE_URL and TEMPORAL_ADDRESS (production
+ * shape). The SDK's runtime exposes its own metrics for Prometheus on WORKER_METRICS_PORT and
+ * turns SIGINT/SIGTERM into a graceful shutdown: polling stops, in-flight tasks finish within
+ * WORKER_SHUTDOWN_GRACE, then run() resolves.
+ */
+async function main() {
+  const config = loadConfig();
+  const logger = createLogger(config.LOG_LEVEL);
+  if (!config.DATABASE_URL) throw new Error('DATABASE_URL is required to run the worker on its own (npm start runs everything)');
+  Runtime.install({
+    telemetryOptions: { metrics: { prometheus: { bindAddress: `0.0.0.0:${config.WORKER_METRICS_PORT}` } } },
+  });
+  const db = createDb(config.DATABASE_URL, config.DATABASE_POOL_MAX);
+  const connection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS ?? 'localhost:7233' });
+  const worker = await createWorker(
+    {
+      connection,
+      namespace: config.TEMPORAL_NAMESPACE,
+      taskQueue: config.TEMPORAL_TASK_QUEUE,
+      workflowBundle: await bundleWorkflows(),
+      shutdownGraceTimeMs: config.WORKER_SHUTDOWN_GRACE,
+    },
+    { config, db, providers: createProviders(), logger, clock: systemClock },
+  );
+  logger.info({ taskQueue: config.TEMPORAL_TASK_QUEUE }, 'worker running');
+  try {
+    await worker.run();
+  } finally {
+    await Promise.all([db.destroy(), connection.close()]);
+    logger.info('worker stopped');
+  }
+}
+
+main().catch((error) => {
+  console.error(error instanceof Error ? error.message : error);
+  process.exit(1);
+});

@@ -1,0 +1,25 @@
+import { NativeConnection, Worker, type WorkflowBundle } from '@temporalio/worker';
+import { type ActivityDeps, createActivities } from '../activities';
+
+export interface WorkerOptions {
+  connection: NativeConnection;
+  namespace: string;
+  taskQueue: string;
+  workflowBundle: WorkflowBundle;
+  /** How long in-flight activities get to finish on shutdown before they are cancelled. */
+  shutdownGraceTimeMs: number;
+}
+
+/** The service's Worker: every workflow in the bundle and every activity from createActivities. */
+export function createWorker(options: WorkerOptions, deps: ActivityDeps): Promise<Worker> {
+  return Worker.create({
+    connection: options.connection,
+    namespace: options.namespace,
+    taskQueue: options.taskQueue,
+    workflowBundle: options.workflowBundle,
+    activities: createActivities(deps),
+    shutdownGraceTime: options.shutdownGraceTimeMs,
+  });
+}
+
+export { NativeConnection };

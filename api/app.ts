@@ -62,10 +62,12 @@ export function buildApp(deps: AppDeps, options: { extraRoutes?: AnyRoute[] } = 
   app.use(requestId());
   app.use(accessLog(deps.logger, metrics));
   app.use(errorHandler(deps.logger));
+  app.use(async (ctx, next) => {
+    await next();
+    // Nothing answered: no route has this path (a known path with another method got 405).
+    if (ctx.status === 404 && ctx.body == null) throw new ServiceError(ErrorCode.NOT_FOUND, 'No such route');
+  });
   app.use(router.routes());
   app.use(router.allowedMethods({ throw: true }));
-  app.use(() => {
-    throw new ServiceError(ErrorCode.NOT_FOUND, 'No such route');
-  });
   return { app, routes };
 }

@@ -1,4 +1,4 @@
-import { DEFAULT_DESCRIPTION, ErrorCode, type InvalidParam, ServiceError, SubCode } from '../domain/errors';
+import { ErrorCode, type InvalidParam, ServiceError, SubCode } from '../domain/errors';
 
 /** The one place an error code becomes an HTTP status (the README's error table mirrors it). */
 export const HTTP_STATUS: Record<ErrorCode, number> = {
@@ -57,6 +57,10 @@ export function errorBody(
     const fields = error.invalidParams.map((p) => `${p.path}: ${p.reason}`).join('; ');
     return { code: ErrorCode.BAD_REQUEST, description: fields ? `Invalid input: ${fields}` : 'Invalid input' };
   }
+  if (error.code === ErrorCode.INTERNAL_SERVER_ERROR) {
+    // The plain shape has no identifier field; the request id lets support find the log line.
+    return { code: error.code, description: `${error.message} (request id ${requestId})` };
+  }
   return { code: error.code, description: error.message };
 }
 
@@ -90,5 +94,3 @@ export function toServiceError(thrown: unknown): ServiceError {
       return new ServiceError(ErrorCode.INTERNAL_SERVER_ERROR);
   }
 }
-
-export { DEFAULT_DESCRIPTION };

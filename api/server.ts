@@ -1,6 +1,7 @@
 import { once } from 'node:events';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type Koa from 'koa';
 import { Client, Connection } from '@temporalio/client';
 import { loadConfig } from '../config';
 import { createLogger } from '../config/logger';
@@ -17,8 +18,7 @@ export interface RunningApi {
 }
 
 /** Serves the app on host:port (0 picks a free port) until close() is called. */
-export async function startApi(deps: AppDeps, host: string, port: number): Promise<RunningApi> {
-  const { app } = buildApp(deps);
+export async function startApi(app: Koa, host: string, port: number): Promise<RunningApi> {
   const server = app.listen(port, host);
   await once(server, 'listening');
   const address = server.address() as AddressInfo;
@@ -42,11 +42,8 @@ async function main() {
   await migrate(db);
   const connection = await Connection.connect({ address: config.TEMPORAL_ADDRESS ?? 'localhost:7233' });
   const temporal = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
-  const api = await startApi(
-    { config, db, temporal, providers: createProviders(), logger, clock: systemClock },
-    config.HOST,
-    config.PORT,
-  );
+  const deps: AppDeps = { config, db, temporal, providers: createProviders(), logger, clock: systemClock };
+  const api = await startApi(buildApp(deps).app, config.HOST, config.PORT);
   logger.info({ url: api.url }, 'api listening');
   const stop = async (signal: string) => {
     logger.info({ signal }, 'api stopping');

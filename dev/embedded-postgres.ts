@@ -37,11 +37,20 @@ export async function startEmbeddedPostgres(options: {
     onLog: () => {},
     onError: (message) => options.log?.(`postgres: ${String(message).trim()}`),
   });
-  if (!existsSync(path.join(dataDir, 'PG_VERSION'))) {
-    await mkdir(path.dirname(dataDir), { recursive: true });
-    await server.initialise();
+  const asRoot = process.getuid?.() === 0;
+  try {
+    if (!existsSync(path.join(dataDir, 'PG_VERSION'))) {
+      await mkdir(path.dirname(dataDir), { recursive: true });
+      await server.initialise();
+    }
+    await server.start();
+  } catch (error) {
+    if (!asRoot) throw error;
+    throw new Error(
+      `embedded PostgreSQL could not start in ${dataDir}. As root it runs as the "postgres" user, ` +
+        `which must be able to reach that folder (check its parents' permissions): ${String(error)}`,
+    );
   }
-  await server.start();
   return {
     url: `postgres://${USER}:${PASSWORD}@127.0.0.1:${options.port}/postgres`,
     stop: () => server.stop(),

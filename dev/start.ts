@@ -1,7 +1,8 @@
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { NativeConnection, Runtime } from '@temporalio/worker';
+import { NativeConnection } from '@temporalio/worker';
+import { buildApp } from '../api/app';
 import { startApi } from '../api/server';
 import { ConfigError, loadConfig } from '../config';
 import { createLogger } from '../config/logger';
@@ -10,6 +11,7 @@ import { seedDemoData } from '../db/seeds/demo';
 import { systemClock } from '../domain/clock';
 import { createProviders } from '../providers';
 import { bundleWorkflows } from '../worker/bundle';
+import { installRuntime } from '../worker/runtime';
 import { createWorker } from '../worker/worker';
 import { startEmbeddedPostgres } from './embedded-postgres';
 import { startTemporalDevServer } from './temporal-server';
@@ -42,12 +44,7 @@ async function main() {
 
   try {
     // The SDK runtime serves the worker's metrics and leaves signal handling to us.
-    Runtime.install({
-      shutdownSignals: [],
-      telemetryOptions: {
-        metrics: { prometheus: { bindAddress: `127.0.0.1:${config.WORKER_METRICS_PORT}` } },
-      },
-    });
+    installRuntime({ logger, shutdownSignals: [], metricsBindAddress: `127.0.0.1:${config.WORKER_METRICS_PORT}` });
 
     let databaseUrl = config.DATABASE_URL;
     if (!databaseUrl) {
@@ -103,11 +100,8 @@ async function main() {
     const connection = await Connection.connect({ address: temporalAddress });
     stops.push(() => connection.close());
     const temporal = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
-    const api = await startApi(
-      { config, db, temporal, providers, logger, clock: systemClock },
-      config.HOST,
-      config.PORT,
-    );
+    const { app } = buildApp({ config, db, temporal, providers, logger, clock: systemClock });
+    const api = await startApi(app, config.HOST, config.PORT);
     stops.push(() => api.close());
 
     say(`API            ${api.url}`);

@@ -1,10 +1,11 @@
-import { NativeConnection, Runtime } from '@temporalio/worker';
+import { NativeConnection } from '@temporalio/worker';
 import { loadConfig } from '../config';
 import { createLogger } from '../config/logger';
 import { createDb } from '../db/knex';
 import { systemClock } from '../domain/clock';
 import { createProviders } from '../providers';
 import { bundleWorkflows } from './bundle';
+import { installRuntime } from './runtime';
 import { createWorker } from './worker';
 
 /**
@@ -17,9 +18,7 @@ async function main() {
   const config = loadConfig();
   const logger = createLogger(config.LOG_LEVEL);
   if (!config.DATABASE_URL) throw new Error('DATABASE_URL is required to run the worker on its own (npm start runs everything)');
-  Runtime.install({
-    telemetryOptions: { metrics: { prometheus: { bindAddress: `0.0.0.0:${config.WORKER_METRICS_PORT}` } } },
-  });
+  installRuntime({ logger, metricsBindAddress: `0.0.0.0:${config.WORKER_METRICS_PORT}` });
   const db = createDb(config.DATABASE_URL, config.DATABASE_POOL_MAX);
   const connection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS ?? 'localhost:7233' });
   const worker = await createWorker(

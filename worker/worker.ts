@@ -8,6 +8,8 @@ export interface WorkerOptions {
   workflowBundle: WorkflowBundle;
   /** How long in-flight activities get to finish on shutdown before they are cancelled. */
   shutdownGraceTimeMs: number;
+  /** Activities beyond the service's own; the test harness adds test-only ones here. */
+  extraActivities?: object;
 }
 
 /** The service's Worker: every workflow in the bundle and every activity from createActivities. */
@@ -17,7 +19,7 @@ export function createWorker(options: WorkerOptions, deps: ActivityDeps): Promis
     namespace: options.namespace,
     taskQueue: options.taskQueue,
     workflowBundle: options.workflowBundle,
-    activities: createActivities(deps),
+    activities: { ...createActivities(deps), ...options.extraActivities },
     shutdownGraceTime: options.shutdownGraceTimeMs,
   });
 }

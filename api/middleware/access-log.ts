@@ -14,7 +14,8 @@ export function accessLog(logger: Logger, metrics: HttpMetrics): Middleware {
     } finally {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       // The route template keeps metric labels bounded; unmatched paths share one label.
-      const route = (ctx as { routePath?: string }).routePath ?? 'unmatched';
+      const matched = (ctx as { _matchedRoute?: string | RegExp })._matchedRoute;
+      const route = typeof matched === 'string' ? matched : 'unmatched';
       metrics.observe({ method: ctx.method, route, status: ctx.status }, seconds);
       logger.info(
         {

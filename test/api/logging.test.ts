@@ -1,0 +1,61 @@
+import { strict as assert } from 'node:assert';
+import { Writable } from 'node:stream';
+import { buildApp } from '../../api/app';
+import { startApi } from '../../api/server';
+import { createLogger } from '../../config/logger';
+import { harness } from '../support/harness';
+import { call } from '../support/http';
+import { testRoutes } from '../support/test-routes';
+
+describe('structured access logs', () => {
+  it('writes one JSON line per request with the request id, and never a token, an OTP or an image', async () => {
+    const lines: string[] = [];
+    const sink = new Writable({
+      write(chunk, _encoding, done) {
+        lines.push(...String(chunk).split('\n').filter(Boolean));
+        done();
+      },
+    });
+    const logger = createLogger('info', sink);
+    const { app } = buildApp({ ...harness().deps, logger }, { extraRoutes: testRoutes() });
+    const api = await startApi(app, '127.0.0.1', 0);
+    const secret = 'eyJhbGciOiJSUzI1NiJ9.secret-token-payload.signature';
+    try {
+      await call('POST', '/v1/kyc/__test__/echo/7f1c8e2a-3b4d-4c5e-8f60-718293a4b5c6?otp_code=123456', {
+        baseUrl: api.url,
+        headers: { Authorization: `Bearer ${secret}`, 'X-Request-Id': 'log-check-1' },
+        json: { name: 'ok', kind: 'A', selfie: 'iVBORw0KGgoAAAANSUhEUg' },
+      });
+      await call('GET', '/v1/accounts/__test__/crash', { baseUrl: api.url, headers: { 'X-Request-Id': 'log-check-2' } });
+    } finally {
+      await api.close();
+    }
+    const entries = lines.map((line) => JSON.parse(line));
+    const access = entries.find((e) => e.msg === 'request' && e.req_id === 'log-check-1');
+    assert.ok(access, 'an access log line for the request');
+    assert.equal(access.method, 'POST');
+    assert.equal(access.status, 400);
+    assert.equal(access.path, '/v1/kyc/__test__/echo/7f1c8e2a-3b4d-4c5e-8f60-718293a4b5c6');
+    assert.equal(typeof access.duration_ms, 'number');
+    const crash = entries.find((e) => e.msg === 'unhandled error' && e.req_id === 'log-check-2');
+    assert.ok(crash, 'the unexpected error is logged with its request id');
+    const all = lines.join('\n');
+    for (const leaked of [secret, '123456', 'iVBORw0KGgo', 'Bearer']) assert.ok(!all.includes(leaked), `${leaked} must not be logged`);
+  });
+
+  it('redacts secret-named fields if code ever hands them to the logger', () => {
+    const lines: string[] = [];
+    const logger = createLogger(
+      'info',
+      new Writable({
+        write(chunk, _e, done) {
+          lines.push(String(chunk));
+          done();
+        },
+      }),
+    );
+    logger.info({ authorization: 'Bearer abc', body: { otp_code: '999111', selfie: 'AAAA' }, refresh_token: 'r1' }, 'oops');
+    const text = lines.join('');
+    for (const leaked of ['Bearer abc', '999111', 'AAAA', 'r1"']) assert.ok(!text.includes(leaked), leaked);
+  });
+});

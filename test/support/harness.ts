@@ -1,0 +1,173 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import type { Client } from '@temporalio/client';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import type { Worker, WorkflowBundle } from '@temporalio/worker';
+import { buildApp } from '../../api/app';
+import type { AnyRoute } from '../../api/route';
+import { startApi, type RunningApi } from '../../api/server';
+import type { AppDeps } from '../../api/deps';
+import { type Config, loadConfig } from '../../config';
+import { createLogger, type Logger } from '../../config/logger';
+import { createDb, dropDatabase, ensureDatabase, type Knex, migrate } from '../../db/knex';
+import { seedDemoData } from '../../db/seeds/demo';
+import { startEmbeddedPostgres } from '../../dev/embedded-postgres';
+import { findTemporalCli } from '../../dev/temporal-cli';
+import { startTemporalDevServer } from '../../dev/temporal-server';
+import { systemClock } from '../../domain/clock';
+import { createProviders } from '../../providers';
+import { bundleWorkflows } from '../../worker/bundle';
+import { installRuntime } from '../../worker/runtime';
+import { createWorker } from '../../worker/worker';
+import { freePort } from './ports';
+import { createTestActivities } from './test-activities';
+import { testRoutes } from './test-routes';
+
+/**
+ * The shared parts of one test run: one fresh Postgres database (on DATABASE_URL's server, or
+ * an embedded PostgreSQL), one Temporal dev server, one workflow bundle, one worker, and the
+ * API on an ephemeral port. Started once by the root hooks in test/setup.ts.
+ */
+export interface Harness {
+  config: Config;
+  logger: Logger;
+  /** Admin URL of the Postgres server the run uses, and the run's own database on it. */
+  adminUrl: string;
+  databaseUrl: string;
+  db: Knex;
+  temporalCliPath?: string;
+  env: TestWorkflowEnvironment;
+  client: Client;
+  taskQueue: string;
+  workflowBundle: WorkflowBundle;
+  worker: Worker;
+  api: RunningApi;
+  baseUrl: string;
+  deps: AppDeps;
+  /** Every route the test API serves: the service's own and the test-only ones. */
+  routes: readonly AnyRoute[];
+}
+
+/** Durations are configuration: tests run them in seconds. */
+const TEST_ENV: Record<string, string> = {
+  NODE_ENV: 'test',
+  KYC_SUBMISSION_WINDOW: '2s',
+  KYC_CALLBACK_WAIT: '2s',
+  KYC_STATUS_RECOVERY_TIMEOUT: '2s',
+  KYC_EXPIRY_SWEEP_INTERVAL: '5s',
+  STK_PUSH_CALLBACK_WAIT: '2s',
+  B2C_RESULT_WAIT: '2s',
+  OTP_LIFETIME: '5s',
+  WORKER_SHUTDOWN_GRACE: '2s',
+  READINESS_TIMEOUT: '1s',
+  RATE_LIMIT_MEMORY: 'true',
+};
+
+let current: Harness | undefined;
+const cleanups: (() => Promise<unknown>)[] = [];
+
+export function harness(): Harness {
+  if (!current) throw new Error('the test harness is not started (test/setup.ts starts it)');
+  return current;
+}
+
+export function testConfig(overrides: Record<string, string> = {}): Config {
+  return loadConfig({ LOG_LEVEL: 'silent', ...process.env, ...TEST_ENV, ...overrides });
+}
+
+async function step<T>(name: string, work: () => Promise<T>): Promise<T> {
+  const started = Date.now();
+  const result = await work();
+  if (process.env.HARNESS_TIMINGS) console.error(`  harness: ${name} ${Date.now() - started} ms`);
+  return result;
+}
+
+export async function startHarness(): Promise<Harness> {
+  const config = testConfig();
+  const logger = createLogger(config.LOG_LEVEL);
+  const log = (line: string) => console.error(line);
+  installRuntime({ logger });
+
+  const [adminUrl, temporalCliPath, workflowBundle] = await Promise.all([
+    step('postgres', async () => {
+      if (config.DATABASE_URL) return config.DATABASE_URL;
+      const dataDir = await mkdtemp(path.join(os.tmpdir(), 'lending-test-pg-'));
+      const pg = await startEmbeddedPostgres({ dataDir, port: await freePort(), persistent: false, log });
+      cleanups.push(async () => {
+        await pg.stop();
+        await rm(dataDir, { recursive: true, force: true });
+      });
+      return pg.url;
+    }),
+    step('temporal cli', () => findTemporalCli({ explicitPath: config.TEMPORAL_CLI_PATH, log })),
+    step('bundle', () => bundleWorkflows(require.resolve('../workflows'))),
+  ]);
+
+  const databaseName = `lending_test_${process.pid}_${randomBytes(4).toString('hex')}`;
+  const databaseUrl = await ensureDatabase(adminUrl, databaseName);
+  cleanups.push(() => dropDatabase(adminUrl, databaseName));
+  const db = createDb(databaseUrl, config.DATABASE_POOL_MAX);
+  cleanups.push(() => db.destroy());
+  await step('migrate', async () => {
+    await migrate(db);
+    await seedDemoData(db);
+  });
+
+  const env = await step('temporal', () => startTemporalDevServer({ cliPath: temporalCliPath, log }));
+  cleanups.push(() => env.teardown());
+
+  const taskQueue = `test-${randomBytes(4).toString('hex')}`;
+  const runConfig: Config = { ...config, DATABASE_URL: databaseUrl, TEMPORAL_TASK_QUEUE: taskQueue };
+  const providers = createProviders();
+  const deps: AppDeps = { config: runConfig, db, temporal: env.client, providers, logger, clock: systemClock };
+  const worker = await createWorker(
+    {
+      connection: env.nativeConnection,
+      namespace: env.namespace ?? 'default',
+      taskQueue,
+      workflowBundle,
+      shutdownGraceTimeMs: runConfig.WORKER_SHUTDOWN_GRACE,
+      extraActivities: createTestActivities(db),
+    },
+    deps,
+  );
+  const running = worker.run();
+  cleanups.push(async () => {
+    worker.shutdown();
+    await running;
+  });
+
+  const built = buildApp(deps, { extraRoutes: testRoutes() });
+  const api = await startApi(built.app, '127.0.0.1', 0);
+  cleanups.push(() => api.close());
+
+  current = {
+    config: runConfig,
+    logger,
+    adminUrl,
+    databaseUrl,
+    db,
+    temporalCliPath,
+    env,
+    client: env.client,
+    taskQueue,
+    workflowBundle,
+    worker,
+    api,
+    baseUrl: api.url,
+    deps,
+    routes: built.routes,
+  };
+  return current;
+}
+
+/** Stops everything in reverse order of start, and waits for each part. */
+export async function stopHarness(): Promise<void> {
+  current = undefined;
+  while (cleanups.length > 0) {
+    const cleanup = cleanups.pop()!;
+    await cleanup().catch((error) => console.error('harness teardown:', error));
+  }
+}

@@ -127,3 +127,13 @@ export async function findTemporalCli(options: FindOptions = {}): Promise<string
   log('no Temporal CLI and no Go toolchain here: the Temporal SDK will download the dev server');
   return undefined;
 }
+
+/** `npm run --silent temporal-cli`: finds or builds the CLI and prints its path (CI warms the cache with it). */
+if (require.main === module) {
+  findTemporalCli({ explicitPath: process.env.TEMPORAL_CLI_PATH || undefined })
+    .then((found) => console.log(found ?? ''))
+    .catch((error) => {
+      console.error(error instanceof Error ? error.message : error);
+      process.exit(1);
+    });
+}

@@ -38,7 +38,7 @@ async function main() {
   const config = loadConfig();
   const logger = createLogger(config.LOG_LEVEL);
   if (!config.DATABASE_URL) throw new Error('DATABASE_URL is required to run the API on its own (npm start runs everything)');
-  const db = createDb(config.DATABASE_URL, config.DATABASE_POOL_MAX);
+  const db = createDb(config.DATABASE_URL, config.DATABASE_POOL_MAX, logger);
   await migrate(db);
   const connection = await Connection.connect({ address: config.TEMPORAL_ADDRESS ?? 'localhost:7233' });
   const temporal = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });

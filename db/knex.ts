@@ -5,10 +5,26 @@ export type { Knex };
 
 export const MIGRATIONS_DIR = path.join(__dirname, 'migrations');
 
+/** Where knex reports pool and driver trouble; the process logger when given. */
+export interface DbLogger {
+  warn(message: string): void;
+  error(message: string): void;
+}
+
 /** One knex instance per process; the same code runs against local, embedded or managed Postgres. */
-export function createDb(connectionString: string, poolMax = 10): Knex {
+export function createDb(connectionString: string, poolMax = 10, logger?: DbLogger): Knex {
   return knex({
     client: 'pg',
+    ...(logger
+      ? {
+          log: {
+            warn: (message: unknown) => logger.warn(`knex: ${String(message)}`),
+            error: (message: unknown) => logger.error(`knex: ${String(message)}`),
+            deprecate: (method: string, alternative: string) => logger.warn(`knex: ${method} is deprecated, use ${alternative}`),
+            debug: () => {},
+          },
+        }
+      : {}),
     connection: { connectionString, application_name: 'lending-service' },
     pool: { min: 0, max: poolMax },
     migrations: { directory: MIGRATIONS_DIR, loadExtensions: ['.ts'], tableName: 'knex_migrations' },

@@ -57,7 +57,7 @@ async function main() {
       stops.push(() => pg.stop());
       databaseUrl = await ensureDatabase(pg.url, 'lending');
     }
-    const db = createDb(databaseUrl, config.DATABASE_POOL_MAX);
+    const db = createDb(databaseUrl, config.DATABASE_POOL_MAX, logger);
     stops.push(() => db.destroy());
     await migrate(db);
     await seedDemoData(db);

@@ -19,7 +19,7 @@ async function main() {
   const logger = createLogger(config.LOG_LEVEL);
   if (!config.DATABASE_URL) throw new Error('DATABASE_URL is required to run the worker on its own (npm start runs everything)');
   installRuntime({ logger, metricsBindAddress: `0.0.0.0:${config.WORKER_METRICS_PORT}` });
-  const db = createDb(config.DATABASE_URL, config.DATABASE_POOL_MAX);
+  const db = createDb(config.DATABASE_URL, config.DATABASE_POOL_MAX, logger);
   const connection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS ?? 'localhost:7233' });
   const worker = await createWorker(
     {

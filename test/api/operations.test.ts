@@ -32,7 +32,7 @@ describe('health, readiness and metrics', () => {
   });
 
   it('GET /readyz is 503 naming Postgres when Postgres is down', async () => {
-    const db = createDb(`postgres://postgres@127.0.0.1:${await freePort()}/none`, 1);
+    const db = createDb(`postgres://postgres@127.0.0.1:${await freePort()}/none`, 1, harness().logger);
     try {
       const reply = await withApp({ db }, (baseUrl) => call('GET', '/readyz', { baseUrl }));
       assert.equal(reply.status, 503);

@@ -108,7 +108,7 @@ export async function startHarness(): Promise<Harness> {
   const databaseName = `lending_test_${process.pid}_${randomBytes(4).toString('hex')}`;
   const databaseUrl = await ensureDatabase(adminUrl, databaseName);
   cleanups.push(() => dropDatabase(adminUrl, databaseName));
-  const db = createDb(databaseUrl, config.DATABASE_POOL_MAX);
+  const db = createDb(databaseUrl, config.DATABASE_POOL_MAX, logger);
   cleanups.push(() => db.destroy());
   await step('migrate', async () => {
     await migrate(db);

@@ -7,29 +7,33 @@ export type { Logger };
  * OTP or an image to the logger in the first place, but if a field of that name slips into a
  * log object it is censored.
  */
-export const REDACTED_PATHS = [
+const SECRET_FIELDS = [
   'authorization',
-  '*.authorization',
-  'headers.authorization',
   'token',
-  '*.token',
   'access_token',
   'refresh_token',
   'id_token',
   'otp',
   'otp_code',
-  '*.otp_code',
   'password',
   'selfie',
   'document_front',
   'document_back',
   'liveness_images',
-  '*.selfie',
-  '*.document_front',
-  '*.document_back',
-  '*.liveness_images',
+];
+/**
+ * Secret field names at the top level and one level down under the usual containers. Explicit
+ * paths, not `*.` wildcards: wildcard redaction costs several microseconds on every log call.
+ */
+export const REDACTED_PATHS = [
+  ...SECRET_FIELDS,
+  ...['headers', 'body', 'input', 'request', 'response'].flatMap((parent) => SECRET_FIELDS.map((f) => `${parent}.${f}`)),
 ];
 
+/**
+ * Logs go to stdout through an asynchronous buffered writer unless a destination is given;
+ * pino flushes it when the process exits.
+ */
 export function createLogger(level: string, destination?: pino.DestinationStream): Logger {
   return pino(
     {
@@ -38,6 +42,6 @@ export function createLogger(level: string, destination?: pino.DestinationStream
       redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
       timestamp: pino.stdTimeFunctions.isoTime,
     },
-    destination,
+    destination ?? pino.destination({ dest: 1, sync: false }),
   );
 }

@@ -1,7 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
-import { absolutePath as swaggerUiDir } from 'swagger-ui-dist';
 import { ErrorCode, ServiceError } from '../../domain/errors';
 import type { AppDeps } from '../deps';
 import type { HttpMetrics } from '../metrics';
@@ -31,7 +30,11 @@ async function probe(check: () => Promise<unknown>, timeoutMs: number): Promise<
   }
 }
 
-/** Reference-page assets are served from the swagger-ui-dist package, never from a CDN. */
+/**
+ * Reference-page assets are served from the swagger-ui-dist package, never from a CDN. Its
+ * folder is resolved without importing the package, whose entry point loads the 1 MB bundle.
+ */
+const SWAGGER_UI_DIR = path.dirname(require.resolve('swagger-ui-dist/package.json'));
 const DOCS_ASSETS: Record<string, string> = {
   'swagger-ui.css': 'text/css; charset=utf-8',
   'swagger-ui-bundle.js': 'text/javascript; charset=utf-8',
@@ -147,7 +150,7 @@ export function systemRoutes(deps: AppDeps, metrics: HttpMetrics, openApiDocumen
         if (!type) throw new ServiceError(ErrorCode.NOT_FOUND);
         ctx.type = type;
         ctx.set('Cache-Control', 'public, max-age=86400');
-        ctx.body = await readFile(path.join(swaggerUiDir(), params.asset));
+        ctx.body = await readFile(path.join(SWAGGER_UI_DIR, params.asset));
       },
     }),
   ];

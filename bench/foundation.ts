@@ -1,0 +1,31 @@
+import { compare, measure, startServer } from './lib';
+
+/**
+ * The foundation's per-request cost: GET /healthz through the service's whole middleware stack
+ * (request id, JSON access log, Prometheus metrics, error handling, router, validation) against
+ * a bare Koa handler answering the same body, in the same run; then each middleware alone, to
+ * show where the time goes. The foundation issue sets no goal; later benchmarks that do
+ * (authenticated requests, STK push) include this cost.
+ */
+export async function foundationBench(): Promise<number> {
+  const { info, child } = await startServer<Record<string, string>>('foundation.ts');
+  try {
+    const ratio = await compare({
+      title: 'API middleware stack: GET /healthz, service app vs bare Koa',
+      baseline: { name: 'bare Koa, same JSON', url: info.bare! },
+      candidate: { name: 'service app', url: info.service! },
+    });
+    console.log('  where the time goes (each middleware alone, one 3s run each, vs bare):');
+    const bare = await measure({ name: 'bare', url: info.bare! }, 16, 3);
+    for (const [name, url] of Object.entries(info)) {
+      if (name === 'bare') continue;
+      const m = await measure({ name, url }, 16, 3);
+      console.log(`    ${name.padEnd(24)} ${m.rps.toFixed(0).padStart(7)} req/s  ratio ${(m.rps / bare.rps).toFixed(2)}`);
+    }
+    return ratio;
+  } finally {
+    child.kill('SIGTERM');
+  }
+}
+
+if (require.main === module) void foundationBench();

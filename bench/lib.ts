@@ -1,0 +1,92 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import path from 'node:path';
+import autocannon from 'autocannon';
+
+export interface Measurement {
+  rps: number;
+  p50: number;
+  p99: number;
+  errors: number;
+}
+
+export interface Target {
+  name: string;
+  url: string;
+  headers?: Record<string, string>;
+}
+
+/** Load one URL at a fixed concurrency for a while; requests/s and latency percentiles (ms). */
+export async function measure(target: Target, connections: number, seconds: number): Promise<Measurement> {
+  const result = await autocannon({ url: target.url, connections, duration: seconds, headers: target.headers });
+  const errors = result.errors + result.timeouts + result.non2xx;
+  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, errors };
+}
+
+/**
+ * Measures a baseline and a candidate in alternating rounds (so drift on a shared machine hits
+ * both alike) and prints the candidate/baseline throughput ratio against the goal.
+ */
+export async function compare(options: {
+  title: string;
+  baseline: Target;
+  candidate: Target;
+  /** The ratio to reach, when the issue sets one. */
+  goal?: number;
+  connections?: number;
+  seconds?: number;
+  rounds?: number;
+}): Promise<number> {
+  const { connections = 16, seconds = 4, rounds = 3 } = options;
+  await measure(options.baseline, connections, 1); // warm both up
+  await measure(options.candidate, connections, 1);
+  const base: Measurement[] = [];
+  const cand: Measurement[] = [];
+  for (let i = 0; i < rounds; i++) {
+    base.push(await measure(options.baseline, connections, seconds));
+    cand.push(await measure(options.candidate, connections, seconds));
+  }
+  const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+  const summary = (ms: Measurement[]) => ({
+    rps: median(ms.map((m) => m.rps)),
+    p50: median(ms.map((m) => m.p50)),
+    p99: median(ms.map((m) => m.p99)),
+    errors: ms.reduce((n, m) => n + m.errors, 0),
+  });
+  const b = summary(base);
+  const c = summary(cand);
+  const ratio = c.rps / b.rps;
+  console.log(`\n${options.title}  (${connections} connections, ${rounds} x ${seconds}s rounds, medians)`);
+  console.log(`  baseline   ${options.baseline.name.padEnd(44)} ${b.rps.toFixed(0).padStart(7)} req/s  p50 ${b.p50} ms  p99 ${b.p99} ms  errors ${b.errors}`);
+  console.log(`  candidate  ${options.candidate.name.padEnd(44)} ${c.rps.toFixed(0).padStart(7)} req/s  p50 ${c.p50} ms  p99 ${c.p99} ms  errors ${c.errors}`);
+  const verdict =
+    options.goal === undefined ? '(no goal set)' : `(goal at least ${options.goal}) ${ratio >= options.goal ? 'met' : 'NOT met'}`;
+  console.log(`  ratio ${ratio.toFixed(2)} ${verdict}`);
+  if (b.errors + c.errors > 0) console.log('  warning: some requests failed; the ratio is not trustworthy');
+  return ratio;
+}
+
+/**
+ * Starts a bench server script in its own process (the load generator must not share the
+ * server's event loop) and resolves with the JSON line it prints once listening.
+ */
+export async function startServer<T>(script: string, env: NodeJS.ProcessEnv = {}): Promise<{ info: T; child: ChildProcess }> {
+  const root = path.resolve(__dirname, '..');
+  const child = spawn(path.join(root, 'node_modules/.bin/tsx'), [path.join(__dirname, 'servers', script)], {
+    cwd: root,
+    env: { ...process.env, LOG_LEVEL: 'silent', ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const info = await new Promise<T>((resolve, reject) => {
+    let buffered = '';
+    const onData = (chunk: Buffer) => {
+      buffered += chunk;
+      const line = buffered.split('\n').find((l) => l.startsWith('{'));
+      if (!line) return;
+      child.stdout!.off('data', onData).resume();
+      resolve(JSON.parse(line) as T);
+    };
+    child.stdout!.on('data', onData);
+    child.once('exit', (code) => reject(new Error(`${script} exited with ${code}`)));
+  });
+  return { info, child };
+}

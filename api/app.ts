@@ -9,7 +9,13 @@ import { jsonBody } from './middleware/json-body';
 import { requestId } from './middleware/request-id';
 import { createHttpMetrics } from './metrics';
 import { buildOpenApiDocument } from './openapi';
-import { type AnyRoute, routerPath } from './route';
+import { authorize, guard } from './auth/middleware';
+import { createAuthenticator } from './auth/authenticator';
+import { resourceAccessProviders } from './auth/resource-access';
+import { createTokenService } from './auth/tokens';
+import { createRateLimiter } from './middleware/rate-limit';
+import { type AnyRoute, type RouteInput, routerPath } from './route';
+import { authRoutes } from './routes/auth';
 import { systemRoutes } from './routes/system';
 import { validateRequest } from './validation';
 
@@ -28,9 +34,14 @@ const NO_BODY = z.strictObject({}).optional();
  */
 export function buildApp(deps: AppDeps, options: { extraRoutes?: AnyRoute[] } = {}): BuiltApp {
   const metrics = createHttpMetrics();
+  const authenticator = createAuthenticator(deps);
+  const tokens = createTokenService(deps);
+  const rateLimiter = createRateLimiter(deps.config, deps.db);
+  const resourceAccess = resourceAccessProviders(deps.db, deps.config.FINANCING_ISSUERS);
   let document: unknown;
   const routes: AnyRoute[] = [];
   routes.push(...systemRoutes(deps, metrics, () => (document ??= buildOpenApiDocument(routes, deps.config.PUBLIC_BASE_URL))));
+  routes.push(...authRoutes(deps, tokens));
   routes.push(...(options.extraRoutes ?? []));
 
   const parsers = {
@@ -45,6 +56,7 @@ export function buildApp(deps: AppDeps, options: { extraRoutes?: AnyRoute[] } = 
         ? { ...route.request, body: NO_BODY }
         : (route.request ?? {});
     router.register(routerPath(route.path), [route.method.toUpperCase()], [
+      guard(route, authenticator, rateLimiter, deps.logger),
       ...(BODY_METHODS.has(route.method) ? [parsers[route.bodyLimit ?? 'default']] : []),
       async (ctx) => {
         const input = validateRequest(schemas, {
@@ -52,8 +64,9 @@ export function buildApp(deps: AppDeps, options: { extraRoutes?: AnyRoute[] } = 
           query: ctx.query,
           headers: ctx.headers,
           body: ctx.request.body,
-        });
-        await route.handler(ctx, input as never);
+        }) as RouteInput<never>;
+        await authorize(route, ctx, input, resourceAccess);
+        await route.handler(ctx, input);
       },
     ]);
   }

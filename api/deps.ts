@@ -4,6 +4,7 @@ import type { Config } from '../config';
 import type { Logger } from '../config/logger';
 import type { Clock } from '../domain/clock';
 import type { Providers } from '../providers';
+import type { ServiceKeys } from './auth/service-keys';
 
 /** Everything the API is built from; tests build it with their own. */
 export interface AppDeps {
@@ -13,4 +14,6 @@ export interface AppDeps {
   providers: Providers;
   logger: Logger;
   clock: Clock;
+  /** The key the service signs its own tokens with (see api/auth/service-keys.ts). */
+  serviceKeys: ServiceKeys;
 }

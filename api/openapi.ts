@@ -5,6 +5,7 @@ import {
   type RouteConfig,
 } from '@asteasolutions/zod-to-openapi';
 import { errorFamilyOf } from './errors';
+import type { AuthScheme } from './auth/caller';
 import type { AnyRoute } from './route';
 import { PlainError, ValidationError } from './schemas/errors';
 
@@ -22,9 +23,26 @@ function responsesOf(route: AnyRoute): Record<string, ResponseConfig> {
   return out;
 }
 
+const SECURITY_SCHEMES: Record<AuthScheme, { name: string; description: string }> = {
+  user: {
+    name: 'backendBearer',
+    description:
+      'Backend bearer scheme (spec 5.4): an RS256 JWT from the identity provider, or an ID token from /v1/auth/sessions or /v1/auth/refresh.',
+  },
+  partner: { name: 'partnerAccessToken', description: 'A service access token from /v1/auth/exchange.' },
+  api_key: {
+    name: 'apiKey',
+    description: 'An API key (spec 5.6), sent as `Authorization: Bearer lsk_...`; organization-scoped or platform.',
+  },
+  financing: { name: 'financingBearer', description: 'Financing bearer scheme (spec 5.5): an RS256 JWT from a trusted financing issuer.' },
+};
+
 /** The OpenAPI 3.1 document of every route, built from the routes' own schemas. */
 export function buildOpenApiDocument(routes: readonly AnyRoute[], serverUrl?: string) {
   const registry = new OpenAPIRegistry();
+  for (const scheme of Object.values(SECURITY_SCHEMES)) {
+    registry.registerComponent('securitySchemes', scheme.name, { type: 'http', scheme: 'bearer', description: scheme.description });
+  }
   for (const route of routes) {
     const request: RouteConfig['request'] = {};
     if (route.request?.params) request.params = route.request.params;
@@ -42,6 +60,7 @@ export function buildOpenApiDocument(routes: readonly AnyRoute[], serverUrl?: st
       tags: route.tags,
       deprecated: route.deprecated,
       ...(route.extension ? { 'x-extension': true } : {}),
+      ...(route.auth ? { security: route.auth.schemes.map((scheme) => ({ [SECURITY_SCHEMES[scheme].name]: [] })) } : {}),
       request,
       responses: responsesOf(route),
     });

@@ -2,7 +2,23 @@ import type { Context } from 'koa';
 import type { z } from 'zod';
 import type { RequestSchemas } from './validation';
 
+import type { AuthScheme } from './auth/caller';
+
 export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete';
+
+/** Who may call a route. Absent: the route is public (operations, token refresh, callbacks). */
+export interface RouteAuth {
+  /** Accepted credential schemes; a valid credential of another scheme gets 401. */
+  schemes: AuthScheme[];
+  /** Required RBAC permission, at ORG scope for the target organization or at PLATFORM scope. */
+  permission?: string;
+  /** The path parameter naming the target organization, when it is not the caller's own. */
+  organizationParam?: string;
+  /** Merchant-scoped permission (financing), checked through the issuer's resource-access provider. */
+  merchant?: { param: string; permission: string };
+  /** Users on the waiting list get WAITING_LIST (the endpoints whose error table lists it). */
+  refuseWaitingList?: boolean;
+}
 
 type Out<S> = S extends z.ZodType ? z.output<S> : undefined;
 export type RouteInput<R extends RequestSchemas> = {
@@ -35,6 +51,9 @@ export interface Route<R extends RequestSchemas = RequestSchemas> {
   deprecated?: boolean;
   /** An operation the spec does not show that this service adds; marked `x-extension` in the document. */
   extension?: boolean;
+  auth?: RouteAuth;
+  /** Operations endpoints (health, metrics, documents) are not rate limited. */
+  rateLimit?: false;
   /** Verification routes carry base64 images and get the larger body limit. */
   bodyLimit?: 'default' | 'verification';
   request?: R;

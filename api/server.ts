@@ -9,6 +9,7 @@ import { createDb, migrate } from '../db/knex';
 import { systemClock } from '../domain/clock';
 import { createProviders } from '../providers';
 import { buildApp } from './app';
+import { loadServiceKeys } from './auth/service-keys';
 import type { AppDeps } from './deps';
 
 export interface RunningApi {
@@ -38,11 +39,14 @@ async function main() {
   const config = loadConfig();
   const logger = createLogger(config.LOG_LEVEL);
   if (!config.DATABASE_URL) throw new Error('DATABASE_URL is required to run the API on its own (npm start runs everything)');
+  if (!config.SERVICE_SIGNING_KEY) throw new Error('SERVICE_SIGNING_KEY is required to run the API on its own (npm start makes one)');
+  if (!config.AUTH_JWKS_URL || !config.AUTH_ISSUER) throw new Error('AUTH_JWKS_URL and AUTH_ISSUER are required to run the API on its own');
+  const serviceKeys = await loadServiceKeys(config.SERVICE_SIGNING_KEY);
   const db = createDb(config.DATABASE_URL, config.DATABASE_POOL_MAX, logger);
   await migrate(db);
   const connection = await Connection.connect({ address: config.TEMPORAL_ADDRESS ?? 'localhost:7233' });
   const temporal = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
-  const deps: AppDeps = { config, db, temporal, providers: createProviders(), logger, clock: systemClock };
+  const deps: AppDeps = { config, db, temporal, providers: createProviders(), logger, clock: systemClock, serviceKeys };
   const api = await startApi(buildApp(deps).app, config.HOST, config.PORT);
   logger.info({ url: api.url }, 'api listening');
   const stop = async (signal: string) => {

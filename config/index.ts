@@ -44,6 +44,30 @@ const flag = (fallback: boolean) =>
     .default(fallback ? 'true' : 'false')
     .transform((v) => v === 'true' || v === '1');
 
+const financingIssuers = z
+  .string()
+  .default('[]')
+  .transform((text, ctx) => {
+    try {
+      return JSON.parse(text) as unknown;
+    } catch {
+      ctx.addIssue({ code: 'custom', message: 'expected a JSON array of financing issuers' });
+      return z.NEVER;
+    }
+  })
+  .pipe(
+    z.array(
+      z.strictObject({
+        issuer: z.string().min(1),
+        jwks_url: z.url(),
+        audience: z.string().min(1).optional(),
+        /** Where merchant-scoped permissions are checked: our database, or an HTTP resource-access service. */
+        resource_access: z.union([z.literal('database'), z.strictObject({ url: z.url() })]),
+      }),
+    ),
+  );
+export type FinancingIssuer = z.output<typeof financingIssuers>[number];
+
 export const configSchema = z.object({
   NODE_ENV: z.enum(['development', 'test', 'production']).default('development'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -83,6 +107,37 @@ export const configSchema = z.object({
   OTP_LIFETIME: duration('5m'),
   IDEMPOTENCY_KEY_TTL: duration('24h'),
   RATE_LIMIT_MEMORY: flag(false),
+  /** Requests per RATE_LIMIT_WINDOW for one caller, and for all callers of one organization together. */
+  RATE_LIMIT_CALLER_POINTS: positiveInt(300),
+  RATE_LIMIT_ORGANIZATION_POINTS: positiveInt(3000),
+  RATE_LIMIT_WINDOW: duration('1m'),
+
+  /** Backend bearer scheme: the identity provider's JWKS, issuer and the audience of our API. */
+  AUTH_JWKS_URL: optionalUrl,
+  AUTH_ISSUER: z.string().min(1).optional(),
+  AUTH_AUDIENCE: z.string().min(1).default('lending-service'),
+  AUTH_CLOCK_TOLERANCE: duration('30s'),
+  /** Larger Authorization headers are refused before any parsing. */
+  AUTH_MAX_HEADER_BYTES: byteSize('8kb'),
+  AUTH_JWKS_CACHE_MAX_AGE: duration('10m'),
+  /** After a fetch, an unknown kid triggers another JWKS fetch only after this long. */
+  AUTH_JWKS_COOLDOWN: duration('30s'),
+  /** Resolved callers (user, roles, API key) are cached this long: revocations take effect within it. */
+  AUTH_CALLER_CACHE_TTL: duration('30s'),
+  /** Financing bearer scheme: the trusted issuers, as JSON. */
+  FINANCING_ISSUERS: financingIssuers,
+  FINANCING_AUDIENCE: z.string().min(1).default('lending-service'),
+
+  /** Tokens this service issues (partner exchange, sessions and refresh). */
+  SERVICE_TOKEN_ISSUER: z.string().min(1).default('lending-service'),
+  SERVICE_TOKEN_AUDIENCE: z.string().min(1).default('lending-service'),
+  SERVICE_TOKEN_TTL: duration('1h'),
+  REFRESH_TOKEN_TTL: duration('30d'),
+  /** The service's private RS256 signing key as a JWK (JSON, with kid). Generated for npm start and tests. */
+  SERVICE_SIGNING_KEY: z.string().min(1).optional(),
+
+  /** Port of the development identity provider simulator under npm start. */
+  DEV_IDP_PORT: port(3101),
 });
 
 export type Config = z.output<typeof configSchema>;

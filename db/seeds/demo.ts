@@ -1,16 +1,101 @@
 import type { Knex } from 'knex';
+import type { Role } from '../../domain/rbac';
 
 /**
- * Demo data with stable ids, so a client developer can call the service in minutes. Applied on
- * every `npm start`; idempotent (existing rows are left as they are).
+ * Demo data with stable ids, so a client developer can call the service in minutes
+ * (`npm run --silent seed:ids` prints them). Applied on every `npm start`: rows are upserted,
+ * so a changed seed takes effect and nothing is duplicated.
  */
+const user = (id: string, organizationId: string, email: string, name: string, roles: Role[], extra: { auth_id?: string; status?: 'ACTIVE' | 'WAITING_LIST'; phone_number?: string } = {}) => ({
+  id,
+  organization_id: organizationId,
+  email,
+  name,
+  roles,
+  auth_id: extra.auth_id ?? null,
+  status: extra.status ?? 'ACTIVE',
+  phone_number: extra.phone_number ?? null,
+});
+
+const DEMO_ORG = 'org-demo-lender';
+const SECOND_ORG = 'org-second-lender';
+
 export const DEMO = {
   organizations: {
-    demo: { id: 'org-demo-lender', name: 'Demo Lender' },
-    other: { id: 'org-second-lender', name: 'Second Lender' },
+    demo: { id: DEMO_ORG, name: 'Demo Lender' },
+    second: { id: SECOND_ORG, name: 'Second Lender' },
+  },
+  users: {
+    customer: user('0b5a9c1e-0000-4000-8000-000000000001', DEMO_ORG, 'amina.customer@demo-lender.test', 'Amina Wanjiru', ['CUSTOMER'], { phone_number: '+254712000001' }),
+    customerByAuthId: user('0b5a9c1e-0000-4000-8000-000000000002', DEMO_ORG, 'brian.customer@demo-lender.test', 'Brian Otieno', ['CUSTOMER'], { auth_id: 'idp|brian-otieno', phone_number: '+254712000002' }),
+    waitingList: user('0b5a9c1e-0000-4000-8000-000000000003', DEMO_ORG, 'wanjiku.waiting@demo-lender.test', 'Wanjiku Kamau', ['CUSTOMER'], { status: 'WAITING_LIST', phone_number: '+254712000003' }),
+    agent: user('0b5a9c1e-0000-4000-8000-000000000004', DEMO_ORG, 'juma.agent@demo-lender.test', 'Juma Mwangi', ['AGENT'], { phone_number: '+254712000004' }),
+    manager: user('0b5a9c1e-0000-4000-8000-000000000005', DEMO_ORG, 'halima.manager@demo-lender.test', 'Halima Said', ['MANAGER'], { phone_number: '+254712000005' }),
+    leader: user('0b5a9c1e-0000-4000-8000-000000000006', DEMO_ORG, 'peter.leader@demo-lender.test', 'Peter Kariuki', ['LEADER'], { phone_number: '+254712000006' }),
+    admin: user('0b5a9c1e-0000-4000-8000-000000000007', DEMO_ORG, 'grace.admin@demo-lender.test', 'Grace Njeri', ['ADMIN']),
+    internal: user('0b5a9c1e-0000-4000-8000-000000000008', DEMO_ORG, 'ops@demo-lender.test', 'Demo Lender Operations', ['INTERNAL']),
+    platformAdmin: user('0b5a9c1e-0000-4000-8000-000000000009', DEMO_ORG, 'platform.admin@lending-service.test', 'Platform Operator', ['PLATFORM_ADMIN'], { auth_id: 'idp|platform-operator' }),
+    secondCustomer: user('0b5a9c1e-0000-4000-8000-000000000011', SECOND_ORG, 'daudi.customer@second-lender.test', 'Daudi Hassan', ['CUSTOMER'], { phone_number: '+255712000011' }),
+    secondInternal: user('0b5a9c1e-0000-4000-8000-000000000012', SECOND_ORG, 'ops@second-lender.test', 'Second Lender Operations', ['INTERNAL']),
+  },
+  partner: {
+    id: '5e1f2a3b-0000-4000-8000-000000000001',
+    organization_id: DEMO_ORG,
+    name: 'Demo Partner Bank',
+    issuer: 'https://partner.demo-lender.test',
+    permissions: ['loans.write:ORG', 'loans.read:ORG', 'accounts.read:ORG'],
+  },
+  merchant: {
+    id: 'mrc-demo-0001',
+    organization_id: DEMO_ORG,
+    name: 'Kariakoo Traders',
+    /** The financing identity provider's subject allowed to act for the merchant. */
+    financingSubject: 'fin|kariakoo-owner',
+    permissions: ['financing.read', 'financing.write'],
   },
 } as const;
 
-export async function seedDemoData(db: Knex): Promise<void> {
-  await db('organizations').insert(Object.values(DEMO.organizations)).onConflict('id').ignore();
+export interface SeedOptions {
+  /** Where the demo partner publishes its JWKS (the development identity provider). */
+  partnerJwksUrl: string;
+  /** The financing issuer whose subject is granted access to the demo merchant. */
+  financingIssuer: string;
+}
+
+export async function seedDemoData(db: Knex, options: SeedOptions): Promise<void> {
+  await db.transaction(async (trx) => {
+    await trx('organizations').insert(Object.values(DEMO.organizations)).onConflict('id').merge();
+    const users = Object.values(DEMO.users);
+    await trx('users')
+      .insert(users.map(({ roles: _roles, ...row }) => row))
+      .onConflict('id')
+      .merge();
+    await trx('user_access')
+      .insert(users.flatMap((u) => u.roles.map((role) => ({ user_id: u.id, organization_id: u.organization_id, role }))))
+      .onConflict(['user_id', 'organization_id', 'role'])
+      .ignore();
+    const { partner, merchant } = DEMO;
+    await trx('partners')
+      .insert({ ...partner, permissions: [...partner.permissions], jwks_url: options.partnerJwksUrl })
+      .onConflict('id')
+      .merge();
+    await trx('merchants').insert({ id: merchant.id, organization_id: merchant.organization_id, name: merchant.name }).onConflict('id').merge();
+    await trx('merchant_access')
+      .insert({ issuer: options.financingIssuer, subject: merchant.financingSubject, merchant_id: merchant.id, permissions: [...merchant.permissions] })
+      .onConflict(['issuer', 'subject', 'merchant_id'])
+      .merge();
+  });
+}
+
+/** The ids a script or client developer needs, as one JSON-friendly object. */
+export function seedIds() {
+  const users = Object.fromEntries(
+    Object.entries(DEMO.users).map(([key, u]) => [key, { id: u.id, email: u.email, organization_id: u.organization_id, roles: u.roles, auth_id: u.auth_id, status: u.status }]),
+  );
+  return {
+    organizations: { demo: DEMO.organizations.demo.id, second: DEMO.organizations.second.id },
+    users,
+    partner: { id: DEMO.partner.id, issuer: DEMO.partner.issuer, organization_id: DEMO.partner.organization_id },
+    merchant: { id: DEMO.merchant.id, organization_id: DEMO.merchant.organization_id, financing_subject: DEMO.merchant.financingSubject },
+  };
 }

@@ -2,14 +2,20 @@ import { strict as assert } from 'node:assert';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import path from 'node:path';
+import { generateServiceSigningKey } from '../../api/auth/service-keys';
 import { harness } from '../support/harness';
 import { freePort } from '../support/ports';
 
 const ROOT = path.resolve(__dirname, '../..');
 
+let signingKey = '';
+before(async () => {
+  signingKey = JSON.stringify(await generateServiceSigningKey());
+});
+
 /** Spawns one of the production entry points against the harness's Postgres and Temporal. */
 function spawnEntry(entry: string, extraEnv: Record<string, string>) {
-  const { databaseUrl, env } = harness();
+  const { databaseUrl, env, config } = harness();
   const child = spawn(path.join(ROOT, 'node_modules/.bin/tsx'), [entry], {
     cwd: ROOT,
     env: {
@@ -17,6 +23,9 @@ function spawnEntry(entry: string, extraEnv: Record<string, string>) {
       DATABASE_URL: databaseUrl,
       TEMPORAL_ADDRESS: env.address,
       LOG_LEVEL: 'info',
+      AUTH_JWKS_URL: config.AUTH_JWKS_URL!,
+      AUTH_ISSUER: config.AUTH_ISSUER!,
+      SERVICE_SIGNING_KEY: signingKey,
       ...extraEnv,
     },
     stdio: 'pipe',

@@ -69,6 +69,7 @@ describe('npm start: the whole service with embedded defaults', () => {
       TEMPORAL_DEV_PORT: await freePort(),
       TEMPORAL_UI_PORT: await freePort(),
       WORKER_METRICS_PORT: await freePort(),
+      DEV_IDP_PORT: await freePort(),
     };
     const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir, LOG_LEVEL: 'warn' };
     for (const [name, port] of Object.entries(ports)) env[name] = String(port);

@@ -7,12 +7,15 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Worker, WorkflowBundle } from '@temporalio/worker';
 import { buildApp } from '../../api/app';
 import type { AnyRoute } from '../../api/route';
+import { generateServiceSigningKey, loadServiceKeys } from '../../api/auth/service-keys';
 import { startApi, type RunningApi } from '../../api/server';
 import type { AppDeps } from '../../api/deps';
 import { type Config, loadConfig } from '../../config';
 import { createLogger, type Logger } from '../../config/logger';
 import { createDb, dropDatabase, ensureDatabase, type Knex, migrate } from '../../db/knex';
-import { seedDemoData } from '../../db/seeds/demo';
+import { DEMO, seedDemoData } from '../../db/seeds/demo';
+import { devSeedOptions, grantDemoMerchantOverHttp, withDevIdentityProvider } from '../../dev/identity';
+import { type RunningIdentityProvider, startIdentityProvider } from '../../providers/simulators/identity-provider';
 import { startEmbeddedPostgres } from '../../dev/embedded-postgres';
 import { findTemporalCli } from '../../dev/temporal-cli';
 import { startTemporalDevServer } from '../../dev/temporal-server';
@@ -46,6 +49,8 @@ export interface Harness {
   api: RunningApi;
   baseUrl: string;
   deps: AppDeps;
+  /** The development identity provider: tokens for the seeded users. */
+  idp: RunningIdentityProvider;
   /** Every route the test API serves: the service's own and the test-only ones. */
   routes: readonly AnyRoute[];
 }
@@ -85,7 +90,10 @@ async function step<T>(name: string, work: () => Promise<T>): Promise<T> {
 }
 
 export async function startHarness(): Promise<Harness> {
-  const config = testConfig();
+  const idp = await startIdentityProvider({ partnerIssuer: DEMO.partner.issuer });
+  cleanups.push(() => idp.close());
+  await grantDemoMerchantOverHttp(idp);
+  const config = withDevIdentityProvider(testConfig(), idp);
   const logger = createLogger(config.LOG_LEVEL);
   const log = (line: string) => console.error(line);
   installRuntime({ logger });
@@ -112,7 +120,7 @@ export async function startHarness(): Promise<Harness> {
   cleanups.push(() => db.destroy());
   await step('migrate', async () => {
     await migrate(db);
-    await seedDemoData(db);
+    await seedDemoData(db, devSeedOptions(idp));
   });
 
   const env = await step('temporal', () => startTemporalDevServer({ cliPath: temporalCliPath, log }));
@@ -121,7 +129,8 @@ export async function startHarness(): Promise<Harness> {
   const taskQueue = `test-${randomBytes(4).toString('hex')}`;
   const runConfig: Config = { ...config, DATABASE_URL: databaseUrl, TEMPORAL_TASK_QUEUE: taskQueue };
   const providers = createProviders();
-  const deps: AppDeps = { config: runConfig, db, temporal: env.client, providers, logger, clock: systemClock };
+  const serviceKeys = await loadServiceKeys(JSON.stringify(await generateServiceSigningKey()));
+  const deps: AppDeps = { config: runConfig, db, temporal: env.client, providers, logger, clock: systemClock, serviceKeys };
   const worker = await createWorker(
     {
       connection: env.nativeConnection,
@@ -158,6 +167,7 @@ export async function startHarness(): Promise<Harness> {
     api,
     baseUrl: api.url,
     deps,
+    idp,
     routes: built.routes,
   };
   return current;

@@ -1,0 +1,69 @@
+import { randomUUID } from 'node:crypto';
+import type { Knex } from 'knex';
+import { type Grant, parseGrant, Permission, Scope } from '../../domain/rbac';
+import { hashSecret, randomSecret } from './secrets';
+
+/**
+ * API keys are `lsk_` followed by 256 random bits, sent as `Authorization: Bearer <key>`. The
+ * prefix makes them recognizable (to callers, secret scanners and our auth middleware); only
+ * their SHA-256 is stored.
+ */
+export const API_KEY_PREFIX = 'lsk_';
+
+/** What a key may do unless created with explicit permissions: the internal KYC lookups. */
+export const DEFAULT_KEY_PERMISSIONS = [Permission.KYC_READ];
+
+export interface CreatedApiKey {
+  id: string;
+  key: string;
+}
+
+export async function createApiKey(
+  db: Knex,
+  options: { organizationId?: string; platform?: boolean; label?: string; permissions?: string[] },
+): Promise<CreatedApiKey> {
+  const platform = options.platform === true;
+  if (platform === (options.organizationId !== undefined)) {
+    throw new Error('an API key is either for one organization or for the platform');
+  }
+  const scope = platform ? Scope.PLATFORM : Scope.ORG;
+  const key = `${API_KEY_PREFIX}${randomSecret()}`;
+  const id = randomUUID();
+  await db('api_keys').insert({
+    id,
+    organization_id: options.organizationId ?? null,
+    scope,
+    label: options.label ?? null,
+    key_hash: hashSecret(key),
+    key_hint: key.slice(0, API_KEY_PREFIX.length + 6),
+    permissions: (options.permissions ?? DEFAULT_KEY_PERMISSIONS).map((p) => `${p}:${scope}`),
+  });
+  return { id, key };
+}
+
+export async function revokeApiKey(db: Knex, id: string): Promise<boolean> {
+  const updated = await db('api_keys').where({ id }).whereNull('revoked_at').update({ revoked_at: db.fn.now() });
+  return updated > 0;
+}
+
+export interface ApiKeyRecord {
+  id: string;
+  organizationId: string | null;
+  platform: boolean;
+  grants: Grant[];
+}
+
+/** The live key with this secret, or undefined (unknown or revoked). */
+export async function findApiKey(db: Knex, key: string): Promise<ApiKeyRecord | undefined> {
+  const row = await db('api_keys')
+    .where({ key_hash: hashSecret(key) })
+    .whereNull('revoked_at')
+    .first<{ id: string; organization_id: string | null; scope: string; permissions: string[] } | undefined>();
+  if (!row) return undefined;
+  return {
+    id: row.id,
+    organizationId: row.organization_id,
+    platform: row.scope === Scope.PLATFORM,
+    grants: row.permissions.map(parseGrant).filter((g): g is Grant => g !== undefined),
+  };
+}

@@ -1,0 +1,202 @@
+import {
+  createRemoteJWKSet,
+  decodeJwt,
+  decodeProtectedHeader,
+  type JWTPayload,
+  type JWTVerifyGetKey,
+  jwtVerify,
+} from 'jose';
+import type { Knex } from 'knex';
+import { LRUCache } from 'lru-cache';
+import type { Config, FinancingIssuer } from '../../config';
+import type { Logger } from '../../config/logger';
+import { ErrorCode, ServiceError } from '../../domain/errors';
+import { type Grant, grantsOfRoles, parseGrant } from '../../domain/rbac';
+import { API_KEY_PREFIX, findApiKey } from './api-keys';
+import type { Caller, FinancingCaller, UserCaller } from './caller';
+import { hashSecret } from './secrets';
+import type { ServiceKeys } from './service-keys';
+
+/** Header parameters that would let a token bring its own key: never honoured, always refused. */
+const KEY_CARRYING_HEADERS = ['jwk', 'jku', 'x5u', 'x5c'] as const;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** What our own tokens say they are. */
+export const TokenUse = { ID: 'id', ACCESS: 'access' } as const;
+
+/** UNAUTHORISED with the reason kept for debug logs only: a client learns nothing about why. */
+export const unauthorised = (reason: string) =>
+  Object.assign(new ServiceError(ErrorCode.UNAUTHORISED, undefined, [], { 'WWW-Authenticate': 'Bearer error="invalid_token"' }), {
+    reason,
+  });
+
+interface Verifier {
+  key: JWTVerifyGetKey;
+  audience: string;
+  resolve(payload: JWTPayload & { sub: string }): Promise<Caller>;
+}
+
+export interface AuthenticatorDeps {
+  config: Config;
+  db: Knex;
+  logger: Logger;
+  serviceKeys: ServiceKeys;
+}
+
+const grantsFromClaim = (claim: unknown): Grant[] =>
+  Array.isArray(claim) ? claim.map((g) => (typeof g === 'string' ? parseGrant(g) : undefined)).filter((g): g is Grant => !!g) : [];
+
+/**
+ * Turns an Authorization header into a Caller, or refuses it with UNAUTHORISED. Which verifier
+ * applies is chosen by the token's issuer (or the API key prefix), and that verifier then
+ * checks everything strictly: RS256 only, its own key set, issuer, audience, exp/iat/sub present,
+ * nbf and iat not in the future beyond a small clock tolerance. Resolving the caller (user and
+ * roles, API key) is cached for AUTH_CALLER_CACHE_TTL; signatures are checked on every request.
+ */
+export function createAuthenticator(deps: AuthenticatorDeps) {
+  const { config, db, serviceKeys } = deps;
+  const cache = new LRUCache<string, Caller>({ max: 50_000, ttl: config.AUTH_CALLER_CACHE_TTL });
+  const cached = async (key: string, load: () => Promise<Caller>): Promise<Caller> => {
+    const hit = cache.get(key);
+    if (hit) return hit;
+    const caller = await load();
+    cache.set(key, caller);
+    return caller;
+  };
+  const remoteJwks = (url: string) =>
+    createRemoteJWKSet(new URL(url), { cacheMaxAge: config.AUTH_JWKS_CACHE_MAX_AGE, cooldownDuration: config.AUTH_JWKS_COOLDOWN });
+
+  /** Backend users: by our uuid or the identity provider's auth id, in the organization claimed or their own. */
+  async function resolveUser(subject: string, claimedOrganization: unknown, via: UserCaller['via']): Promise<UserCaller> {
+    const organizationClaim = typeof claimedOrganization === 'string' && claimedOrganization ? claimedOrganization : undefined;
+    return cached(`user|${via}|${subject}|${organizationClaim ?? ''}`, async () => {
+      const user = await db('users')
+        .where(UUID.test(subject) ? { id: subject } : { auth_id: subject })
+        .first<{ id: string; organization_id: string; status: UserCaller['status'] } | undefined>();
+      if (!user || user.status === 'DISABLED') throw unauthorised('unknown subject');
+      const organizationId = organizationClaim ?? user.organization_id;
+      const roles = await db('user_access').where({ user_id: user.id, organization_id: organizationId }).pluck('role');
+      if (roles.length === 0) {
+        throw new ServiceError(ErrorCode.FORBIDDEN, 'No access to this organization');
+      }
+      return {
+        scheme: 'user',
+        id: `user:${user.id}`,
+        userId: user.id,
+        organizationId,
+        status: user.status,
+        via,
+        grants: grantsOfRoles(roles),
+      };
+    }) as Promise<UserCaller>;
+  }
+
+  const verifiers = new Map<string, Verifier>();
+  verifiers.set(config.SERVICE_TOKEN_ISSUER, {
+    key: serviceKeys.verifyKey,
+    audience: config.SERVICE_TOKEN_AUDIENCE,
+    async resolve(payload) {
+      if (payload.token_use === TokenUse.ID) return resolveUser(payload.sub, payload.organization_id, 'service');
+      if (payload.token_use === TokenUse.ACCESS && typeof payload.organization_id === 'string') {
+        return {
+          scheme: 'partner',
+          id: `partner:${payload.sub}`,
+          partnerId: payload.sub,
+          organizationId: payload.organization_id,
+          grants: grantsFromClaim(payload.permissions),
+        };
+      }
+      throw unauthorised('unknown token use');
+    },
+  });
+  if (config.AUTH_JWKS_URL && config.AUTH_ISSUER) {
+    verifiers.set(config.AUTH_ISSUER, {
+      key: remoteJwks(config.AUTH_JWKS_URL),
+      audience: config.AUTH_AUDIENCE,
+      resolve: (payload) => resolveUser(payload.sub, payload.organization_id, 'identity_provider'),
+    });
+  }
+  const financingIssuers = new Map<string, FinancingIssuer>();
+  for (const issuer of config.FINANCING_ISSUERS) {
+    financingIssuers.set(issuer.issuer, issuer);
+    verifiers.set(issuer.issuer, {
+      key: remoteJwks(issuer.jwks_url),
+      audience: issuer.audience ?? config.FINANCING_AUDIENCE,
+      async resolve(payload): Promise<FinancingCaller> {
+        return {
+          scheme: 'financing',
+          id: `financing:${issuer.issuer}:${payload.sub}`,
+          issuer: issuer.issuer,
+          subject: payload.sub,
+          organizationId: typeof payload.organization_id === 'string' ? payload.organization_id : null,
+          grants: grantsFromClaim(payload.permissions),
+        };
+      },
+    });
+  }
+
+  async function authenticateJwt(token: string): Promise<Caller> {
+    let issuer: unknown;
+    try {
+      const header = decodeProtectedHeader(token);
+      if (KEY_CARRYING_HEADERS.some((name) => name in header)) throw unauthorised('key-carrying header');
+      if (header.alg !== 'RS256') throw unauthorised('algorithm');
+      issuer = decodeJwt(token).iss;
+    } catch (error) {
+      if (error instanceof ServiceError) throw error;
+      throw unauthorised('malformed token');
+    }
+    const verifier = typeof issuer === 'string' ? verifiers.get(issuer) : undefined;
+    if (!verifier) throw unauthorised('unknown issuer');
+    let payload: JWTPayload;
+    try {
+      ({ payload } = await jwtVerify(token, verifier.key, {
+        algorithms: ['RS256'],
+        issuer: issuer as string,
+        audience: verifier.audience,
+        requiredClaims: ['exp', 'iat', 'sub'],
+        clockTolerance: Math.round(config.AUTH_CLOCK_TOLERANCE / 1000),
+      }));
+    } catch (error) {
+      deps.logger.debug({ reason: (error as { code?: string }).code }, 'token refused');
+      throw unauthorised('verification failed');
+    }
+    const now = Date.now() / 1000;
+    if (typeof payload.iat !== 'number' || payload.iat > now + config.AUTH_CLOCK_TOLERANCE / 1000) throw unauthorised('iat in the future');
+    if (typeof payload.sub !== 'string' || payload.sub === '') throw unauthorised('sub');
+    return verifier.resolve(payload as JWTPayload & { sub: string });
+  }
+
+  async function authenticateApiKey(key: string): Promise<Caller> {
+    const hash = hashSecret(key);
+    return cached(`key|${hash}`, async () => {
+      const record = await findApiKey(db, key);
+      if (!record) throw unauthorised('unknown API key');
+      return {
+        scheme: 'api_key',
+        id: `api_key:${record.id}`,
+        keyId: record.id,
+        platform: record.platform,
+        organizationId: record.organizationId,
+        grants: record.grants,
+      };
+    });
+  }
+
+  return {
+    /** The caller behind an Authorization header value; throws UNAUTHORISED (or FORBIDDEN). */
+    async authenticate(authorization: string | undefined): Promise<Caller> {
+      if (!authorization) throw unauthorised('missing');
+      if (Buffer.byteLength(authorization) > config.AUTH_MAX_HEADER_BYTES) throw unauthorised('too large');
+      const match = /^Bearer ([A-Za-z0-9._~+/-]+=*)$/.exec(authorization);
+      if (!match) throw unauthorised('not a bearer token');
+      const token = match[1]!;
+      return token.startsWith(API_KEY_PREFIX) ? authenticateApiKey(token) : authenticateJwt(token);
+    },
+    financingIssuer: (issuer: string) => financingIssuers.get(issuer),
+    /** Drops cached callers, e.g. after revoking a key in the same process. */
+    forget: () => cache.clear(),
+  };
+}
+
+export type Authenticator = ReturnType<typeof createAuthenticator>;

@@ -1,0 +1,48 @@
+import type { Knex } from 'knex';
+import type { FinancingIssuer } from '../../config';
+
+/** Answers whether a financing subject holds a merchant-scoped permission. */
+export interface ResourceAccessProvider {
+  allows(subject: string, merchantId: string, permission: string): Promise<boolean>;
+}
+
+/** Merchant access recorded in our database (merchant_access), for issuers we manage access for. */
+export function databaseResourceAccess(db: Knex, issuer: string): ResourceAccessProvider {
+  return {
+    async allows(subject, merchantId, permission) {
+      const row = await db('merchant_access')
+        .where({ issuer, subject, merchant_id: merchantId })
+        .whereRaw('? = any(permissions)', [permission])
+        .first('merchant_id');
+      return row !== undefined;
+    },
+  };
+}
+
+/**
+ * Merchant access answered by the issuer's resource-access service over HTTP:
+ * `GET <url>?issuer&subject&merchant_id&permission` → `{allowed: boolean}`. Anything but a clear
+ * yes is a no.
+ */
+export function httpResourceAccess(url: string, issuer: string, timeoutMs = 3_000): ResourceAccessProvider {
+  return {
+    async allows(subject, merchantId, permission) {
+      const query = new URLSearchParams({ issuer, subject, merchant_id: merchantId, permission });
+      const response = await fetch(`${url}?${query}`, { signal: AbortSignal.timeout(timeoutMs) });
+      if (!response.ok) throw new Error(`resource-access service answered ${response.status}`);
+      return ((await response.json()) as { allowed?: unknown }).allowed === true;
+    },
+  };
+}
+
+/** The provider for each trusted financing issuer, chosen by the verified issuer. */
+export function resourceAccessProviders(db: Knex, issuers: readonly FinancingIssuer[]): Map<string, ResourceAccessProvider> {
+  return new Map(
+    issuers.map((issuer) => [
+      issuer.issuer,
+      issuer.resource_access === 'database'
+        ? databaseResourceAccess(db, issuer.issuer)
+        : httpResourceAccess(issuer.resource_access.url, issuer.issuer),
+    ]),
+  );
+}

@@ -1,0 +1,156 @@
+import { randomUUID } from 'node:crypto';
+import { createLocalJWKSet, createRemoteJWKSet, decodeJwt, type JWK, type JWTVerifyGetKey, jwtVerify, SignJWT } from 'jose';
+import type { Knex } from 'knex';
+import type { Config } from '../../config';
+import type { Clock } from '../../domain/clock';
+import { type Grant, parseGrant } from '../../domain/rbac';
+import { TokenUse, unauthorised } from './authenticator';
+import type { UserCaller } from './caller';
+import { hashSecret, randomSecret } from './secrets';
+import type { ServiceKeys } from './service-keys';
+
+/** The answer of /v1/auth/exchange (the spec leaves it open; OAuth 2.0's token response shape). */
+export interface AccessTokenResponse {
+  access_token: string;
+  token_type: 'Bearer';
+  expires_in: number;
+}
+/** The answer of /v1/auth/refresh (spec 2, Token refresh), also of /v1/auth/sessions. */
+export interface SessionTokens {
+  id_token: string;
+  refresh_token: string;
+  expires_in: number;
+}
+
+interface PartnerRow {
+  id: string;
+  organization_id: string;
+  issuer: string;
+  jwks_url: string | null;
+  public_jwk: JWK | null;
+  permissions: string[];
+  status: string;
+}
+
+/**
+ * Tokens this service issues: partner access tokens (exchange), and user sessions made of a
+ * one-hour ID token and an opaque refresh token. Refresh tokens are single-use: each refresh
+ * spends one and returns its successor in the same family; presenting a spent one is taken as
+ * theft and revokes the whole family.
+ */
+export function createTokenService(deps: { config: Config; db: Knex; clock: Clock; serviceKeys: ServiceKeys }) {
+  const { config, db, clock, serviceKeys } = deps;
+  const ttlSeconds = Math.round(config.SERVICE_TOKEN_TTL / 1000);
+  const partnerKeys = new Map<string, JWTVerifyGetKey>();
+
+  async function sign(subject: string, claims: Record<string, unknown>): Promise<string> {
+    const now = Math.floor(clock.now().getTime() / 1000);
+    return new SignJWT(claims)
+      .setProtectedHeader({ alg: 'RS256', kid: serviceKeys.kid, typ: 'JWT' })
+      .setIssuer(config.SERVICE_TOKEN_ISSUER)
+      .setAudience(config.SERVICE_TOKEN_AUDIENCE)
+      .setSubject(subject)
+      .setIssuedAt(now)
+      .setExpirationTime(now + ttlSeconds)
+      .setJti(randomUUID())
+      .sign(serviceKeys.privateKey);
+  }
+
+  function partnerKey(partner: PartnerRow): JWTVerifyGetKey {
+    const cacheKey = `${partner.id}|${partner.jwks_url ?? JSON.stringify(partner.public_jwk)}`;
+    let key = partnerKeys.get(cacheKey);
+    if (!key) {
+      key = partner.jwks_url
+        ? createRemoteJWKSet(new URL(partner.jwks_url), { cacheMaxAge: config.AUTH_JWKS_CACHE_MAX_AGE, cooldownDuration: config.AUTH_JWKS_COOLDOWN })
+        : createLocalJWKSet({ keys: [partner.public_jwk!] });
+      partnerKeys.set(cacheKey, key);
+    }
+    return key;
+  }
+
+  async function newRefreshToken(trx: Knex, user: { userId: string; organizationId: string }, familyId: string) {
+    const refreshToken = randomSecret();
+    await trx('refresh_tokens').insert({
+      id: randomUUID(),
+      family_id: familyId,
+      user_id: user.userId,
+      organization_id: user.organizationId,
+      token_hash: hashSecret(refreshToken),
+      created_at: clock.now(),
+      expires_at: new Date(clock.now().getTime() + config.REFRESH_TOKEN_TTL),
+    });
+    return refreshToken;
+  }
+
+  const idToken = (user: { userId: string; organizationId: string }) =>
+    sign(user.userId, { organization_id: user.organizationId, token_use: TokenUse.ID });
+
+  return {
+    /** A trusted partner's signed JWT (bearer of /v1/auth/exchange) for a service access token. */
+    async exchangePartnerToken(assertion: string): Promise<AccessTokenResponse> {
+      let issuer: unknown;
+      try {
+        issuer = decodeJwt(assertion).iss;
+      } catch {
+        throw unauthorised('malformed partner token');
+      }
+      if (typeof issuer !== 'string') throw unauthorised('partner token without issuer');
+      const partner = await db('partners').where({ issuer, status: 'ACTIVE' }).first<PartnerRow | undefined>();
+      if (!partner) throw unauthorised('unknown partner');
+      try {
+        await jwtVerify(assertion, partnerKey(partner), {
+          algorithms: ['RS256'],
+          issuer,
+          audience: config.SERVICE_TOKEN_AUDIENCE,
+          requiredClaims: ['exp', 'iat', 'sub'],
+          clockTolerance: Math.round(config.AUTH_CLOCK_TOLERANCE / 1000),
+        });
+      } catch {
+        throw unauthorised('partner token refused');
+      }
+      const grants = partner.permissions.map(parseGrant).filter((g): g is Grant => g !== undefined);
+      return {
+        access_token: await sign(partner.id, {
+          organization_id: partner.organization_id,
+          token_use: TokenUse.ACCESS,
+          permissions: grants.map((g) => `${g.permission}:${g.scope}`),
+        }),
+        token_type: 'Bearer',
+        expires_in: ttlSeconds,
+      };
+    },
+
+    /** Signs a user in: a new refresh-token family and a first ID token. */
+    async startSession(user: UserCaller): Promise<SessionTokens> {
+      const refreshToken = await newRefreshToken(db, user, randomUUID());
+      return { id_token: await idToken(user), refresh_token: refreshToken, expires_in: ttlSeconds };
+    },
+
+    /** Spends a refresh token for a new ID token and its successor; reuse revokes the family. */
+    async refresh(presented: string): Promise<SessionTokens> {
+      const outcome = await db.transaction(async (trx) => {
+        const row = await trx('refresh_tokens')
+          .where({ token_hash: hashSecret(presented) })
+          .forUpdate()
+          .first<{ id: string; family_id: string; user_id: string; organization_id: string; expires_at: Date; used_at: Date | null; revoked_at: Date | null } | undefined>();
+        if (!row) return { ok: false, reason: 'unknown refresh token' } as const;
+        if (row.used_at || row.revoked_at) {
+          await trx('refresh_tokens').where({ family_id: row.family_id }).whereNull('revoked_at').update({ revoked_at: clock.now() });
+          return { ok: false, reason: row.revoked_at ? 'revoked refresh token' : 'refresh token reused: family revoked' } as const;
+        }
+        if (row.expires_at.getTime() <= clock.now().getTime()) return { ok: false, reason: 'expired refresh token' } as const;
+        const user = await trx('users').where({ id: row.user_id }).first<{ status: string } | undefined>();
+        const access = await trx('user_access').where({ user_id: row.user_id, organization_id: row.organization_id }).first();
+        if (!user || user.status === 'DISABLED' || !access) return { ok: false, reason: 'user no longer has access' } as const;
+        await trx('refresh_tokens').where({ id: row.id }).update({ used_at: clock.now() });
+        const session = { userId: row.user_id, organizationId: row.organization_id };
+        return { ok: true, session, refreshToken: await newRefreshToken(trx, session, row.family_id) } as const;
+      });
+      // The revocation above must commit, so the refusal is thrown only after the transaction.
+      if (!outcome.ok) throw unauthorised(outcome.reason);
+      return { id_token: await idToken(outcome.session), refresh_token: outcome.refreshToken, expires_in: ttlSeconds };
+    },
+  };
+}
+
+export type TokenService = ReturnType<typeof createTokenService>;

@@ -1,0 +1,139 @@
+import { z } from 'zod';
+import { ErrorCode, ServiceError } from '../../domain/errors';
+import { formatGrant } from '../../domain/rbac';
+import { unauthorised } from '../auth/authenticator';
+import type { Caller } from '../auth/caller';
+import type { TokenService } from '../auth/tokens';
+import type { AppDeps } from '../deps';
+import { type AnyRoute, defineRoute } from '../route';
+
+const AccessToken = z
+  .object({
+    access_token: z.string().meta({ description: 'RS256 JWT signed by this service; send it as the bearer token.' }),
+    token_type: z.literal('Bearer'),
+    expires_in: z.number().int().meta({ example: 3600 }),
+  })
+  .meta({ id: 'AccessToken', description: 'Service access token for a trusted partner (OAuth 2.0 token response shape).' });
+
+const SessionTokens = z
+  .object({
+    id_token: z.string().meta({ description: 'RS256 JWT signed by this service, valid for expires_in seconds.' }),
+    refresh_token: z.string().meta({ description: 'Opaque and single-use: every refresh returns its successor.' }),
+    expires_in: z.number().int().meta({ example: 3600 }),
+  })
+  .meta({ id: 'SessionTokens' });
+
+const RefreshRequest = z.strictObject({ refresh_token: z.string().min(1).max(512) }).meta({ id: 'RefreshRequest' });
+
+const CallerView = z
+  .object({
+    scheme: z.enum(['user', 'partner', 'api_key', 'financing']),
+    organization_id: z.string().nullable(),
+    user_id: z.string().optional(),
+    status: z.string().optional(),
+    partner_id: z.string().optional(),
+    api_key_id: z.string().optional(),
+    issuer: z.string().optional(),
+    subject: z.string().optional(),
+    permissions: z.array(z.string()).meta({ description: 'Grants as permission:SCOPE (ORG or PLATFORM).' }),
+  })
+  .meta({ id: 'Caller' });
+
+function viewOf(caller: Caller): z.infer<typeof CallerView> {
+  const base = { scheme: caller.scheme, organization_id: caller.organizationId, permissions: caller.grants.map(formatGrant) };
+  switch (caller.scheme) {
+    case 'user':
+      return { ...base, user_id: caller.userId, status: caller.status };
+    case 'partner':
+      return { ...base, partner_id: caller.partnerId };
+    case 'api_key':
+      return { ...base, api_key_id: caller.keyId };
+    case 'financing':
+      return { ...base, issuer: caller.issuer, subject: caller.subject };
+  }
+}
+
+/** Spec 4.1 (token exchange and refresh), the sign-in the spec leaves out, and our JWKS. */
+export function authRoutes(deps: AppDeps, tokens: TokenService): AnyRoute[] {
+  return [
+    defineRoute({
+      method: 'post',
+      path: '/v1/auth/exchange',
+      operationId: 'exchangePartnerToken',
+      summary: 'Exchange a trusted partner JWT for a service access token',
+      description:
+        'The partner sends its own RS256 JWT (iss = its registered issuer, aud = the service audience, exp, iat, sub) ' +
+        'as the bearer token and the body {}. The answer is a service access token for the partner\'s organization.',
+      tags: ['auth'],
+      responses: { 200: { description: 'Service access token', schema: AccessToken } },
+      async handler(ctx) {
+        const authorization = ctx.get('Authorization');
+        if (Buffer.byteLength(authorization) > deps.config.AUTH_MAX_HEADER_BYTES) throw unauthorised('too large');
+        const match = /^Bearer ([A-Za-z0-9._-]+)$/.exec(authorization);
+        if (!match) throw unauthorised('no partner token');
+        ctx.body = await tokens.exchangePartnerToken(match[1]!);
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/v1/auth/refresh',
+      operationId: 'refreshSession',
+      summary: 'Refresh a session: a new ID token and the next refresh token',
+      description:
+        'No bearer token. The refresh token is single-use: replace both stored tokens with the answer. ' +
+        'A malformed body gets 400 BAD_REQUEST; an unknown, expired or already used refresh token gets 401 UNAUTHORISED, ' +
+        'and presenting a used one also revokes every token of its session.',
+      tags: ['auth'],
+      request: { body: RefreshRequest },
+      responses: { 200: { description: 'New tokens', schema: SessionTokens } },
+      async handler(ctx, { body }) {
+        ctx.body = await tokens.refresh(body.refresh_token);
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/v1/auth/sessions',
+      operationId: 'startSession',
+      summary: 'Sign in: exchange an identity-provider token for a session (ID token and refresh token)',
+      description: 'The spec does not show sign-in. Send the identity provider\'s JWT as the bearer token; body {} or none.',
+      tags: ['auth'],
+      extension: true,
+      auth: { schemes: ['user'] },
+      responses: { 201: { description: 'A new session', schema: SessionTokens } },
+      async handler(ctx) {
+        const caller = ctx.state.caller as Caller;
+        // Only the identity provider signs users in; a session token cannot mint more sessions.
+        if (caller.scheme !== 'user' || caller.via !== 'identity_provider') throw new ServiceError(ErrorCode.UNAUTHORISED);
+        ctx.status = 201;
+        ctx.body = await tokens.startSession(caller);
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/v1/auth/whoami',
+      operationId: 'getCaller',
+      summary: 'The caller behind the presented credentials, as the service resolved it',
+      tags: ['auth'],
+      extension: true,
+      auth: { schemes: ['user', 'partner', 'api_key', 'financing'] },
+      responses: { 200: { description: 'The caller', schema: CallerView } },
+      handler(ctx) {
+        ctx.body = viewOf(ctx.state.caller as Caller);
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/.well-known/jwks.json',
+      operationId: 'getServiceJwks',
+      summary: 'Public keys of the tokens this service issues',
+      tags: ['auth'],
+      extension: true,
+      rateLimit: false,
+      responses: { 200: { description: 'JSON Web Key Set', mediaType: 'application/json' } },
+      handler(ctx) {
+        ctx.set('Cache-Control', 'public, max-age=300');
+        ctx.body = deps.serviceKeys.jwks;
+      },
+    }),
+  ];
+}

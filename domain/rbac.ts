@@ -1,0 +1,72 @@
+/**
+ * Role-based access control, as pure data and checks. A permission is held at a scope: ORG
+ * (only in the organization the caller acts for) or PLATFORM (in every organization).
+ */
+export const Scope = { ORG: 'ORG', PLATFORM: 'PLATFORM' } as const;
+export type Scope = (typeof Scope)[keyof typeof Scope];
+
+export const Permission = {
+  ACCOUNTS_READ: 'accounts.read',
+  ACCOUNTS_WRITE: 'accounts.write',
+  KYC_READ: 'kyc.read',
+  KYC_WRITE: 'kyc.write',
+  LOANS_READ: 'loans.read',
+  LOANS_WRITE: 'loans.write',
+  TRANSACTIONS_WRITE: 'transactions.write',
+  AGENTS_READ: 'agents.read',
+  FINANCING_READ: 'financing.read',
+  FINANCING_WRITE: 'financing.write',
+} as const;
+export type Permission = (typeof Permission)[keyof typeof Permission];
+
+export interface Grant {
+  permission: string;
+  scope: Scope;
+}
+
+const org = (...permissions: Permission[]): Grant[] => permissions.map((permission) => ({ permission, scope: Scope.ORG }));
+const platform = (...permissions: Permission[]): Grant[] => permissions.map((permission) => ({ permission, scope: Scope.PLATFORM }));
+
+/** What each role may do. Customers act on their own resources; staff roles on their organization's. */
+export const ROLE_GRANTS = {
+  CUSTOMER: org(Permission.ACCOUNTS_READ, Permission.KYC_WRITE, Permission.LOANS_WRITE, Permission.TRANSACTIONS_WRITE),
+  AGENT: org(Permission.AGENTS_READ, Permission.ACCOUNTS_READ),
+  MANAGER: org(Permission.AGENTS_READ, Permission.ACCOUNTS_READ),
+  LEADER: org(Permission.AGENTS_READ, Permission.ACCOUNTS_READ),
+  ADMIN: org(Permission.AGENTS_READ, Permission.ACCOUNTS_READ, Permission.ACCOUNTS_WRITE, Permission.KYC_READ, Permission.LOANS_READ),
+  /** Operations staff of one organization: may run its expiry sweep and read KYC status. */
+  INTERNAL: org(Permission.ACCOUNTS_WRITE, Permission.KYC_READ),
+  /** Platform operators: every organization. */
+  PLATFORM_ADMIN: platform(Permission.ACCOUNTS_READ, Permission.ACCOUNTS_WRITE, Permission.KYC_READ, Permission.LOANS_READ),
+} as const satisfies Record<string, Grant[]>;
+export type Role = keyof typeof ROLE_GRANTS;
+export const ROLES = Object.keys(ROLE_GRANTS) as Role[];
+
+export function grantsOfRoles(roles: readonly string[]): Grant[] {
+  return roles.flatMap((role) => (role in ROLE_GRANTS ? ROLE_GRANTS[role as Role] : []));
+}
+
+/** `name:SCOPE` strings, as carried in tokens and stored on keys and partners. */
+export function parseGrant(text: string): Grant | undefined {
+  const [permission, scope] = text.split(':');
+  if (!permission || (scope !== Scope.ORG && scope !== Scope.PLATFORM)) return undefined;
+  return { permission, scope };
+}
+export const formatGrant = (grant: Grant) => `${grant.permission}:${grant.scope}`;
+
+/**
+ * Whether grants allow `permission` in `targetOrganization` for a caller acting for
+ * `callerOrganization`: ORG scope covers only the caller's own organization, PLATFORM all.
+ */
+export function allows(
+  grants: readonly Grant[],
+  permission: string,
+  callerOrganization: string | null,
+  targetOrganization: string,
+): boolean {
+  return grants.some(
+    (grant) =>
+      grant.permission === permission &&
+      (grant.scope === Scope.PLATFORM || (callerOrganization !== null && callerOrganization === targetOrganization)),
+  );
+}

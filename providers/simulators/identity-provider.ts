@@ -21,7 +21,7 @@ import Koa from 'koa';
  *   partner           the demo partner signing its exchange JWTs
  *
  *   GET  /{realm}/.well-known/jwks.json        public keys
- *   POST /{realm}/tokens  {claims, expires_in?, kid?}   → {token}
+ *   POST /{realm}/tokens  {claims, expires_in?, kid?}   → {token}   (claims override iss/iat/exp; null drops one)
  *   POST /{realm}/keys    {retire_others?}      → {kid}   rotation: publish a new signing key
  *   DELETE /{realm}/keys/{kid}                  unpublish a key
  *   GET  /resource-access?issuer&subject&merchant_id&permission → {allowed}
@@ -92,12 +92,12 @@ export async function startIdentityProvider(options: IdentityProviderOptions = {
     const key = body.kid ? keys[realm].find((k) => k.kid === body.kid) : keys[realm].at(-1);
     if (!key) return ctx.throw(404, 'no such key');
     const now = Math.floor(Date.now() / 1000);
-    const token = await new SignJWT({ ...body.claims })
+    // Defaults first, then the requested claims; a claim given as null is left out (to test
+    // tokens missing a required claim).
+    const payload: Record<string, unknown> = { iss: issuer(realm), iat: now, exp: now + (body.expires_in ?? 3600), jti: randomUUID(), ...body.claims };
+    for (const [name, value] of Object.entries(payload)) if (value === null) delete payload[name];
+    const token = await new SignJWT(payload)
       .setProtectedHeader({ alg: 'RS256', kid: key.kid, typ: 'JWT' })
-      .setIssuer(issuer(realm))
-      .setIssuedAt(now)
-      .setExpirationTime(now + (body.expires_in ?? 3600))
-      .setJti(randomUUID())
       .sign(await importJWK(key.privateJwk, 'RS256'));
     ctx.body = { token };
   });

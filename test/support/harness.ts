@@ -68,6 +68,11 @@ const TEST_ENV: Record<string, string> = {
   WORKER_SHUTDOWN_GRACE: '2s',
   READINESS_TIMEOUT: '1s',
   RATE_LIMIT_MEMORY: 'true',
+  RATE_LIMIT_CALLER_POINTS: '100000',
+  RATE_LIMIT_ORGANIZATION_POINTS: '100000',
+  AUTH_JWKS_CACHE_MAX_AGE: '1s',
+  AUTH_JWKS_COOLDOWN: '1ms',
+  AUTH_CALLER_CACHE_TTL: '1s',
 };
 
 let current: Harness | undefined;

@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import type { Caller } from '../../api/auth/caller';
+import { actingOrganization } from '../../api/auth/policy';
 import { type AnyRoute, defineRoute } from '../../api/route';
 
 /**
@@ -45,8 +47,95 @@ function echo(prefix: string, family: string): AnyRoute[] {
   ];
 }
 
+const OrganizationQuery = z.strictObject({ organization_id: z.string().min(1).optional() });
+const callerOrganization = (ctx: { state: { caller?: Caller } }) => ctx.state.caller!.organizationId;
+
+/** Test-only routes that exercise each authentication and authorization rule. */
+function authTestRoutes(): AnyRoute[] {
+  return [
+    defineRoute({
+      method: 'get',
+      path: '/v1/kyc/__test__/backend',
+      operationId: 'testBackendOnly',
+      summary: 'Test only: backend bearer scheme',
+      tags: ['test'],
+      auth: { schemes: ['user'] },
+      responses: { 200: { description: 'Caller' } },
+      handler(ctx) {
+        const caller = ctx.state.caller as Caller;
+        ctx.body = { scheme: caller.scheme, organization_id: caller.organizationId, id: caller.id };
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/v1/internal/__test__/sweep',
+      operationId: 'testSweepPermission',
+      summary: 'Test only: accounts.write at ORG scope for the own organization, or PLATFORM (like the expiry sweep)',
+      tags: ['test'],
+      auth: { schemes: ['user'], permission: 'accounts.write' },
+      request: { query: OrganizationQuery },
+      responses: { 200: { description: 'The organization swept' } },
+      handler(ctx, { query }) {
+        ctx.body = { organization_id: actingOrganization(ctx.state.caller as Caller, query.organization_id) };
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/v1/internal/__test__/status',
+      operationId: 'testOrganizationRule',
+      summary: 'Test only: organization_id honoured only for platform API keys',
+      tags: ['test'],
+      auth: { schemes: ['user', 'api_key', 'partner'] },
+      request: { query: OrganizationQuery },
+      responses: { 200: { description: 'The organization acted for' } },
+      handler(ctx, { query }) {
+        ctx.body = { organization_id: actingOrganization(ctx.state.caller as Caller, query.organization_id) };
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/v1/accounts/__test__/organizations/{organization}',
+      operationId: 'testOrganizationPermission',
+      summary: 'Test only: accounts.write on the organization named in the path',
+      tags: ['test'],
+      auth: { schemes: ['user', 'api_key'], permission: 'accounts.write', organizationParam: 'organization' },
+      request: { params: z.object({ organization: z.string().min(1) }) },
+      responses: { 200: { description: 'Allowed' } },
+      handler(ctx, { params }) {
+        ctx.body = { organization_id: params.organization, caller_organization_id: callerOrganization(ctx) };
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/v1/accounts/__test__/waiting',
+      operationId: 'testWaitingList',
+      summary: 'Test only: refuses users on the waiting list',
+      tags: ['test'],
+      auth: { schemes: ['user'], refuseWaitingList: true },
+      responses: { 200: { description: 'Allowed' } },
+      handler(ctx) {
+        ctx.body = { organization_id: callerOrganization(ctx) };
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/v1/financing/__test__/merchants/{merchantId}',
+      operationId: 'testMerchantAccess',
+      summary: 'Test only: financing bearer scheme with a merchant-scoped permission',
+      tags: ['test'],
+      auth: { schemes: ['financing'], merchant: { param: 'merchantId', permission: 'financing.write' } },
+      request: { params: z.object({ merchantId: z.string().min(1).max(255) }) },
+      responses: { 200: { description: 'Allowed' } },
+      handler(ctx, { params }) {
+        ctx.body = { merchant_id: params.merchantId, organization_id: callerOrganization(ctx) };
+      },
+    }),
+  ];
+}
+
 export function testRoutes(): AnyRoute[] {
   return [
+    ...authTestRoutes(),
     ...echo('/v1/kyc', 'Validation'),
     ...echo('/v1/accounts', 'Plain'),
     defineRoute({

@@ -1,0 +1,54 @@
+import { DEMO } from '../db/seeds/demo';
+import { type Realm, requestToken } from '../providers/simulators/identity-provider';
+import { parseOptions, runCli } from './cli';
+
+const USAGE = `usage: npm run --silent token -- --user <user id or e-mail> [--org <organization id>]
+         [--permission <name>:<ORG|PLATFORM> ...] [--issuer backend|financing|financing-http|partner]
+         [--merchant <merchant id>] [--expires-in <seconds>]
+Prints one bearer token, signed by the development identity provider of a running npm start
+(DEV_IDP_PORT). Backend tokens carry the user's auth id (or id) as sub; their permissions come
+from the user's roles. Financing tokens carry --permission grants; --merchant makes the token
+the merchant's seeded financing subject. --issuer partner signs the demo partner's exchange JWT.`;
+
+const seededUser = (given: string) =>
+  Object.values(DEMO.users).find((u) => u.id === given || u.email.toLowerCase() === given.toLowerCase());
+
+/** `npm run --silent token`: a bearer token for scripts, on stdout and nothing else. */
+runCli(async (config) => {
+  const { values } = parseOptions(
+    {
+      user: { type: 'string' },
+      org: { type: 'string' },
+      permission: { type: 'string', multiple: true },
+      issuer: { type: 'string', default: 'backend' },
+      merchant: { type: 'string' },
+      'expires-in': { type: 'string' },
+    },
+    USAGE,
+  );
+  const realm = values.issuer as Realm;
+  if (!['backend', 'financing', 'financing-http', 'partner'].includes(realm)) throw new Error(`unknown --issuer ${realm}\n${USAGE}`);
+  const idpUrl = `http://127.0.0.1:${config.DEV_IDP_PORT}`;
+  const expiresIn = values['expires-in'] ? Number(values['expires-in']) : undefined;
+  const claims: Record<string, unknown> = {};
+
+  if (realm === 'partner') {
+    Object.assign(claims, { sub: DEMO.partner.id, aud: config.SERVICE_TOKEN_AUDIENCE });
+  } else if (realm === 'backend') {
+    const given = values.user ?? DEMO.users.customer.email;
+    const user = seededUser(given);
+    if (!user && !/^[0-9a-f-]{36}$/i.test(given)) throw new Error(`no seeded user ${given}; pass a user id\n${USAGE}`);
+    Object.assign(claims, { sub: user?.auth_id ?? user?.id ?? given, aud: config.AUTH_AUDIENCE });
+    if (values.org) claims.organization_id = values.org;
+  } else {
+    const merchant = values.merchant === undefined ? undefined : values.merchant === DEMO.merchant.id ? DEMO.merchant : undefined;
+    if (values.merchant !== undefined && !merchant) throw new Error(`no seeded merchant ${values.merchant}`);
+    Object.assign(claims, {
+      sub: merchant?.financingSubject ?? values.user ?? DEMO.merchant.financingSubject,
+      aud: config.FINANCING_AUDIENCE,
+      organization_id: values.org ?? merchant?.organization_id ?? DEMO.merchant.organization_id,
+      permissions: values.permission ?? ['financing.read:ORG', 'financing.write:ORG'],
+    });
+  }
+  process.stdout.write(`${await requestToken(idpUrl, realm, claims, { expiresIn })}\n`);
+});

@@ -1,0 +1,142 @@
+import { strict as assert } from 'node:assert';
+import { generateKeyPair, SignJWT } from 'jose';
+import { hashSecret } from '../../api/auth/secrets';
+import { DEMO } from '../../db/seeds/demo';
+import { harness } from '../support/harness';
+import { call } from '../support/http';
+import { backendToken, bearer, partnerAssertion } from '../support/tokens';
+
+const assertPlain401 = (reply: Awaited<ReturnType<typeof call>>) => {
+  assert.equal(reply.status, 401);
+  assert.deepEqual(reply.body, { code: 'UNAUTHORISED', description: 'Unauthorised' });
+};
+
+describe('spec 4.1: POST /v1/auth/exchange (trusted partner)', () => {
+  it('exchanges a good partner token for a service access token scoped to the partner organization', async () => {
+    const reply = await call('POST', '/v1/auth/exchange', { headers: bearer(await partnerAssertion()), json: {} });
+    assert.equal(reply.status, 200);
+    assert.deepEqual(Object.keys(reply.body).sort(), ['access_token', 'expires_in', 'token_type']);
+    assert.equal(reply.body.token_type, 'Bearer');
+    assert.equal(reply.body.expires_in, 3600);
+    const me = await call('GET', '/v1/auth/whoami', { headers: bearer(reply.body.access_token) });
+    assert.equal(me.status, 200);
+    assert.equal(me.body.scheme, 'partner');
+    assert.equal(me.body.partner_id, DEMO.partner.id);
+    assert.equal(me.body.organization_id, DEMO.partner.organization_id);
+    assert.deepEqual(me.body.permissions, [...DEMO.partner.permissions]);
+  });
+
+  it('refuses an unknown partner', async () => {
+    assertPlain401(await call('POST', '/v1/auth/exchange', { headers: bearer(await partnerAssertion({ iss: 'https://unknown-partner.test' })), json: {} }));
+  });
+
+  it('refuses a partner token with a bad signature', async () => {
+    const { privateKey } = await generateKeyPair('RS256');
+    const { config } = harness();
+    const forged = await new SignJWT({ sub: 'x' })
+      .setProtectedHeader({ alg: 'RS256', kid: 'forged' })
+      .setIssuer(DEMO.partner.issuer)
+      .setAudience(config.SERVICE_TOKEN_AUDIENCE)
+      .setIssuedAt()
+      .setExpirationTime('5m')
+      .sign(privateKey);
+    assertPlain401(await call('POST', '/v1/auth/exchange', { headers: bearer(forged), json: {} }));
+  });
+
+  it('refuses an expired partner token, and one for another audience', async () => {
+    assertPlain401(await call('POST', '/v1/auth/exchange', { headers: bearer(await partnerAssertion({}, { expiresIn: -120 })), json: {} }));
+    assertPlain401(await call('POST', '/v1/auth/exchange', { headers: bearer(await partnerAssertion({ aud: 'elsewhere' })), json: {} }));
+  });
+
+  it('refuses a body other than {}', async () => {
+    const reply = await call('POST', '/v1/auth/exchange', { headers: bearer(await partnerAssertion()), json: { grant_type: 'x' } });
+    assert.equal(reply.status, 400);
+    assert.equal(reply.body.code, 'BAD_REQUEST');
+  });
+});
+
+describe('spec 4.1: sessions and POST /v1/auth/refresh', () => {
+  const signIn = async (user = DEMO.users.customer) => {
+    const reply = await call('POST', '/v1/auth/sessions', { headers: bearer(await backendToken(user.id)) });
+    assert.equal(reply.status, 201);
+    return reply.body as { id_token: string; refresh_token: string; expires_in: number };
+  };
+  const refresh = (refreshToken: unknown) => call('POST', '/v1/auth/refresh', { json: { refresh_token: refreshToken } });
+
+  it('signs in with an identity-provider token; the ID token is accepted as a backend bearer token', async () => {
+    const session = await signIn();
+    assert.equal(session.expires_in, 3600);
+    const me = await call('GET', '/v1/auth/whoami', { headers: bearer(session.id_token) });
+    assert.equal(me.status, 200);
+    assert.equal(me.body.user_id, DEMO.users.customer.id);
+    assert.equal((await call('GET', '/v1/kyc/__test__/backend', { headers: bearer(session.id_token) })).status, 200);
+  });
+
+  it('a session ID token cannot open more sessions', async () => {
+    const session = await signIn();
+    assertPlain401(await call('POST', '/v1/auth/sessions', { headers: bearer(session.id_token) }));
+  });
+
+  it('rotates: each refresh answers {id_token, refresh_token, expires_in: 3600} with a new refresh token', async () => {
+    const session = await signIn();
+    const first = await refresh(session.refresh_token);
+    assert.equal(first.status, 200);
+    assert.deepEqual(Object.keys(first.body).sort(), ['expires_in', 'id_token', 'refresh_token']);
+    assert.equal(first.body.expires_in, 3600);
+    assert.notEqual(first.body.refresh_token, session.refresh_token);
+    assert.equal((await call('GET', '/v1/auth/whoami', { headers: bearer(first.body.id_token) })).status, 200);
+    const second = await refresh(first.body.refresh_token);
+    assert.equal(second.status, 200);
+  });
+
+  it('reuse of a spent refresh token revokes the whole family', async () => {
+    const session = await signIn();
+    const next = await refresh(session.refresh_token);
+    assert.equal(next.status, 200);
+    assertPlain401(await refresh(session.refresh_token)); // replayed: theft assumed
+    assertPlain401(await refresh(next.body.refresh_token)); // the legitimate successor is revoked too
+    const { db } = harness();
+    const { family_id } = await db('refresh_tokens').where({ token_hash: hashSecret(session.refresh_token) }).first();
+    const family = await db('refresh_tokens').where({ family_id });
+    assert.equal(family.length, 2);
+    assert.ok(family.every((row) => row.revoked_at !== null), 'every token of the family is revoked');
+  });
+
+  it('two concurrent refreshes with one token: exactly one succeeds', async () => {
+    const session = await signIn();
+    const replies = await Promise.all([refresh(session.refresh_token), refresh(session.refresh_token)]);
+    assert.deepEqual(replies.map((r) => r.status).sort(), [200, 401]);
+  });
+
+  it('stores refresh tokens only hashed', async () => {
+    const session = await signIn();
+    const found = await harness().db('refresh_tokens').where({ token_hash: session.refresh_token }).first();
+    assert.equal(found, undefined);
+  });
+
+  it('answers malformed bodies with BAD_REQUEST', async () => {
+    for (const json of [{}, { refresh_token: 42 }, { refresh_token: '' }, { refresh_token: 'x', extra: true }]) {
+      const reply = await call('POST', '/v1/auth/refresh', { json });
+      assert.equal(reply.status, 400, JSON.stringify(json));
+      assert.equal(reply.body.code, 'BAD_REQUEST');
+      assert.deepEqual(Object.keys(reply.body).sort(), ['code', 'description']);
+    }
+    const notJson = await call('POST', '/v1/auth/refresh', { raw: 'refresh_token=x', contentType: 'text/plain' });
+    assert.equal(notJson.status, 415);
+    const broken = await call('POST', '/v1/auth/refresh', { raw: '{"refresh_token":', contentType: 'application/json' });
+    assert.equal(broken.status, 400);
+    assert.equal(broken.body.code, 'BAD_REQUEST');
+  });
+
+  it('refuses an unknown refresh token', async () => {
+    assertPlain401(await refresh('not-a-token-we-issued'));
+  });
+
+  it('publishes the service JWKS that verifies its tokens', async () => {
+    const reply = await call('GET', '/.well-known/jwks.json');
+    assert.equal(reply.status, 200);
+    assert.equal(reply.body.keys.length, 1);
+    assert.equal(reply.body.keys[0].d, undefined, 'no private part');
+    assert.equal(reply.body.keys[0].kid, harness().deps.serviceKeys.kid);
+  });
+});

@@ -1,0 +1,92 @@
+import { strict as assert } from 'node:assert';
+import { buildApp } from '../../api/app';
+import { type RunningApi, startApi } from '../../api/server';
+import { DEMO } from '../../db/seeds/demo';
+import { harness } from '../support/harness';
+import { call } from '../support/http';
+import { testRoutes } from '../support/test-routes';
+import { backendToken, bearer } from '../support/tokens';
+
+const ROUTE = '/v1/kyc/__test__/backend';
+const PLAIN_ROUTE = '/v1/accounts/__test__/waiting';
+
+/** An API instance with small limits and the shared Postgres store (as production runs). */
+async function limitedApi(): Promise<RunningApi> {
+  const { deps } = harness();
+  const config = { ...deps.config, RATE_LIMIT_MEMORY: false, RATE_LIMIT_CALLER_POINTS: 3, RATE_LIMIT_ORGANIZATION_POINTS: 5, RATE_LIMIT_WINDOW: 60_000 };
+  const { app } = buildApp({ ...deps, config }, { extraRoutes: testRoutes() });
+  return startApi(app, '127.0.0.1', 0);
+}
+
+describe('spec 8: rate limits (429 TOO_MANY_REQUESTS with Retry-After)', () => {
+  const apis: RunningApi[] = [];
+  beforeEach(async () => {
+    await harness().db('rate_limits').del();
+  });
+  afterEach(async () => {
+    await Promise.all(apis.splice(0).map((api) => api.close()));
+  });
+  const api = async () => {
+    const running = await limitedApi();
+    apis.push(running);
+    return running;
+  };
+  const as = async (user: { id: string }) => bearer(await backendToken(user.id));
+
+  it('a burst over the caller limit gets 429 with Retry-After and RateLimit headers, in the route family shape', async () => {
+    const { url } = await api();
+    const headers = await as(DEMO.users.customer);
+    const statuses = [];
+    for (let i = 0; i < 3; i++) {
+      const reply = await call('GET', ROUTE, { baseUrl: url, headers });
+      statuses.push(reply.status);
+      assert.equal(reply.headers.get('ratelimit-limit'), '3');
+      assert.equal(reply.headers.get('ratelimit-remaining'), String(2 - i));
+    }
+    assert.deepEqual(statuses, [200, 200, 200]);
+    const limited = await call('GET', ROUTE, { baseUrl: url, headers });
+    assert.equal(limited.status, 429);
+    assert.equal(limited.body.code, 'TOO_MANY_REQUESTS');
+    assert.deepEqual(limited.body.invalid_params, []);
+    const retryAfter = Number(limited.headers.get('retry-after'));
+    assert.ok(retryAfter >= 1 && retryAfter <= 60, `Retry-After ${retryAfter}`);
+    assert.equal(limited.headers.get('ratelimit-remaining'), '0');
+
+    const plain = await call('GET', PLAIN_ROUTE, { baseUrl: url, headers });
+    assert.equal(plain.status, 429);
+    assert.deepEqual(plain.body, { code: 'TOO_MANY_REQUESTS', description: 'Too Many Requests' });
+  });
+
+  it("one caller's burst does not limit another organization", async () => {
+    const { url } = await api();
+    const noisy = await as(DEMO.users.customer);
+    for (let i = 0; i < 4; i++) await call('GET', ROUTE, { baseUrl: url, headers: noisy });
+    assert.equal((await call('GET', ROUTE, { baseUrl: url, headers: noisy })).status, 429);
+    assert.equal((await call('GET', ROUTE, { baseUrl: url, headers: await as(DEMO.users.secondCustomer) })).status, 200);
+  });
+
+  it("an organization's callers share one organization budget", async () => {
+    const { url } = await api();
+    const first = await as(DEMO.users.customer);
+    const second = await as(DEMO.users.agent);
+    for (let i = 0; i < 3; i++) assert.equal((await call('GET', ROUTE, { baseUrl: url, headers: first })).status, 200);
+    assert.equal((await call('GET', ROUTE, { baseUrl: url, headers: second })).status, 200);
+    assert.equal((await call('GET', ROUTE, { baseUrl: url, headers: second })).status, 200);
+    // Six requests from the organization: over its budget of five though this caller has used two.
+    assert.equal((await call('GET', ROUTE, { baseUrl: url, headers: second })).status, 429);
+  });
+
+  it('API instances share the counters through Postgres', async () => {
+    const [a, b] = [await api(), await api()];
+    const headers = await as(DEMO.users.customer);
+    assert.equal((await call('GET', ROUTE, { baseUrl: a.url, headers })).status, 200);
+    assert.equal((await call('GET', ROUTE, { baseUrl: b.url, headers })).status, 200);
+    assert.equal((await call('GET', ROUTE, { baseUrl: a.url, headers })).status, 200);
+    assert.equal((await call('GET', ROUTE, { baseUrl: b.url, headers })).status, 429);
+  });
+
+  it('health and metrics endpoints are not rate limited', async () => {
+    const { url } = await api();
+    for (let i = 0; i < 8; i++) assert.equal((await call('GET', '/healthz', { baseUrl: url })).status, 200);
+  });
+});

@@ -23,6 +23,8 @@ export interface BuiltApp {
   app: Koa;
   /** Every route the router serves, in registration order (the OpenAPI test walks them). */
   routes: readonly AnyRoute[];
+  /** Stops the app's background work (rate-limit syncing) once the server no longer serves it. */
+  close(): Promise<void>;
 }
 
 const BODY_METHODS = new Set(['post', 'put', 'patch']);
@@ -36,7 +38,7 @@ export function buildApp(deps: AppDeps, options: { extraRoutes?: AnyRoute[] } = 
   const metrics = createHttpMetrics();
   const authenticator = createAuthenticator(deps);
   const tokens = createTokenService(deps);
-  const rateLimiter = createRateLimiter(deps.config, deps.db);
+  const rateLimiter = createRateLimiter(deps.config, deps.db, deps.logger);
   const resourceAccess = resourceAccessProviders(deps.db, deps.config.FINANCING_ISSUERS);
   let document: unknown;
   const routes: AnyRoute[] = [];
@@ -82,5 +84,5 @@ export function buildApp(deps: AppDeps, options: { extraRoutes?: AnyRoute[] } = 
   });
   app.use(router.routes());
   app.use(router.allowedMethods({ throw: true }));
-  return { app, routes };
+  return { app, routes, close: () => rateLimiter.close() };
 }

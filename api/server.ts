@@ -1,14 +1,13 @@
 import { once } from 'node:events';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type Koa from 'koa';
 import { Client, Connection } from '@temporalio/client';
 import { loadConfig } from '../config';
 import { createLogger } from '../config/logger';
 import { createDb, migrate } from '../db/knex';
 import { systemClock } from '../domain/clock';
 import { createProviders } from '../providers';
-import { buildApp } from './app';
+import { type BuiltApp, buildApp } from './app';
 import { loadServiceKeys } from './auth/service-keys';
 import type { AppDeps } from './deps';
 
@@ -18,9 +17,9 @@ export interface RunningApi {
   close(): Promise<void>;
 }
 
-/** Serves the app on host:port (0 picks a free port) until close() is called. */
-export async function startApi(app: Koa, host: string, port: number): Promise<RunningApi> {
-  const server = app.listen(port, host);
+/** Serves a built app on host:port (0 picks a free port) until close() is called. */
+export async function startApi(built: Pick<BuiltApp, 'app' | 'close'>, host: string, port: number): Promise<RunningApi> {
+  const server = built.app.listen(port, host);
   await once(server, 'listening');
   const address = server.address() as AddressInfo;
   return {
@@ -30,6 +29,7 @@ export async function startApi(app: Koa, host: string, port: number): Promise<Ru
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
       await closed;
+      await built.close();
     },
   };
 }
@@ -47,7 +47,7 @@ async function main() {
   const connection = await Connection.connect({ address: config.TEMPORAL_ADDRESS ?? 'localhost:7233' });
   const temporal = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
   const deps: AppDeps = { config, db, temporal, providers: createProviders(), logger, clock: systemClock, serviceKeys };
-  const api = await startApi(buildApp(deps).app, config.HOST, config.PORT);
+  const api = await startApi(buildApp(deps), config.HOST, config.PORT);
   logger.info({ url: api.url }, 'api listening');
   const stop = async (signal: string) => {
     logger.info({ signal }, 'api stopping');

@@ -111,6 +111,8 @@ export const configSchema = z.object({
   RATE_LIMIT_CALLER_POINTS: positiveInt(300),
   RATE_LIMIT_ORGANIZATION_POINTS: positiveInt(3000),
   RATE_LIMIT_WINDOW: duration('1m'),
+  /** How often an API instance adds its spending to the shared counters and reads theirs back. */
+  RATE_LIMIT_SYNC_INTERVAL: duration('100ms'),
 
   /** Backend bearer scheme: the identity provider's JWKS, issuer and the audience of our API. */
   AUTH_JWKS_URL: optionalUrl,

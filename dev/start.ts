@@ -117,8 +117,7 @@ async function main() {
     const connection = await Connection.connect({ address: temporalAddress });
     stops.push(() => connection.close());
     const temporal = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
-    const { app } = buildApp({ config, db, temporal, providers, logger, clock: systemClock, serviceKeys });
-    const api = await startApi(app, config.HOST, config.PORT);
+    const api = await startApi(buildApp({ config, db, temporal, providers, logger, clock: systemClock, serviceKeys }), config.HOST, config.PORT);
     stops.push(() => api.close());
 
     say(`API            ${api.url}`);

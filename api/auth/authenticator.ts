@@ -51,7 +51,7 @@ const grantsFromClaim = (claim: unknown): Grant[] =>
  * applies is chosen by the token's issuer (or the API key prefix), and that verifier then
  * checks everything strictly: RS256 only, its own key set, issuer, audience, exp/iat/sub present,
  * nbf and iat not in the future beyond a small clock tolerance. Resolving the caller (user and
- * roles, API key) is cached for AUTH_CALLER_CACHE_TTL; signatures are checked on every request.
+ * roles, API key) and a verified token's outcome are cached for AUTH_CALLER_CACHE_TTL at most.
  */
 export function createAuthenticator(deps: AuthenticatorDeps) {
   const { config, db, serviceKeys } = deps;
@@ -135,7 +135,16 @@ export function createAuthenticator(deps: AuthenticatorDeps) {
     });
   }
 
+  /**
+   * Tokens already verified, until they expire or AUTH_CALLER_CACHE_TTL passes, whichever is
+   * first: the exact token bytes passed every check, and an RS256 verification costs about
+   * 100 µs of CPU that would otherwise be spent again on every request a client makes with it.
+   */
+  const verified = new LRUCache<string, Caller>({ max: 20_000 });
+
   async function authenticateJwt(token: string): Promise<Caller> {
+    const hit = verified.get(token);
+    if (hit) return hit;
     let issuer: unknown;
     try {
       const header = decodeProtectedHeader(token);
@@ -164,7 +173,10 @@ export function createAuthenticator(deps: AuthenticatorDeps) {
     const now = Date.now() / 1000;
     if (typeof payload.iat !== 'number' || payload.iat > now + config.AUTH_CLOCK_TOLERANCE / 1000) throw unauthorised('iat in the future');
     if (typeof payload.sub !== 'string' || payload.sub === '') throw unauthorised('sub');
-    return verifier.resolve(payload as JWTPayload & { sub: string });
+    const caller = await verifier.resolve(payload as JWTPayload & { sub: string });
+    const lifetime = Math.min(config.AUTH_CALLER_CACHE_TTL, (payload.exp! - now) * 1000);
+    if (lifetime > 0) verified.set(token, caller, { ttl: lifetime });
+    return caller;
   }
 
   async function authenticateApiKey(key: string): Promise<Caller> {
@@ -195,7 +207,10 @@ export function createAuthenticator(deps: AuthenticatorDeps) {
     },
     financingIssuer: (issuer: string) => financingIssuers.get(issuer),
     /** Drops cached callers, e.g. after revoking a key in the same process. */
-    forget: () => cache.clear(),
+    forget: () => {
+      cache.clear();
+      verified.clear();
+    },
   };
 }
 

@@ -17,8 +17,7 @@ describe('structured access logs', () => {
       },
     });
     const logger = createLogger('info', sink);
-    const { app } = buildApp({ ...harness().deps, logger }, { extraRoutes: testRoutes() });
-    const api = await startApi(app, '127.0.0.1', 0);
+    const api = await startApi(buildApp({ ...harness().deps, logger }, { extraRoutes: testRoutes() }), '127.0.0.1', 0);
     const secret = 'eyJhbGciOiJSUzI1NiJ9.secret-token-payload.signature';
     try {
       await call('POST', '/v1/kyc/__test__/echo/7f1c8e2a-3b4d-4c5e-8f60-718293a4b5c6?otp_code=123456', {

@@ -9,8 +9,7 @@ import { freePort } from '../support/ports';
 
 /** Serves the app built from the harness's dependencies with some replaced, for one check. */
 async function withApp<T>(overrides: Partial<ReturnType<typeof harness>['deps']>, check: (baseUrl: string) => Promise<T>) {
-  const { app } = buildApp({ ...harness().deps, ...overrides });
-  const api = await startApi(app, '127.0.0.1', 0);
+  const api = await startApi(buildApp({ ...harness().deps, ...overrides }), '127.0.0.1', 0);
   try {
     return await check(api.url);
   } finally {

@@ -13,9 +13,8 @@ const PLAIN_ROUTE = '/v1/accounts/__test__/waiting';
 /** An API instance with small limits and the shared Postgres store (as production runs). */
 async function limitedApi(): Promise<RunningApi> {
   const { deps } = harness();
-  const config = { ...deps.config, RATE_LIMIT_MEMORY: false, RATE_LIMIT_CALLER_POINTS: 3, RATE_LIMIT_ORGANIZATION_POINTS: 5, RATE_LIMIT_WINDOW: 60_000 };
-  const { app } = buildApp({ ...deps, config }, { extraRoutes: testRoutes() });
-  return startApi(app, '127.0.0.1', 0);
+  const config = { ...deps.config, RATE_LIMIT_MEMORY: false, RATE_LIMIT_CALLER_POINTS: 3, RATE_LIMIT_ORGANIZATION_POINTS: 5, RATE_LIMIT_WINDOW: 60_000, RATE_LIMIT_SYNC_INTERVAL: 50 };
+  return startApi(buildApp({ ...deps, config }, { extraRoutes: testRoutes() }), '127.0.0.1', 0);
 }
 
 describe('spec 8: rate limits (429 TOO_MANY_REQUESTS with Retry-After)', () => {
@@ -76,13 +75,20 @@ describe('spec 8: rate limits (429 TOO_MANY_REQUESTS with Retry-After)', () => {
     assert.equal((await call('GET', ROUTE, { baseUrl: url, headers: second })).status, 429);
   });
 
-  it('API instances share the counters through Postgres', async () => {
+  it('API instances share the counters through Postgres (synced every RATE_LIMIT_SYNC_INTERVAL)', async () => {
     const [a, b] = [await api(), await api()];
     const headers = await as(DEMO.users.customer);
+    const sync = () => new Promise((resolve) => setTimeout(resolve, 200));
     assert.equal((await call('GET', ROUTE, { baseUrl: a.url, headers })).status, 200);
+    await sync();
     assert.equal((await call('GET', ROUTE, { baseUrl: b.url, headers })).status, 200);
+    await sync();
     assert.equal((await call('GET', ROUTE, { baseUrl: a.url, headers })).status, 200);
-    assert.equal((await call('GET', ROUTE, { baseUrl: b.url, headers })).status, 429);
+    await sync();
+    const refused = await call('GET', ROUTE, { baseUrl: b.url, headers });
+    assert.equal(refused.status, 429, 'b knows of the two requests a admitted');
+    const stored = await harness().db('rate_limits').where({ key: `caller:user:${DEMO.users.customer.id}` }).first();
+    assert.equal(stored.points, 3, 'the shared counter holds every admitted request');
   });
 
   it('health and metrics endpoints are not rate limited', async () => {

@@ -154,7 +154,7 @@ export async function startHarness(): Promise<Harness> {
   });
 
   const built = buildApp(deps, { extraRoutes: testRoutes() });
-  const api = await startApi(built.app, '127.0.0.1', 0);
+  const api = await startApi(built, '127.0.0.1', 0);
   cleanups.push(() => api.close());
 
   current = {

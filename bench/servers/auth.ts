@@ -1,0 +1,100 @@
+import { once } from 'node:events';
+import { chmod, mkdtemp } from 'node:fs/promises';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import Koa from 'koa';
+import pg from 'pg';
+import pino from 'pino';
+import { buildApp } from '../../api/app';
+import { generateServiceSigningKey, loadServiceKeys } from '../../api/auth/service-keys';
+import { loadConfig } from '../../config';
+import { createLogger } from '../../config/logger';
+import { createDb, dropDatabase, ensureDatabase, migrate } from '../../db/knex';
+import { DEMO, seedDemoData } from '../../db/seeds/demo';
+import { startEmbeddedPostgres } from '../../dev/embedded-postgres';
+import { devSeedOptions, withDevIdentityProvider } from '../../dev/identity';
+import { systemClock } from '../../domain/clock';
+import { createProviders } from '../../providers';
+import { requestToken, startIdentityProvider } from '../../providers/simulators/identity-provider';
+import { freePort } from '../../test/support/ports';
+
+/**
+ * Servers for the authentication benchmark, on one real Postgres (DATABASE_URL's server, or an
+ * embedded one) and the development identity provider's JWKS:
+ *   baseline        bare Koa answering `SELECT 1` through pg
+ *   service         GET /v1/auth/whoami: bearer JWT verified against the JWKS, caller resolved
+ *                   (cached), rate limits in Postgres as production runs them
+ *   service-memory  the same with in-process rate-limit counters (one instance)
+ * Prints their URLs and a token, as one JSON line.
+ */
+/** Undone on SIGTERM: the bench database and the embedded server, when one was started. */
+const cleanups: (() => Promise<unknown>)[] = [];
+
+async function main() {
+  const base = loadConfig({ ...process.env, LOG_LEVEL: 'info' });
+  let adminUrl = base.DATABASE_URL;
+  if (!adminUrl) {
+    const dataDir = await mkdtemp(path.join(os.tmpdir(), 'lending-bench-pg-'));
+    await chmod(dataDir, 0o755); // as root, PostgreSQL runs as the postgres user
+    const embedded = await startEmbeddedPostgres({ dataDir, port: await freePort(), persistent: false });
+    cleanups.push(() => embedded.stop());
+    adminUrl = embedded.url;
+  }
+  const databaseName = `lending_bench_${process.pid}`;
+  const databaseUrl = await ensureDatabase(adminUrl, databaseName);
+  const admin = adminUrl;
+  cleanups.push(() => dropDatabase(admin, databaseName));
+  const idp = await startIdentityProvider({ partnerIssuer: DEMO.partner.issuer });
+  const config = { ...withDevIdentityProvider(base, idp), DATABASE_URL: databaseUrl };
+  const db = createDb(databaseUrl, config.DATABASE_POOL_MAX);
+  cleanups.push(() => db.destroy());
+  await migrate(db);
+  await seedDemoData(db, devSeedOptions(idp));
+
+  const logger = createLogger('info', pino.destination({ dest: '/dev/null', sync: false }));
+  const deps = {
+    config,
+    db,
+    temporal: new Client({ connection: Connection.lazy({ address: '127.0.0.1:1' }) }),
+    providers: createProviders(),
+    logger,
+    clock: systemClock,
+    serviceKeys: await loadServiceKeys(JSON.stringify(await generateServiceSigningKey())),
+  };
+  // Limits high enough never to trigger: the benchmark measures their bookkeeping, not refusals.
+  const limits = { RATE_LIMIT_CALLER_POINTS: 1e9, RATE_LIMIT_ORGANIZATION_POINTS: 1e9 };
+  const service = buildApp({ ...deps, config: { ...config, ...limits, RATE_LIMIT_MEMORY: false } }).app;
+  const serviceMemory = buildApp({ ...deps, config: { ...config, ...limits, RATE_LIMIT_MEMORY: true } }).app;
+
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: config.DATABASE_POOL_MAX });
+  pool.on('error', () => {}); // idle connections closed at shutdown are expected
+  cleanups.push(() => pool.end());
+  const baseline = new Koa();
+  baseline.use(async (ctx) => {
+    const { rows } = await pool.query('select 1 as ok');
+    ctx.body = rows[0];
+  });
+
+  const urls: Record<string, string> = {};
+  for (const [name, app, route] of [
+    ['baseline', baseline, '/'],
+    ['service', service, '/v1/auth/whoami'],
+    ['service-memory', serviceMemory, '/v1/auth/whoami'],
+  ] as const) {
+    const server = app.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    urls[name] = `http://127.0.0.1:${(server.address() as AddressInfo).port}${route}`;
+  }
+  const token = await requestToken(idp.url, 'backend', { sub: DEMO.users.customer.id, aud: config.AUTH_AUDIENCE });
+  console.log(JSON.stringify({ ...urls, token }));
+}
+
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, async () => {
+    for (const cleanup of cleanups.reverse()) await cleanup().catch(() => {});
+    process.exit(0);
+  });
+}
+void main();

@@ -5,31 +5,21 @@ import { parseByteSize, parseDuration } from './duration';
  * Every setting of the service, read once from the environment. A wrong value stops start-up
  * with a message naming the variable (see ConfigError). Durations are milliseconds once parsed.
  */
-const duration = (fallback: string) =>
+/** A string setting parsed by `parse`, refused with `hint` when it returns undefined. */
+const parsed = (fallback: string, parse: (text: string) => number | undefined, hint: string) =>
   z
     .string()
     .default(fallback)
     .transform((text, ctx) => {
-      const ms = parseDuration(text);
-      if (ms === undefined) {
-        ctx.addIssue({ code: 'custom', message: `expected a duration such as 30s, 15m or 1h, got "${text}"` });
+      const value = parse(text);
+      if (value === undefined) {
+        ctx.addIssue({ code: 'custom', message: `expected ${hint}, got "${text}"` });
         return z.NEVER;
       }
-      return ms;
+      return value;
     });
-
-const byteSize = (fallback: string) =>
-  z
-    .string()
-    .default(fallback)
-    .transform((text, ctx) => {
-      const bytes = parseByteSize(text);
-      if (bytes === undefined) {
-        ctx.addIssue({ code: 'custom', message: `expected a size such as 100kb or 15mb, got "${text}"` });
-        return z.NEVER;
-      }
-      return bytes;
-    });
+const duration = (fallback: string) => parsed(fallback, parseDuration, 'a duration such as 30s, 15m or 1h');
+const byteSize = (fallback: string) => parsed(fallback, parseByteSize, 'a size such as 100kb or 15mb');
 
 const port = (fallback: number) => z.coerce.number().int().min(0).max(65535).default(fallback);
 const positiveInt = (fallback: number) => z.coerce.number().int().positive().default(fallback);

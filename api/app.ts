@@ -9,7 +9,7 @@ import { jsonBody } from './middleware/json-body';
 import { requestId } from './middleware/request-id';
 import { createHttpMetrics } from './metrics';
 import { buildOpenApiDocument } from './openapi';
-import { authorize, guard } from './auth/middleware';
+import { authorize, guard, type MerchantChecks } from './auth/middleware';
 import { createAuthenticator } from './auth/authenticator';
 import { resourceAccessProviders } from './auth/resource-access';
 import { createTokenService } from './auth/tokens';
@@ -37,9 +37,13 @@ const NO_BODY = z.strictObject({}).optional();
 export function buildApp(deps: AppDeps, options: { extraRoutes?: AnyRoute[] } = {}): BuiltApp {
   const metrics = createHttpMetrics();
   const authenticator = createAuthenticator(deps);
-  const tokens = createTokenService(deps);
+  const tokens = createTokenService({ ...deps, isTrustedIssuer: authenticator.isTrustedIssuer });
   const rateLimiter = createRateLimiter(deps.config, deps.db, deps.logger);
-  const resourceAccess = resourceAccessProviders(deps.db, deps.config.FINANCING_ISSUERS);
+  const merchants: MerchantChecks = {
+    providers: resourceAccessProviders(deps.db, deps.config.FINANCING_ISSUERS),
+    organizationOf: async (merchantId) =>
+      (await deps.db('merchants').where({ id: merchantId }).first<{ organization_id: string } | undefined>('organization_id'))?.organization_id,
+  };
   let document: unknown;
   const routes: AnyRoute[] = [];
   routes.push(...systemRoutes(deps, metrics, () => (document ??= buildOpenApiDocument(routes, deps.config.PUBLIC_BASE_URL))));
@@ -67,13 +71,15 @@ export function buildApp(deps: AppDeps, options: { extraRoutes?: AnyRoute[] } = 
           headers: ctx.headers,
           body: ctx.request.body,
         }) as RouteInput<never>;
-        await authorize(route, ctx, input, resourceAccess);
+        await authorize(route, ctx, input, merchants);
         await route.handler(ctx, input);
       },
     ]);
   }
 
-  const app = new Koa({ proxy: false });
+  // Behind a load balancer, TRUST_PROXY makes ctx.ip the client's address (X-Forwarded-For),
+  // which the unauthenticated rate-limit budgets are keyed by.
+  const app = new Koa({ proxy: deps.config.TRUST_PROXY });
   app.use(requestId());
   app.use(accessLog(deps.logger, metrics));
   app.use(errorHandler(deps.logger));

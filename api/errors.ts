@@ -53,7 +53,7 @@ export function errorBody(
     const code = error.code === ErrorCode.BAD_REQUEST ? ErrorCode.INVALID_PARAMS : error.code;
     return { code, description: error.message, identifier: requestId, invalid_params: error.invalidParams };
   }
-  if (error.code === ErrorCode.INVALID_PARAMS || error.invalidParams.length > 0) {
+  if (error.code === ErrorCode.INVALID_PARAMS) {
     const fields = error.invalidParams.map((p) => `${p.path}: ${p.reason}`).join('; ');
     return { code: ErrorCode.BAD_REQUEST, description: fields ? `Invalid input: ${fields}` : 'Invalid input' };
   }

@@ -63,6 +63,8 @@ export const configSchema = z.object({
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 
   HOST: z.string().min(1).default('127.0.0.1'),
+  /** Trust X-Forwarded-For from a load balancer in front of the API. */
+  TRUST_PROXY: flag(false),
   PORT: port(3000),
   /** Public base address of the API, used in links such as callback URLs. Defaults to http://HOST:PORT. */
   PUBLIC_BASE_URL: optionalUrl,
@@ -124,6 +126,11 @@ export const configSchema = z.object({
   SERVICE_TOKEN_ISSUER: z.string().min(1).default('lending-service'),
   SERVICE_TOKEN_AUDIENCE: z.string().min(1).default('lending-service'),
   SERVICE_TOKEN_TTL: duration('1h'),
+  /**
+   * The `aud` a partner's JWT must carry at /v1/auth/exchange: distinct from every other
+   * audience, so no token minted for another purpose can be exchanged.
+   */
+  PARTNER_EXCHANGE_AUDIENCE: z.string().min(1).default('lending-service:exchange'),
   REFRESH_TOKEN_TTL: duration('30d'),
   /** The service's private RS256 signing key as a JWK (JSON, with kid). Generated for npm start and tests. */
   SERVICE_SIGNING_KEY: z.string().min(1).optional(),

@@ -33,7 +33,7 @@ runCli(async (config) => {
   const claims: Record<string, unknown> = {};
 
   if (realm === 'partner') {
-    Object.assign(claims, { sub: DEMO.partner.id, aud: config.SERVICE_TOKEN_AUDIENCE });
+    Object.assign(claims, { sub: DEMO.partner.id, aud: config.PARTNER_EXCHANGE_AUDIENCE });
   } else if (realm === 'backend') {
     const given = values.user ?? DEMO.users.customer.email;
     const user = seededUser(given);

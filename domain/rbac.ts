@@ -46,10 +46,18 @@ export function grantsOfRoles(roles: readonly string[]): Grant[] {
   return roles.flatMap((role) => (role in ROLE_GRANTS ? ROLE_GRANTS[role as Role] : []));
 }
 
-/** `name:SCOPE` strings, as carried in tokens and stored on keys and partners. */
+const PERMISSIONS = new Set<string>(Object.values(Permission));
+export const isPermission = (name: string): name is Permission => PERMISSIONS.has(name);
+
+/**
+ * `name:SCOPE` strings, as carried in tokens and stored on keys and partners: exactly one known
+ * permission and one scope, or nothing (`a:PLATFORM:ORG` must never read as PLATFORM).
+ */
 export function parseGrant(text: string): Grant | undefined {
-  const [permission, scope] = text.split(':');
-  if (!permission || (scope !== Scope.ORG && scope !== Scope.PLATFORM)) return undefined;
+  const parts = text.split(':');
+  if (parts.length !== 2) return undefined;
+  const [permission, scope] = parts as [string, string];
+  if (!isPermission(permission) || (scope !== Scope.ORG && scope !== Scope.PLATFORM)) return undefined;
   return { permission, scope };
 }
 export const formatGrant = (grant: Grant) => `${grant.permission}:${grant.scope}`;

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
-import { type Grant, parseGrant, Permission, Scope } from '../../domain/rbac';
+import { type Grant, isPermission, parseGrant, Permission, Scope } from '../../domain/rbac';
 import { hashSecret, randomSecret } from './secrets';
 
 /**
@@ -27,6 +27,9 @@ export async function createApiKey(
     throw new Error('an API key is either for one organization or for the platform');
   }
   const scope = platform ? Scope.PLATFORM : Scope.ORG;
+  const permissions = options.permissions ?? DEFAULT_KEY_PERMISSIONS;
+  const unknown = permissions.filter((name) => !isPermission(name));
+  if (unknown.length > 0) throw new Error(`unknown permission ${unknown.join(', ')} (a key's scope follows from --org or --platform)`);
   const key = `${API_KEY_PREFIX}${randomSecret()}`;
   const id = randomUUID();
   await db('api_keys').insert({
@@ -36,7 +39,7 @@ export async function createApiKey(
     label: options.label ?? null,
     key_hash: hashSecret(key),
     key_hint: key.slice(0, API_KEY_PREFIX.length + 6),
-    permissions: (options.permissions ?? DEFAULT_KEY_PERMISSIONS).map((p) => `${p}:${scope}`),
+    permissions: permissions.map((p) => `${p}:${scope}`),
   });
   return { id, key };
 }

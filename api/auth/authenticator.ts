@@ -11,7 +11,7 @@ import { LRUCache } from 'lru-cache';
 import type { Config, FinancingIssuer } from '../../config';
 import type { Logger } from '../../config/logger';
 import { ErrorCode, ServiceError } from '../../domain/errors';
-import { type Grant, grantsOfRoles, parseGrant } from '../../domain/rbac';
+import { type Grant, grantsOfRoles, parseGrant, Scope } from '../../domain/rbac';
 import { API_KEY_PREFIX, findApiKey } from './api-keys';
 import type { Caller, FinancingCaller, UserCaller } from './caller';
 import { hashSecret } from './secrets';
@@ -43,8 +43,16 @@ export interface AuthenticatorDeps {
   serviceKeys: ServiceKeys;
 }
 
-const grantsFromClaim = (claim: unknown): Grant[] =>
-  Array.isArray(claim) ? claim.map((g) => (typeof g === 'string' ? parseGrant(g) : undefined)).filter((g): g is Grant => !!g) : [];
+type UserRow = { id: string; organization_id: string; status: UserCaller['status'] };
+
+/**
+ * What an external financing issuer may grant: organization-scoped financing permissions only.
+ * PLATFORM scope and every other permission stay ours to give.
+ */
+const financingGrants = (claim: unknown): Grant[] =>
+  (Array.isArray(claim) ? claim : [])
+    .map((g) => (typeof g === 'string' ? parseGrant(g) : undefined))
+    .filter((g): g is Grant => g !== undefined && g.scope === Scope.ORG && g.permission.startsWith('financing.'));
 
 /**
  * Turns an Authorization header into a Caller, or refuses it with UNAUTHORISED. Which verifier
@@ -70,9 +78,13 @@ export function createAuthenticator(deps: AuthenticatorDeps) {
   async function resolveUser(subject: string, claimedOrganization: unknown, via: UserCaller['via']): Promise<UserCaller> {
     const organizationClaim = typeof claimedOrganization === 'string' && claimedOrganization ? claimedOrganization : undefined;
     return cached(`user|${via}|${subject}|${organizationClaim ?? ''}`, async () => {
-      const user = await db('users')
-        .where(UUID.test(subject) ? { id: subject } : { auth_id: subject })
-        .first<{ id: string; organization_id: string; status: UserCaller['status'] } | undefined>();
+      // Our own tokens carry our user id. The identity provider's carry its auth id, or our id
+      // for users it knows by it; an auth id may itself look like a uuid, so it is tried first.
+      const byId = () => db('users').where({ id: subject }).first<UserRow | undefined>();
+      const user =
+        via === 'service'
+          ? await byId()
+          : ((await db('users').where({ auth_id: subject }).first<UserRow | undefined>()) ?? (UUID.test(subject) ? await byId() : undefined));
       if (!user || user.status === 'DISABLED') throw unauthorised('unknown subject');
       const organizationId = organizationClaim ?? user.organization_id;
       const roles = await db('user_access').where({ user_id: user.id, organization_id: organizationId }).pluck('role');
@@ -92,25 +104,39 @@ export function createAuthenticator(deps: AuthenticatorDeps) {
   }
 
   const verifiers = new Map<string, Verifier>();
-  verifiers.set(config.SERVICE_TOKEN_ISSUER, {
+  /** One verifier per issuer: a second one silently replacing the first would confuse schemes. */
+  const register = (issuer: string, verifier: Verifier) => {
+    if (verifiers.has(issuer)) throw new Error(`issuer ${issuer} is configured twice (service, identity provider, financing)`);
+    verifiers.set(issuer, verifier);
+  };
+  register(config.SERVICE_TOKEN_ISSUER, {
     key: serviceKeys.verifyKey,
     audience: config.SERVICE_TOKEN_AUDIENCE,
     async resolve(payload) {
       if (payload.token_use === TokenUse.ID) return resolveUser(payload.sub, payload.organization_id, 'service');
-      if (payload.token_use === TokenUse.ACCESS && typeof payload.organization_id === 'string') {
-        return {
-          scheme: 'partner',
-          id: `partner:${payload.sub}`,
-          partnerId: payload.sub,
-          organizationId: payload.organization_id,
-          grants: grantsFromClaim(payload.permissions),
-        };
+      if (payload.token_use === TokenUse.ACCESS) {
+        // The partner's current standing, not the token's: a disabled partner stops at once
+        // (within the cache TTL), not when its last access token expires.
+        const partnerId = payload.sub;
+        return cached(`partner|${partnerId}`, async () => {
+          const partner = await db('partners')
+            .where({ id: partnerId, status: 'ACTIVE' })
+            .first<{ organization_id: string; permissions: string[] } | undefined>();
+          if (!partner) throw unauthorised('unknown or disabled partner');
+          return {
+            scheme: 'partner',
+            id: `partner:${partnerId}`,
+            partnerId,
+            organizationId: partner.organization_id,
+            grants: partner.permissions.map(parseGrant).filter((g): g is Grant => g !== undefined),
+          };
+        });
       }
       throw unauthorised('unknown token use');
     },
   });
   if (config.AUTH_JWKS_URL && config.AUTH_ISSUER) {
-    verifiers.set(config.AUTH_ISSUER, {
+    register(config.AUTH_ISSUER, {
       key: remoteJwks(config.AUTH_JWKS_URL),
       audience: config.AUTH_AUDIENCE,
       resolve: (payload) => resolveUser(payload.sub, payload.organization_id, 'identity_provider'),
@@ -119,7 +145,7 @@ export function createAuthenticator(deps: AuthenticatorDeps) {
   const financingIssuers = new Map<string, FinancingIssuer>();
   for (const issuer of config.FINANCING_ISSUERS) {
     financingIssuers.set(issuer.issuer, issuer);
-    verifiers.set(issuer.issuer, {
+    register(issuer.issuer, {
       key: remoteJwks(issuer.jwks_url),
       audience: issuer.audience ?? config.FINANCING_AUDIENCE,
       async resolve(payload): Promise<FinancingCaller> {
@@ -129,7 +155,7 @@ export function createAuthenticator(deps: AuthenticatorDeps) {
           issuer: issuer.issuer,
           subject: payload.sub,
           organizationId: typeof payload.organization_id === 'string' ? payload.organization_id : null,
-          grants: grantsFromClaim(payload.permissions),
+          grants: financingGrants(payload.permissions),
         };
       },
     });
@@ -206,6 +232,8 @@ export function createAuthenticator(deps: AuthenticatorDeps) {
       return token.startsWith(API_KEY_PREFIX) ? authenticateApiKey(token) : authenticateJwt(token);
     },
     financingIssuer: (issuer: string) => financingIssuers.get(issuer),
+    /** Issuers that authenticate callers directly: a partner may never be registered with one. */
+    isTrustedIssuer: (issuer: string) => verifiers.has(issuer),
     /** Drops cached callers, e.g. after revoking a key in the same process. */
     forget: () => {
       cache.clear();

@@ -21,6 +21,8 @@ export function guard(route: AnyRoute, authenticator: Authenticator, rateLimiter
       } catch (error) {
         const reason = (error as { reason?: string }).reason;
         if (reason) logger.debug({ req_id: ctx.state.requestId, reason }, 'authentication refused');
+        // Failed attempts spend the client address's budget: guessing credentials gets 429.
+        await rateLimiter.consume(ctx, `ip:${ctx.ip}`, null);
         throw error;
       }
       if (!route.auth.schemes.includes(caller.scheme)) {
@@ -42,12 +44,14 @@ export function guard(route: AnyRoute, authenticator: Authenticator, rateLimiter
  * The route's permission and merchant checks, after validation because they read validated
  * path parameters (the organization or merchant a request targets).
  */
-export async function authorize(
-  route: AnyRoute,
-  ctx: Context,
-  input: RouteInput<never>,
-  resourceAccess: Map<string, ResourceAccessProvider>,
-): Promise<void> {
+export interface MerchantChecks {
+  /** Resource-access provider of each financing issuer. */
+  providers: Map<string, ResourceAccessProvider>;
+  /** The organization a backend merchant belongs to, if it exists. */
+  organizationOf(merchantId: string): Promise<string | undefined>;
+}
+
+export async function authorize(route: AnyRoute, ctx: Context, input: RouteInput<never>, merchants: MerchantChecks): Promise<void> {
   const caller = ctx.state.caller as Caller | undefined;
   if (!route.auth || !caller) return;
   const params = (input.params ?? {}) as Record<string, string>;
@@ -59,10 +63,18 @@ export async function authorize(
   }
   if (merchant) {
     if (caller.scheme !== 'financing') throw new ServiceError(ErrorCode.FORBIDDEN);
-    const provider = resourceAccess.get(caller.issuer);
+    const provider = merchants.providers.get(caller.issuer);
     const merchantId = params[merchant.param];
-    if (!provider || !merchantId || !(await provider.allows(caller.subject, merchantId, merchant.permission))) {
+    // The merchant must belong to the organization the token acts for, whatever the provider says.
+    if (!provider || !merchantId || (await merchants.organizationOf(merchantId)) !== caller.organizationId) {
       throw new ServiceError(ErrorCode.FORBIDDEN, 'No access to this merchant');
     }
+    let allowed: boolean;
+    try {
+      allowed = await provider.allows(caller.subject, merchantId, merchant.permission);
+    } catch {
+      throw new ServiceError(ErrorCode.SERVICE_UNAVAILABLE, 'The resource-access service does not answer');
+    }
+    if (!allowed) throw new ServiceError(ErrorCode.FORBIDDEN, 'No access to this merchant');
   }
 }

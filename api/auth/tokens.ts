@@ -38,7 +38,14 @@ interface PartnerRow {
  * spends one and returns its successor in the same family; presenting a spent one is taken as
  * theft and revokes the whole family.
  */
-export function createTokenService(deps: { config: Config; db: Knex; clock: Clock; serviceKeys: ServiceKeys }) {
+export function createTokenService(deps: {
+  config: Config;
+  db: Knex;
+  clock: Clock;
+  serviceKeys: ServiceKeys;
+  /** Issuers that authenticate callers directly (the service, identity provider, financing). */
+  isTrustedIssuer: (issuer: string) => boolean;
+}) {
   const { config, db, clock, serviceKeys } = deps;
   const ttlSeconds = Math.round(config.SERVICE_TOKEN_TTL / 1000);
   const partnerKeys = new Map<string, JWTVerifyGetKey>();
@@ -95,13 +102,16 @@ export function createTokenService(deps: { config: Config; db: Knex; clock: Cloc
         throw unauthorised('malformed partner token');
       }
       if (typeof issuer !== 'string') throw unauthorised('partner token without issuer');
+      // A partner registered under a caller-facing issuer would turn any of its tokens into
+      // partner access; such a registration is never honoured.
+      if (deps.isTrustedIssuer(issuer)) throw unauthorised('partner issuer collides with a trusted issuer');
       const partner = await db('partners').where({ issuer, status: 'ACTIVE' }).first<PartnerRow | undefined>();
       if (!partner) throw unauthorised('unknown partner');
       try {
         await jwtVerify(assertion, partnerKey(partner), {
           algorithms: ['RS256'],
           issuer,
-          audience: config.SERVICE_TOKEN_AUDIENCE,
+          audience: config.PARTNER_EXCHANGE_AUDIENCE,
           requiredClaims: ['exp', 'iat', 'sub'],
           clockTolerance: Math.round(config.AUTH_CLOCK_TOLERANCE / 1000),
         });
@@ -128,9 +138,15 @@ export function createTokenService(deps: { config: Config; db: Knex; clock: Cloc
 
     /** Spends a refresh token for a new ID token and its successor; reuse revokes the family. */
     async refresh(presented: string): Promise<SessionTokens> {
+      const tokenHash = hashSecret(presented);
       const outcome = await db.transaction(async (trx) => {
+        const found = await trx('refresh_tokens').where({ token_hash: tokenHash }).first<{ family_id: string } | undefined>('family_id');
+        if (!found) return { ok: false, reason: 'unknown refresh token' } as const;
+        // Every refresh of a family runs under the family's lock, so a reuse that revokes the
+        // family sees every token the family has, including one issued a moment ago.
+        await trx.raw('select pg_advisory_xact_lock(hashtext(?))', [found.family_id]);
         const row = await trx('refresh_tokens')
-          .where({ token_hash: hashSecret(presented) })
+          .where({ token_hash: tokenHash })
           .forUpdate()
           .first<{ id: string; family_id: string; user_id: string; organization_id: string; expires_at: Date; used_at: Date | null; revoked_at: Date | null } | undefined>();
         if (!row) return { ok: false, reason: 'unknown refresh token' } as const;

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Context } from 'koa';
 import { RateLimiterMemory, RateLimiterPostgres, type RateLimiterAbstract } from 'rate-limiter-flexible';
@@ -54,6 +55,9 @@ interface KeyState {
  * they admit within one interval. A write per request instead serializes every request of an
  * organization on one row lock (the auth benchmark measured a third of the throughput).
  */
+/** Store keys fit the store's varchar(255): long ones (financing issuer and subject) are hashed. */
+const storeKey = (key: string) => (key.length <= 200 ? key : `sha256:${createHash('sha256').update(key).digest('hex')}`);
+
 function sharedBudget(store: RateLimiterAbstract, points: number, windowMs: number, syncMs: number, logger: Logger): Budget {
   const keys = new Map<string, KeyState>();
   let flushing: Promise<void> | undefined;
@@ -69,13 +73,20 @@ function sharedBudget(store: RateLimiterAbstract, points: number, windowMs: numb
   function sync(key: string, state: KeyState): Promise<void> {
     state.syncing ??= (async () => {
       const spent = state.pending;
+      const window = state.resetAt;
       state.pending -= spent;
       try {
-        const res = spent > 0 ? await store.penalty(key, spent) : await store.get(key);
+        const res = spent > 0 ? await store.penalty(storeKey(key), spent) : await store.get(storeKey(key));
         if (res) adopt(state, res.consumedPoints, res.msBeforeNext);
-        else state.syncedAt = Date.now();
+        else {
+          state.consumed = 0; // nothing stored: the shared window is over
+          state.syncedAt = Date.now();
+        }
       } catch (error) {
-        state.pending += spent; // keep counting locally until the store answers again
+        // Keep counting locally (for the same window only), and try the store again after an
+        // interval rather than on every request.
+        if (state.resetAt === window) state.pending += spent;
+        state.syncedAt = Date.now();
         unavailable(error);
       } finally {
         state.syncing = undefined;
@@ -109,7 +120,10 @@ function sharedBudget(store: RateLimiterAbstract, points: number, windowMs: numb
       if (Date.now() - state.syncedAt > syncMs || state.syncing) await sync(key, state);
       const now = Date.now();
       if (state.resetAt <= now) {
-        state.consumed = 0; // the window is over; the store starts a new one on the next write
+        // The window is over: what was counted in it no longer matters, written or not; the
+        // store starts a new window on the next write.
+        state.consumed = 0;
+        state.pending = 0;
         state.resetAt = now + windowMs;
       }
       const used = state.consumed + state.pending;

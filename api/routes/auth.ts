@@ -62,7 +62,7 @@ export function authRoutes(deps: AppDeps, tokens: TokenService): AnyRoute[] {
       operationId: 'exchangePartnerToken',
       summary: 'Exchange a trusted partner JWT for a service access token',
       description:
-        'The partner sends its own RS256 JWT (iss = its registered issuer, aud = the service audience, exp, iat, sub) ' +
+        'The partner sends its own RS256 JWT (iss = its registered issuer, aud = PARTNER_EXCHANGE_AUDIENCE, exp, iat, sub) ' +
         'as the bearer token and the body {}. The answer is a service access token for the partner\'s organization.',
       tags: ['auth'],
       responses: { 200: { description: 'Service access token', schema: AccessToken } },

@@ -36,7 +36,7 @@ describe('spec 4.1: POST /v1/auth/exchange (trusted partner)', () => {
     const forged = await new SignJWT({ sub: 'x' })
       .setProtectedHeader({ alg: 'RS256', kid: 'forged' })
       .setIssuer(DEMO.partner.issuer)
-      .setAudience(config.SERVICE_TOKEN_AUDIENCE)
+      .setAudience(config.PARTNER_EXCHANGE_AUDIENCE)
       .setIssuedAt()
       .setExpirationTime('5m')
       .sign(privateKey);

@@ -17,5 +17,5 @@ export function financingToken(realm: Extract<Realm, 'financing' | 'financing-ht
 /** The demo partner's signed JWT, as it would present it to /v1/auth/exchange. */
 export function partnerAssertion(claims: Record<string, unknown> = {}, options: { expiresIn?: number } = {}) {
   const { idp, config } = harness();
-  return requestToken(idp.url, 'partner', { sub: 'demo-partner-client', aud: config.SERVICE_TOKEN_AUDIENCE, ...claims }, options);
+  return requestToken(idp.url, 'partner', { sub: 'demo-partner-client', aud: config.PARTNER_EXCHANGE_AUDIENCE, ...claims }, options);
 }

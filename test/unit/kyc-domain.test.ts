@@ -1,0 +1,55 @@
+import { strict as assert } from 'node:assert';
+import fc from 'fast-check';
+import { categoryOf } from '../../domain/kyc/result-codes';
+import { negotiateProviderApiVersion, PROVIDER_API_VERSIONS } from '../../domain/kyc/provider-version';
+import { isFresh, sameSignature, signV2, verifyV2 } from '../../providers/kyc/signature';
+
+describe('spec 4.2: provider API version negotiation', () => {
+  it('picks the newest listed version the server supports, in any order', () => {
+    assert.equal(negotiateProviderApiVersion('v2, v3'), 'v3');
+    assert.equal(negotiateProviderApiVersion('v3,v2'), 'v3');
+    assert.equal(negotiateProviderApiVersion(' V3 '), 'v3');
+    assert.equal(negotiateProviderApiVersion('v2'), 'v2');
+    assert.equal(negotiateProviderApiVersion('v9, v3, v1'), 'v3');
+  });
+
+  it('uses v2 when the header is omitted, empty or unrecognised', () => {
+    for (const header of [undefined, '', ' , ', 'v4', 'latest', 'v1,v9']) assert.equal(negotiateProviderApiVersion(header), 'v2', String(header));
+  });
+
+  it('the answer does not depend on order or duplicates (property)', () => {
+    const token = fc.constantFrom('v2', 'v3', 'v4', 'x', '', 'V3');
+    fc.assert(
+      fc.property(fc.array(token, { maxLength: 6 }), (tokens) => {
+        const once = negotiateProviderApiVersion(tokens.join(','));
+        assert.ok((PROVIDER_API_VERSIONS as readonly string[]).includes(once));
+        assert.equal(negotiateProviderApiVersion([...tokens].reverse().concat(tokens).join(', ')), once);
+      }),
+    );
+  });
+});
+
+describe('provider protocol: result code categories and signatures', () => {
+  it('maps result codes by category', () => {
+    assert.equal(categoryOf('0810'), 'APPROVED');
+    assert.equal(categoryOf('0814'), 'PROVISIONAL');
+    assert.equal(categoryOf('1022'), 'REJECTED');
+    assert.equal(categoryOf('1023'), 'REJECTED');
+    assert.equal(categoryOf('0907'), 'REJECTED');
+    assert.equal(categoryOf('2213'), 'ERROR');
+    assert.equal(categoryOf('0001'), 'ERROR');
+    assert.equal(categoryOf('zzzz'), 'ERROR');
+  });
+
+  it('signs v2 requests as the provider does and verifies them in constant time within the window', () => {
+    const now = new Date('2026-11-22T10:00:00Z');
+    const timestamp = now.toISOString();
+    const signature = signV2('api-key', '1234', timestamp);
+    assert.equal(signature, signV2('api-key', '1234', timestamp));
+    assert.ok(verifyV2('api-key', '1234', { signature, timestamp }, now));
+    assert.ok(!verifyV2('other-key', '1234', { signature, timestamp }, now));
+    assert.ok(!verifyV2('api-key', '1234', { signature, timestamp }, new Date(now.getTime() + 6 * 60_000)), 'stale');
+    assert.ok(!sameSignature(signature, signature.slice(1)));
+    assert.ok(!isFresh('not a time', now));
+  });
+});

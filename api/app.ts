@@ -16,6 +16,7 @@ import { createTokenService } from './auth/tokens';
 import { createRateLimiter } from './middleware/rate-limit';
 import { type AnyRoute, type RouteInput, routerPath } from './route';
 import { authRoutes } from './routes/auth';
+import { kycRoutes } from './routes/kyc';
 import { systemRoutes } from './routes/system';
 import { validateRequest } from './validation';
 
@@ -48,6 +49,7 @@ export function buildApp(deps: AppDeps, options: { extraRoutes?: AnyRoute[] } = 
   const routes: AnyRoute[] = [];
   routes.push(...systemRoutes(deps, metrics, () => (document ??= buildOpenApiDocument(routes, deps.config.PUBLIC_BASE_URL))));
   routes.push(...authRoutes(deps, tokens));
+  routes.push(...kycRoutes(deps));
   routes.push(...(options.extraRoutes ?? []));
 
   const parsers = {

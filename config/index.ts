@@ -89,6 +89,20 @@ export const configSchema = z.object({
   WORKER_SHUTDOWN_GRACE: duration('30s'),
   READINESS_TIMEOUT: duration('2s'),
 
+  /** The identity-verification provider (a simulator under npm start and the tests). */
+  KYC_PROVIDER_URL: optionalUrl,
+  KYC_PARTNER_ID: z.string().min(1).optional(),
+  KYC_API_KEY: z.string().min(1).optional(),
+  KYC_PROVIDER_NAME: z.string().min(1).default('smile_identity'),
+  /** Largest decoded image a verification accepts (selfie, document side or liveness frame). */
+  KYC_MAX_IMAGE_BYTES: byteSize('5mb'),
+  KYC_LIVENESS_MIN_IMAGES: z.coerce.number().int().min(0).default(3),
+  KYC_LIVENESS_MAX_IMAGES: z.coerce.number().int().min(1).default(8),
+  KYC_CONSENT_REQUIRED: flag(true),
+  KYC_PRIVACY_POLICY_URL: z.url().default('https://lending-service.example/privacy'),
+  /** After this many rejected submissions an application may not be submitted again for a while. */
+  KYC_MAX_RESUBMISSIONS: z.coerce.number().int().min(0).default(3),
+  KYC_REAPPLY_BLOCK: duration('30d'),
   /** How long a submitted KYC job may stay with the provider before the expiry sweep looks at it. */
   KYC_SUBMISSION_WINDOW: duration('24h'),
   KYC_CALLBACK_WAIT: duration('30m'),

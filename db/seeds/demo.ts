@@ -45,6 +45,8 @@ export const DEMO = {
     issuer: 'https://partner.demo-lender.test',
     permissions: ['loans.write:ORG', 'loans.read:ORG', 'accounts.read:ORG'],
   },
+  /** A DRAFT KYC application ready for a verification submission. */
+  kycApplication: { id: 'a11ce000-0000-4000-8000-000000000001', userKey: 'customer' },
   merchant: {
     id: 'mrc-demo-0001',
     organization_id: DEMO_ORG,
@@ -80,6 +82,15 @@ export async function seedDemoData(db: Knex, options: SeedOptions): Promise<void
       .onConflict('id')
       .merge();
     await trx('merchants').insert({ id: merchant.id, organization_id: merchant.organization_id, name: merchant.name }).onConflict('id').merge();
+    const applicant = DEMO.users[DEMO.kycApplication.userKey];
+    // Only when the applicant has no active application: a demo in progress is left alone.
+    const active = await trx('kyc_applications').where({ user_id: applicant.id }).whereIn('status', ['DRAFT', 'ID_VERIFICATION_PENDING']).first();
+    if (!active) {
+      await trx('kyc_applications')
+        .insert({ id: DEMO.kycApplication.id, organization_id: applicant.organization_id, user_id: applicant.id, status: 'DRAFT' })
+        .onConflict('id')
+        .ignore();
+    }
     await trx('merchant_access')
       .insert({ issuer: options.financingIssuer, subject: merchant.financingSubject, merchant_id: merchant.id, permissions: [...merchant.permissions] })
       .onConflict(['issuer', 'subject', 'merchant_id'])
@@ -97,5 +108,6 @@ export function seedIds() {
     users,
     partner: { id: DEMO.partner.id, issuer: DEMO.partner.issuer, organization_id: DEMO.partner.organization_id },
     merchant: { id: DEMO.merchant.id, organization_id: DEMO.merchant.organization_id, financing_subject: DEMO.merchant.financingSubject },
+    kyc_application: { id: DEMO.kycApplication.id, user_id: DEMO.users[DEMO.kycApplication.userKey].id },
   };
 }

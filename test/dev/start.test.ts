@@ -63,24 +63,35 @@ describe('npm start: the whole service with embedded defaults', () => {
     this.timeout(180_000);
     const dataDir = await mkdtemp(path.join(os.tmpdir(), 'lending-start-'));
     await chmod(dataDir, 0o755); // as root, PostgreSQL runs as the postgres user and must reach it
-    const ports = {
-      PORT: await freePort(),
-      EMBEDDED_POSTGRES_PORT: await freePort(),
-      TEMPORAL_DEV_PORT: await freePort(),
-      TEMPORAL_UI_PORT: await freePort(),
-      WORKER_METRICS_PORT: await freePort(),
-      DEV_IDP_PORT: await freePort(),
-    };
-    const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir, LOG_LEVEL: 'warn' };
-    for (const [name, port] of Object.entries(ports)) env[name] = String(port);
-    delete env.DATABASE_URL;
-    delete env.TEMPORAL_ADDRESS;
-    if (harness().temporalCliPath) env.TEMPORAL_CLI_PATH = harness().temporalCliPath;
-
-    const child = spawn(path.join(ROOT, 'node_modules/.bin/tsx'), ['dev/start.ts'], { cwd: ROOT, env, stdio: 'pipe' });
-    const exited = once(child, 'exit');
+    // The dev server also binds internal ports of its own choosing: a port picked here can be
+    // taken in between. Such a start fails at once with "address already in use"; try again.
+    let ports: Record<string, number> = {};
+    let child: ChildProcess | undefined;
+    let exited: Promise<unknown[]> | undefined;
+    let output = '';
     try {
-      const output = await waitForOutput(child, /ready \(Ctrl-C/, 150_000);
+      for (let attempt = 1; attempt <= 3 && !output; attempt++) {
+        ports = {
+          PORT: await freePort(),
+          EMBEDDED_POSTGRES_PORT: await freePort(),
+          TEMPORAL_DEV_PORT: await freePort(),
+          TEMPORAL_UI_PORT: await freePort(),
+          WORKER_METRICS_PORT: await freePort(),
+          DEV_IDP_PORT: await freePort(),
+        };
+        const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir, LOG_LEVEL: 'warn' };
+        for (const [name, port] of Object.entries(ports)) env[name] = String(port);
+        delete env.DATABASE_URL;
+        delete env.TEMPORAL_ADDRESS;
+        if (harness().temporalCliPath) env.TEMPORAL_CLI_PATH = harness().temporalCliPath;
+        child = spawn(path.join(ROOT, 'node_modules/.bin/tsx'), ['dev/start.ts'], { cwd: ROOT, env, stdio: 'pipe' });
+        exited = once(child, 'exit');
+        try {
+          output = await waitForOutput(child, /ready \(Ctrl-C/, 150_000);
+        } catch (error) {
+          if (attempt === 3 || !/address already in use/.test(String(error))) throw error;
+        }
+      }
       assert.match(output, new RegExp(`API +http://127.0.0.1:${ports.PORT}`));
       assert.match(output, new RegExp(`Temporal UI +http://127.0.0.1:${ports.TEMPORAL_UI_PORT}`));
       const ready = await fetch(`http://127.0.0.1:${ports.PORT}/readyz`);
@@ -91,17 +102,17 @@ describe('npm start: the whole service with embedded defaults', () => {
       const workerMetrics = await fetch(`http://127.0.0.1:${ports.WORKER_METRICS_PORT}/metrics`);
       assert.equal(workerMetrics.status, 200);
 
-      const processes = [child.pid!, ...descendants(child.pid!)];
+      const processes = [child!.pid!, ...descendants(child!.pid!)];
       assert.ok(processes.length >= 3, 'tsx, node, postgres and temporal run under npm start');
-      child.kill('SIGTERM');
-      const [code] = await exited;
+      child!.kill('SIGTERM');
+      const [code] = await exited!;
       assert.equal(code, 0);
       // Postgres stops asynchronously after its parent; give it a moment.
       for (let i = 0; i < 50 && processes.some(alive); i++) await new Promise((r) => setTimeout(r, 100));
       assert.deepEqual(processes.filter(alive), [], 'nothing left running');
       for (const [name, port] of Object.entries(ports)) assert.equal(await isListening(port), false, `${name} closed`);
     } finally {
-      if (child.exitCode === null) child.kill('SIGKILL');
+      if (child && child.exitCode === null) child.kill('SIGKILL');
       await rm(dataDir, { recursive: true, force: true });
     }
   });

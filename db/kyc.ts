@@ -1,0 +1,56 @@
+import { randomUUID } from 'node:crypto';
+import type { Knex } from 'knex';
+import type { ProviderApiVersion } from '../domain/kyc/provider-version';
+import { KycStatus } from '../domain/kyc/status';
+
+/** KYC queries; each takes the caller's organization first, so no query can cross tenants. */
+export interface KycApplicationRow {
+  id: string;
+  organization_id: string;
+  user_id: string;
+  status: KycStatus;
+  channel: string | null;
+  negotiated_api_version: ProviderApiVersion | null;
+  api_version: ProviderApiVersion | null;
+  job_id: string | null;
+  provider_job_id: string | null;
+  outcome: string | null;
+  result_code: string | null;
+  reason: string | null;
+  needs_review: boolean;
+  resubmission_count: number;
+  reapply_blocked_until: Date | null;
+  submitted_at: Date | null;
+  verification_completed_at: Date | null;
+  provider_checked_at: Date | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+const ACTIVE = [KycStatus.DRAFT, KycStatus.ID_VERIFICATION_PENDING];
+
+export function findApplication(db: Knex, organizationId: string, id: string): Promise<KycApplicationRow | undefined> {
+  return db('kyc_applications').where({ organization_id: organizationId, id }).first();
+}
+
+/** The user's DRAFT application, or undefined when one is already active (one active per user). */
+export async function createApplication(db: Knex, organizationId: string, userId: string): Promise<KycApplicationRow | undefined> {
+  try {
+    const [row] = await db('kyc_applications')
+      .insert({ id: randomUUID(), organization_id: organizationId, user_id: userId, status: KycStatus.DRAFT })
+      .returning('*');
+    return row;
+  } catch (error) {
+    if ((error as { code?: string }).code === '23505') return undefined; // kyc_applications_one_active
+    throw error;
+  }
+}
+
+export function findActiveApplication(db: Knex, organizationId: string, userId: string): Promise<KycApplicationRow | undefined> {
+  return db('kyc_applications').where({ organization_id: organizationId, user_id: userId }).whereIn('status', ACTIVE).first();
+}
+
+/** Remembers the version the requirements were read for; the status is left as it is. */
+export async function recordNegotiatedVersion(db: Knex, organizationId: string, id: string, version: ProviderApiVersion): Promise<void> {
+  await db('kyc_applications').where({ organization_id: organizationId, id }).update({ negotiated_api_version: version, updated_at: db.fn.now() });
+}

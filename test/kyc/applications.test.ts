@@ -1,0 +1,127 @@
+import { strict as assert } from 'node:assert';
+import { randomUUID } from 'node:crypto';
+import { DEMO } from '../../db/seeds/demo';
+import { harness } from '../support/harness';
+import { call } from '../support/http';
+import { backendToken, bearer } from '../support/tokens';
+
+const as = async (user: { id: string }) => bearer(await backendToken(user.id));
+
+/** A fresh user of the demo organization with the CUSTOMER role, so tests do not share applications. */
+async function newApplicant(profile: { name?: string | null; phone_number?: string | null } = {}) {
+  const { db } = harness();
+  const user = {
+    id: randomUUID(),
+    organization_id: DEMO.organizations.demo.id,
+    email: `${randomUUID()}@demo-lender.test`,
+    name: 'name' in profile ? profile.name : 'Test Applicant',
+    phone_number: 'phone_number' in profile ? profile.phone_number : '+254700000000',
+  };
+  await db('users').insert(user);
+  await db('user_access').insert({ user_id: user.id, organization_id: user.organization_id, role: 'CUSTOMER' });
+  return user;
+}
+
+async function createApplication(user: { id: string }) {
+  const reply = await call('POST', '/v1/kyc/applications', { headers: await as(user) });
+  assert.equal(reply.status, 201, reply.text);
+  return reply.body as { id: string; status: string };
+}
+
+describe('KYC applications (extension: POST /v1/kyc/applications)', () => {
+  it("creates the caller's DRAFT application in the status shape", async () => {
+    const user = await newApplicant();
+    const reply = await call('POST', '/v1/kyc/applications', { headers: await as(user) });
+    assert.equal(reply.status, 201);
+    assert.deepEqual(Object.keys(reply.body).sort(), ['can_submit', 'id', 'message', 'needs_review', 'status']);
+    assert.equal(reply.body.status, 'DRAFT');
+    assert.equal(reply.body.can_submit, true);
+    assert.equal(reply.body.needs_review, false);
+  });
+
+  it('allows one active application per user: a second gets 409 in the validation shape', async () => {
+    const user = await newApplicant();
+    await createApplication(user);
+    const second = await call('POST', '/v1/kyc/applications', { headers: await as(user) });
+    assert.equal(second.status, 409);
+    assert.equal(second.body.code, 'CONFLICT');
+    assert.deepEqual(second.body.invalid_params, []);
+  });
+
+  it('the seeded demo application is there for the demo customer', async () => {
+    const { db } = harness();
+    const row = await db('kyc_applications').where({ id: DEMO.kycApplication.id }).first();
+    assert.equal(row.user_id, DEMO.users.customer.id);
+  });
+});
+
+describe('spec 4.2: GET /v1/kyc/applications/{id}/verification', () => {
+  const requirements = (id: string, headers: Record<string, string>) => call('GET', `/v1/kyc/applications/${id}/verification`, { headers });
+
+  it('answers v2 requirements when the header is omitted, empty or unrecognised', async () => {
+    const user = await newApplicant();
+    const { id } = await createApplication(user);
+    for (const versions of [undefined, '', 'v7, beta']) {
+      const headers = { ...(await as(user)), ...(versions === undefined ? {} : { 'X-Provider-Api-Versions': versions }) };
+      const reply = await requirements(id, headers);
+      assert.equal(reply.status, 200, String(versions));
+      assert.equal(reply.body.requires_liveness, false);
+      assert.equal(reply.body.min_liveness_images, 0);
+      const kenya = reply.body.supported_documents.find((d: { country: string }) => d.country === 'KE');
+      assert.ok(!kenya.id_types.some((t: { code: string }) => t.code === 'DRIVERS_LICENSE'));
+    }
+    assert.equal((await harness().db('kyc_applications').where({ id }).first()).negotiated_api_version, 'v2');
+  });
+
+  it('answers the newest common version, in any order, and records it without changing the status', async () => {
+    const user = await newApplicant();
+    const { id } = await createApplication(user);
+    const reply = await requirements(id, { ...(await as(user)), 'X-Provider-Api-Versions': 'v3, v2' });
+    assert.equal(reply.status, 200);
+    assert.deepEqual(Object.keys(reply.body).sort(), [
+      'consent_notice',
+      'max_liveness_images',
+      'min_liveness_images',
+      'missing_applicant_fields',
+      'requires_consent',
+      'requires_document',
+      'requires_liveness',
+      'requires_selfie',
+      'supported_documents',
+    ]);
+    assert.equal(reply.body.requires_liveness, true);
+    assert.equal(reply.body.min_liveness_images, harness().config.KYC_LIVENESS_MIN_IMAGES);
+    assert.equal(reply.body.max_liveness_images, harness().config.KYC_LIVENESS_MAX_IMAGES);
+    assert.deepEqual(reply.body.consent_notice, { language: 'EN', privacy_policy_url: harness().config.KYC_PRIVACY_POLICY_URL });
+    const kenya = reply.body.supported_documents.find((d: { country: string }) => d.country === 'KE');
+    assert.ok(kenya.id_types.some((t: { code: string; has_back: boolean }) => t.code === 'DRIVERS_LICENSE' && t.has_back));
+    const row = await harness().db('kyc_applications').where({ id }).first();
+    assert.equal(row.negotiated_api_version, 'v3');
+    assert.equal(row.status, 'DRAFT', 'side-effect free on the status');
+  });
+
+  it("lists the applicant's missing profile fields", async () => {
+    const user = await newApplicant({ name: null, phone_number: null });
+    const { id } = await createApplication(user);
+    const reply = await requirements(id, await as(user));
+    assert.deepEqual(reply.body.missing_applicant_fields, ['name', 'phone']);
+  });
+
+  it("answers 404 for another user's application and 400 INVALID_UUID for a malformed id, in the validation shape", async () => {
+    const owner = await newApplicant();
+    const { id } = await createApplication(owner);
+    const stranger = await requirements(id, await as(await newApplicant()));
+    assert.equal(stranger.status, 404);
+    assert.equal(stranger.body.code, 'NOT_FOUND');
+    assert.deepEqual(stranger.body.invalid_params, []);
+    const otherOrg = await requirements(id, await as(DEMO.users.secondCustomer));
+    assert.equal(otherOrg.status, 404);
+    const malformed = await requirements('not-a-uuid', await as(owner));
+    assert.equal(malformed.status, 400);
+    assert.deepEqual(malformed.body.invalid_params.map((p: { path: string; sub_code: string }) => [p.path, p.sub_code]), [['path.id', 'INVALID_UUID']]);
+    const anonymous = await requirements(id, {});
+    assert.equal(anonymous.status, 401);
+    assert.equal(anonymous.body.code, 'UNAUTHORISED');
+    assert.deepEqual(anonymous.body.invalid_params, []);
+  });
+});

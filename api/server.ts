@@ -46,7 +46,7 @@ async function main() {
   await migrate(db);
   const connection = await Connection.connect({ address: config.TEMPORAL_ADDRESS ?? 'localhost:7233' });
   const temporal = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
-  const deps: AppDeps = { config, db, temporal, providers: createProviders(), logger, clock: systemClock, serviceKeys };
+  const deps: AppDeps = { config, db, temporal, providers: createProviders(config), logger, clock: systemClock, serviceKeys };
   const api = await startApi(buildApp(deps), config.HOST, config.PORT);
   logger.info({ url: api.url }, 'api listening');
   const stop = async (signal: string) => {

@@ -27,6 +27,10 @@ function subCodeOf(issue: z.core.$ZodIssue, value: unknown): string {
       return issue.origin === 'string' || issue.origin === 'array' ? SubCode.TOO_SHORT : SubCode.OUT_OF_RANGE;
     case 'invalid_value':
       return SubCode.INVALID_ENUM;
+    case 'invalid_union':
+      // A discriminated union (e.g. the verification channel) names its options like an enum.
+      if ((issue as { note?: string }).note === 'No matching discriminator') return value === undefined ? SubCode.REQUIRED : SubCode.INVALID_ENUM;
+      return SubCode.INVALID_VALUE;
     case 'unrecognized_keys':
       return SubCode.UNKNOWN_FIELD;
     case 'custom': {

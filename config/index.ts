@@ -151,6 +151,8 @@ export const configSchema = z.object({
 
   /** Port of the development identity provider simulator under npm start. */
   DEV_IDP_PORT: port(3101),
+  /** Port of the identity-verification provider simulator under npm start. */
+  KYC_SIMULATOR_PORT: port(3102),
 });
 
 export type Config = z.output<typeof configSchema>;

@@ -18,6 +18,7 @@ import { installRuntime } from '../worker/runtime';
 import { createWorker } from '../worker/worker';
 import { startEmbeddedPostgres } from './embedded-postgres';
 import { devSeedOptions, grantDemoMerchantOverHttp, serviceSigningKey, withDevIdentityProvider } from './identity';
+import { startProviderSimulators } from './simulators';
 import { startTemporalDevServer } from './temporal-server';
 
 /**
@@ -60,6 +61,10 @@ async function main() {
     stops.push(() => idp.close());
     await grantDemoMerchantOverHttp(idp);
     config = withDevIdentityProvider(config, idp);
+    const simulators = await startProviderSimulators(config, { kyc: config.KYC_SIMULATOR_PORT });
+    stops.push(() => simulators.close());
+    // Providers call back to the API; PUBLIC_BASE_URL says where it is when not set.
+    config = { ...simulators.config, PUBLIC_BASE_URL: simulators.config.PUBLIC_BASE_URL ?? `http://${config.HOST}:${config.PORT}` };
     const serviceKeys = await loadServiceKeys(await serviceSigningKey(config, path.join(config.DATA_DIR, 'service-signing-key.json')));
 
     let databaseUrl = config.DATABASE_URL;
@@ -97,7 +102,7 @@ async function main() {
 
     const nativeConnection = await NativeConnection.connect({ address: temporalAddress });
     stops.push(() => nativeConnection.close());
-    const providers = createProviders();
+    const providers = createProviders(config);
     const worker = await createWorker(
       {
         connection: nativeConnection,
@@ -124,6 +129,7 @@ async function main() {
     say(`API reference  ${api.url}/docs`);
     if (env) say(`Temporal UI    http://127.0.0.1:${config.TEMPORAL_UI_PORT}`);
     say(`Identity (dev) ${idp.url}  (npm run --silent token -- --user <id or e-mail>)`);
+    if (simulators.kyc) say(`KYC provider   ${simulators.kyc.url}  (simulator)`);
     say('ready (Ctrl-C stops everything)');
     await running; // a worker that dies on its own takes the service down with it
     if (!stopping) throw new Error('worker stopped unexpectedly');

@@ -1,11 +1,18 @@
-/**
- * The provider clients the API and activities are built with. Each later area adds its client
- * (KYC provider, mobile money, SMS, e-mail, bank, object storage) behind a small interface here,
- * so tests and `npm start` hand in clients pointed at the simulators.
- */
-// eslint-disable-next-line @typescript-eslint/no-empty-object-type
-export interface Providers {}
+import type { Config } from '../config';
+import { createKycProviderClient, type KycProviderClient } from './kyc/client';
 
-export function createProviders(): Providers {
-  return {};
+/**
+ * The provider clients the API and activities are built with, each behind a small interface.
+ * Tests and `npm start` point them at the simulators; nothing else differs.
+ */
+export interface Providers {
+  kyc: KycProviderClient;
+}
+
+export function createProviders(config: Config): Providers {
+  const { KYC_PROVIDER_URL, KYC_PARTNER_ID, KYC_API_KEY } = config;
+  if (!KYC_PROVIDER_URL || !KYC_PARTNER_ID || !KYC_API_KEY) {
+    throw new Error('KYC_PROVIDER_URL, KYC_PARTNER_ID and KYC_API_KEY are required (npm start runs a simulator)');
+  }
+  return { kyc: createKycProviderClient({ baseUrl: KYC_PROVIDER_URL, partnerId: KYC_PARTNER_ID, apiKey: KYC_API_KEY }) };
 }

@@ -43,7 +43,8 @@ async function main() {
     config,
     db: createDb('postgres://unused@127.0.0.1:1/unused', 1),
     temporal: new Client({ connection: Connection.lazy({ address: '127.0.0.1:1' }) }),
-    providers: createProviders(),
+    // These routes never call a provider; the client only needs an address.
+    providers: createProviders({ ...config, KYC_PROVIDER_URL: 'http://127.0.0.1:1', KYC_PARTNER_ID: 'unused', KYC_API_KEY: 'unused' }),
     logger,
     clock: systemClock,
     serviceKeys: await loadServiceKeys(JSON.stringify(await generateServiceSigningKey())),

@@ -15,6 +15,8 @@ import { createLogger, type Logger } from '../../config/logger';
 import { createDb, dropDatabase, ensureDatabase, type Knex, migrate } from '../../db/knex';
 import { DEMO, seedDemoData } from '../../db/seeds/demo';
 import { devSeedOptions, grantDemoMerchantOverHttp, withDevIdentityProvider } from '../../dev/identity';
+import { startProviderSimulators } from '../../dev/simulators';
+import type { RunningKycSimulator } from '../../providers/simulators/kyc-provider';
 import { type RunningIdentityProvider, startIdentityProvider } from '../../providers/simulators/identity-provider';
 import { startEmbeddedPostgres } from '../../dev/embedded-postgres';
 import { findTemporalCli } from '../../dev/temporal-cli';
@@ -51,6 +53,8 @@ export interface Harness {
   deps: AppDeps;
   /** The development identity provider: tokens for the seeded users. */
   idp: RunningIdentityProvider;
+  /** The identity-verification provider simulator (its /_control API). */
+  kyc: RunningKycSimulator;
   /** Every route the test API serves: the service's own and the test-only ones. */
   routes: readonly AnyRoute[];
 }
@@ -98,7 +102,9 @@ export async function startHarness(): Promise<Harness> {
   const idp = await startIdentityProvider({ partnerIssuer: DEMO.partner.issuer });
   cleanups.push(() => idp.close());
   await grantDemoMerchantOverHttp(idp);
-  const config = withDevIdentityProvider(testConfig(), idp);
+  const simulators = await startProviderSimulators(withDevIdentityProvider(testConfig(), idp));
+  cleanups.push(() => simulators.close());
+  const config = simulators.config;
   const logger = createLogger(config.LOG_LEVEL);
   const log = (line: string) => console.error(line);
   installRuntime({ logger });
@@ -133,9 +139,13 @@ export async function startHarness(): Promise<Harness> {
 
   const taskQueue = `test-${randomBytes(4).toString('hex')}`;
   const runConfig: Config = { ...config, DATABASE_URL: databaseUrl, TEMPORAL_TASK_QUEUE: taskQueue };
-  const providers = createProviders();
+  const providers = createProviders(config);
   const serviceKeys = await loadServiceKeys(JSON.stringify(await generateServiceSigningKey()));
   const deps: AppDeps = { config: runConfig, db, temporal: env.client, providers, logger, clock: systemClock, serviceKeys };
+  // The API first: providers call it back, so the worker's activities need its address.
+  const built = buildApp(deps, { extraRoutes: testRoutes() });
+  const api = await startApi(built, '127.0.0.1', 0);
+  runConfig.PUBLIC_BASE_URL = api.url;
   const worker = await createWorker(
     {
       connection: env.nativeConnection,
@@ -153,9 +163,7 @@ export async function startHarness(): Promise<Harness> {
     await running;
   });
 
-  const built = buildApp(deps, { extraRoutes: testRoutes() });
-  const api = await startApi(built, '127.0.0.1', 0);
-  cleanups.push(() => api.close());
+  cleanups.push(() => api.close()); // closed first: no request reaches a stopping worker
 
   current = {
     config: runConfig,
@@ -173,6 +181,7 @@ export async function startHarness(): Promise<Harness> {
     baseUrl: api.url,
     deps,
     idp,
+    kyc: simulators.kyc!,
     routes: built.routes,
   };
   return current;

@@ -3,6 +3,7 @@ import type { Config } from '../config';
 import type { Logger } from '../config/logger';
 import type { Clock } from '../domain/clock';
 import type { Providers } from '../providers';
+import { createKycActivities } from './kyc';
 
 /** What activities are built from; one instance per worker process, no module-level state. */
 export interface ActivityDeps {
@@ -17,9 +18,8 @@ export interface ActivityDeps {
  * Every activity of the service, from one factory per area. Workflows import the type only:
  * `proxyActivities<Activities>(...)`, so no I/O module enters the workflow bundle.
  */
-// eslint-disable-next-line @typescript-eslint/no-unused-vars
 export function createActivities(deps: ActivityDeps) {
-  return {};
+  return { ...createKycActivities(deps) };
 }
 
 export type Activities = ReturnType<typeof createActivities>;

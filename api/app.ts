@@ -17,6 +17,9 @@ import { createRateLimiter } from './middleware/rate-limit';
 import { type AnyRoute, type RouteInput, routerPath } from './route';
 import { authRoutes } from './routes/auth';
 import { kycRoutes } from './routes/kyc';
+import { kycCallbackRoutes } from './routes/kyc-callbacks';
+import { kycVerificationRoutes } from './routes/kyc-verification';
+import { kycWorkflows } from './kyc-workflows';
 import { systemRoutes } from './routes/system';
 import { validateRequest } from './validation';
 
@@ -50,6 +53,9 @@ export function buildApp(deps: AppDeps, options: { extraRoutes?: AnyRoute[] } = 
   routes.push(...systemRoutes(deps, metrics, () => (document ??= buildOpenApiDocument(routes, deps.config.PUBLIC_BASE_URL))));
   routes.push(...authRoutes(deps, tokens));
   routes.push(...kycRoutes(deps));
+  const kyc = kycWorkflows(deps.temporal, deps.config);
+  routes.push(...kycVerificationRoutes(deps, kyc));
+  routes.push(...kycCallbackRoutes(deps, kyc));
   routes.push(...(options.extraRoutes ?? []));
 
   const parsers = {

@@ -107,6 +107,8 @@ export const configSchema = z.object({
   KYC_SUBMISSION_WINDOW: duration('24h'),
   KYC_CALLBACK_WAIT: duration('30m'),
   KYC_STATUS_RECOVERY_TIMEOUT: duration('5s'),
+  /** GET status asks the provider first when a pending verification has not heard from it for this long. */
+  KYC_STATUS_STALE_AFTER: duration('2m'),
   KYC_EXPIRY_SWEEP_INTERVAL: duration('15m'),
   STK_PUSH_CALLBACK_WAIT: duration('2m'),
   B2C_RESULT_WAIT: duration('5m'),

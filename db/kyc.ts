@@ -21,6 +21,7 @@ export interface KycApplicationRow {
   resubmission_count: number;
   reapply_blocked_until: Date | null;
   submitted_at: Date | null;
+  submission_attempted_at: Date | null;
   verification_completed_at: Date | null;
   provider_checked_at: Date | null;
   created_at: Date;

@@ -1,6 +1,5 @@
 /**
  * The workflow bundle's entry point: every workflow of the service is re-exported here, and the
- * exported function's name is its workflow type. Areas add theirs as they land
- * (kyc-verification, stk-push, send-money, loan-application, ...).
+ * exported function's name is its workflow type.
  */
-export {};
+export { kycVerification } from './kyc-verification';

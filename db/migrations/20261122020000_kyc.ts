@@ -26,6 +26,8 @@ export async function up(knex: Knex): Promise<void> {
     t.integer('resubmission_count').notNullable().defaultTo(0);
     t.timestamp('reapply_blocked_until', { useTz: true });
     t.timestamp('submitted_at', { useTz: true });
+    /** Set before a server-side submission reaches the provider, so a retry knows it may have. */
+    t.timestamp('submission_attempted_at', { useTz: true });
     t.timestamp('verification_completed_at', { useTz: true });
     t.timestamp('provider_checked_at', { useTz: true });
     t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());

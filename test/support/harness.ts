@@ -63,7 +63,8 @@ export interface Harness {
 const TEST_ENV: Record<string, string> = {
   NODE_ENV: 'test',
   KYC_SUBMISSION_WINDOW: '2s',
-  KYC_CALLBACK_WAIT: '2s',
+  KYC_CALLBACK_WAIT: '3s',
+  KYC_STATUS_STALE_AFTER: '500ms',
   KYC_STATUS_RECOVERY_TIMEOUT: '2s',
   KYC_EXPIRY_SWEEP_INTERVAL: '5s',
   STK_PUSH_CALLBACK_WAIT: '2s',

@@ -1,0 +1,254 @@
+import { strict as assert } from 'node:assert';
+import { mkdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { historyToJSON } from '@temporalio/common/lib/proto-utils';
+import { workflowIds } from '../../workflows/ids';
+import { harness } from '../support/harness';
+import { call } from '../support/http';
+import { applicantHeaders, JPEG_BASE64, newApplicant, newApplication, settledStatus, simulatorControl } from '../support/kyc';
+
+const verification = (id: string) => `/v1/kyc/applications/${id}/verification`;
+const upload = (extra: Record<string, unknown> = {}) => ({
+  channel: 'server_upload',
+  id_type: 'IDENTITY_CARD',
+  country: 'KE',
+  id_number: '12345670',
+  selfie: JPEG_BASE64,
+  document_front: JPEG_BASE64,
+  consent: true,
+  ...extra,
+});
+const simulatorJob = async (userId: string) => {
+  const jobs = (await (await simulatorControl('/jobs', 'GET')).json()) as { userId: string; received: Record<string, unknown>; apiVersion: string }[];
+  return jobs.find((job) => job.userId === userId);
+};
+
+async function recordHistory(applicationId: string, name: string) {
+  if (!process.env.RECORD_HISTORIES) return;
+  const history = await harness().client.workflow.getHandle(workflowIds.kycVerification(applicationId)).fetchHistory();
+  const dir = path.join(__dirname, '..', 'histories');
+  await mkdir(dir, { recursive: true });
+  await writeFile(path.join(dir, `${name}.json`), historyToJSON(history));
+}
+
+describe('spec 4.2: POST /v1/kyc/applications/{id}/verification, server_upload', () => {
+  afterEach(async () => {
+    await simulatorControl('/', 'PATCH', { callbacks: 'normal', holdJobs: false });
+  });
+
+  it('answers 202 with the status shape in ID_VERIFICATION_PENDING; the provider callback completes it (v2)', async () => {
+    const user = await newApplicant();
+    const id = await newApplication(user);
+    const reply = await call('POST', verification(id), { headers: await applicantHeaders(user), json: upload() });
+    assert.equal(reply.status, 202, reply.text);
+    assert.deepEqual(Object.keys(reply.body).sort(), ['can_submit', 'id', 'message', 'needs_review', 'status']);
+    assert.equal(reply.body.status, 'ID_VERIFICATION_PENDING');
+    assert.equal(reply.body.can_submit, false);
+    const settled = await settledStatus(user, id);
+    assert.equal(settled.body.status, 'APPROVED');
+    const job = await simulatorJob(user.id);
+    assert.equal(job?.apiVersion, 'v2');
+    assert.equal(job?.received.selfie, true);
+    const row = await harness().db('kyc_applications').where({ id }).first();
+    assert.equal(row.result_code, '0810');
+    assert.match(row.provider_job_id, /^\d{10}$/);
+    await recordHistory(id, 'kycVerification-server-upload');
+  });
+
+  it('runs on v3 when negotiated, with the liveness frames (active check)', async () => {
+    const user = await newApplicant();
+    const id = await newApplication(user);
+    const headers = { ...(await applicantHeaders(user)), 'X-Provider-Api-Versions': 'v2,v3' };
+    assert.equal((await call('GET', verification(id), { headers })).status, 200);
+    const reply = await call('POST', verification(id), { headers, json: upload({ liveness_images: [JPEG_BASE64, JPEG_BASE64, JPEG_BASE64] }) });
+    assert.equal(reply.status, 202, reply.text);
+    assert.equal((await settledStatus(user, id)).body.status, 'APPROVED');
+    const job = await simulatorJob(user.id);
+    assert.equal(job?.apiVersion, 'v3');
+    assert.equal(job?.received.livenessImages, 3);
+  });
+
+  it('a rejection completes as REJECTED and the applicant may submit again', async () => {
+    const user = await newApplicant();
+    const id = await newApplication(user);
+    await call('POST', verification(id), { headers: await applicantHeaders(user), json: upload({ id_number: '12345671' }) });
+    const settled = await settledStatus(user, id);
+    assert.equal(settled.body.status, 'REJECTED');
+    assert.equal(settled.body.can_submit, true);
+    const again = await call('POST', verification(id), { headers: await applicantHeaders(user), json: upload() });
+    assert.equal(again.status, 202);
+    assert.equal((await settledStatus(user, id)).body.status, 'APPROVED');
+    assert.equal((await harness().db('kyc_applications').where({ id }).first()).resubmission_count, 1);
+  });
+
+  it('human review: needs_review while the provisional result stands, then the final verdict', async () => {
+    const user = await newApplicant();
+    const id = await newApplication(user);
+    await call('POST', verification(id), { headers: await applicantHeaders(user), json: upload({ id_number: '12345674' }) });
+    let sawReview = false;
+    for (let i = 0; i < 100 && !sawReview; i++) {
+      const row = await harness().db('kyc_applications').where({ id }).first();
+      sawReview = row.needs_review === true;
+      if (row.status !== 'ID_VERIFICATION_PENDING') break;
+      await new Promise((resolve) => setTimeout(resolve, 30));
+    }
+    assert.ok(sawReview, 'needs_review was set by the provisional result');
+    const settled = await settledStatus(user, id);
+    assert.equal(settled.body.status, 'APPROVED');
+    assert.equal(settled.body.needs_review, false);
+  });
+
+  it('a lost callback: GET status recovers the stale provider state before answering', async () => {
+    await simulatorControl('/', 'PATCH', { callbacks: 'lose' });
+    const user = await newApplicant();
+    const id = await newApplication(user);
+    const started = Date.now();
+    await call('POST', verification(id), { headers: await applicantHeaders(user), json: upload() });
+    await new Promise((resolve) => setTimeout(resolve, 700)); // past KYC_STATUS_STALE_AFTER, short of KYC_CALLBACK_WAIT
+    const reply = await call('GET', `/v1/kyc/applications/${id}/status`, { headers: await applicantHeaders(user) });
+    assert.equal(reply.body.status, 'APPROVED');
+    assert.ok(Date.now() - started < harness().config.KYC_CALLBACK_WAIT, 'recovered by the status read, not by the timer');
+    assert.equal((await harness().db('kyc_callback_events').where({ application_id: id })).length, 0);
+  });
+
+  it('refuses every invalid field at once, in the validation shape', async () => {
+    const user = await newApplicant();
+    const id = await newApplication(user);
+    const headers = { ...(await applicantHeaders(user)), 'X-Provider-Api-Versions': 'v3' };
+    await call('GET', verification(id), { headers });
+    const reply = await call('POST', verification(id), {
+      headers,
+      json: upload({
+        selfie: 'not base64!',
+        document_front: Buffer.from('GIF89a....').toString('base64'),
+        id_type: 'LIBRARY_CARD',
+        consent: false,
+        liveness_images: [JPEG_BASE64],
+      }),
+    });
+    assert.equal(reply.status, 400);
+    assert.equal(reply.body.code, 'INVALID_PARAMS');
+    const found = Object.fromEntries(reply.body.invalid_params.map((p: { path: string; sub_code: string }) => [p.path, p.sub_code]));
+    assert.deepEqual(found, {
+      'body.selfie': 'INVALID_BASE64',
+      'body.document_front': 'UNSUPPORTED_IMAGE_TYPE',
+      'body.id_type': 'UNSUPPORTED_DOCUMENT',
+      'body.consent': 'CONSENT_REQUIRED',
+      'body.liveness_images': 'OUT_OF_RANGE',
+    });
+    assert.equal((await harness().db('kyc_applications').where({ id }).first()).status, 'DRAFT', 'nothing changed');
+  });
+
+  it('refuses an image over the size limit, an unknown channel and unknown fields', async () => {
+    const user = await newApplicant();
+    const id = await newApplication(user);
+    const headers = await applicantHeaders(user);
+    const big = Buffer.alloc(harness().config.KYC_MAX_IMAGE_BYTES + 1, 0);
+    big.set([0xff, 0xd8, 0xff]);
+    const tooLarge = await call('POST', verification(id), { headers, json: upload({ selfie: big.toString('base64') }) });
+    assert.equal(tooLarge.status, 400);
+    assert.deepEqual(tooLarge.body.invalid_params.map((p: { sub_code: string }) => p.sub_code), ['IMAGE_TOO_LARGE']);
+    const channel = await call('POST', verification(id), { headers, json: { channel: 'carrier_pigeon' } });
+    assert.deepEqual(channel.body.invalid_params.map((p: { path: string; sub_code: string }) => [p.path, p.sub_code]), [['body.channel', 'INVALID_ENUM']]);
+    const unknown = await call('POST', verification(id), { headers, json: upload({ favourite_colour: 'blue' }) });
+    assert.deepEqual(unknown.body.invalid_params.map((p: { path: string; sub_code: string }) => [p.path, p.sub_code]), [['body.favourite_colour', 'UNKNOWN_FIELD']]);
+  });
+
+  it('rejects the capture when GET and POST negotiate different provider API versions', async () => {
+    const user = await newApplicant();
+    const id = await newApplication(user);
+    const headers = await applicantHeaders(user);
+    await call('GET', verification(id), { headers: { ...headers, 'X-Provider-Api-Versions': 'v3' } });
+    const reply = await call('POST', verification(id), { headers, json: upload() });
+    assert.equal(reply.status, 400);
+    assert.deepEqual(reply.body.invalid_params.map((p: { path: string; sub_code: string }) => [p.path, p.sub_code]), [['header.x-provider-api-versions', 'VERSION_MISMATCH']]);
+  });
+
+  it('a second submission while one is pending gets 409', async () => {
+    await simulatorControl('/', 'PATCH', { holdJobs: true });
+    const user = await newApplicant();
+    const id = await newApplication(user);
+    const headers = await applicantHeaders(user);
+    assert.equal((await call('POST', verification(id), { headers, json: upload() })).status, 202);
+    const again = await call('POST', verification(id), { headers, json: upload() });
+    assert.equal(again.status, 409);
+    assert.equal(again.body.code, 'CONFLICT');
+  });
+});
+
+describe('spec 4.2: provider_sdk (and legacy web_sdk), and reporting the provider job id', () => {
+  async function startSdk(channel: 'provider_sdk' | 'web_sdk', versions?: string) {
+    const user = await newApplicant();
+    const id = await newApplication(user);
+    const headers = { ...(await applicantHeaders(user)), ...(versions ? { 'X-Provider-Api-Versions': versions } : {}) };
+    const reply = await call('POST', verification(id), { headers, json: { channel } });
+    return { user, id, headers, reply };
+  }
+
+  it('answers 201 with the provider session (token and pinned api_version); the application is pending', async () => {
+    const { id, reply } = await startSdk('provider_sdk', 'v3, v2');
+    assert.equal(reply.status, 201, reply.text);
+    assert.deepEqual(Object.keys(reply.body).sort(), ['application_id', 'config', 'provider']);
+    assert.equal(reply.body.application_id, id);
+    assert.equal(reply.body.config.api_version, 'v3');
+    assert.ok(reply.body.config.token.length > 20);
+    assert.equal((await harness().db('kyc_applications').where({ id }).first()).status, 'ID_VERIFICATION_PENDING');
+    assert.equal(reply.headers.get('deprecation'), null);
+  });
+
+  it('web_sdk behaves as provider_sdk and is marked deprecated', async () => {
+    const { reply } = await startSdk('web_sdk');
+    assert.equal(reply.status, 201);
+    assert.equal(reply.body.config.api_version, 'v2');
+    assert.equal(reply.headers.get('deprecation'), 'true');
+  });
+
+  it('the job id is write-once: the same id succeeds unchanged, a different one is 409, and after completion 409', async () => {
+    const { user, id, headers, reply } = await startSdk('provider_sdk', 'v3');
+    const submitted = (await (await simulatorControl('/sdk/submit', 'POST', { token: reply.body.config.token, id_number: '4440' })).json()) as { job_id: string };
+    const report = (jobId: string) => call('PATCH', `${verification(id)}/provider-job`, { headers, json: { provider_job_id: jobId } });
+    const first = await report(submitted.job_id);
+    assert.equal(first.status, 200, first.text);
+    assert.deepEqual(first.body, { application_id: id, provider_job_id: submitted.job_id });
+    assert.equal((await report(submitted.job_id)).status, 200, 'the same id again');
+    const different = await report('job_SOMETHINGELSE000000000000');
+    assert.equal(different.status, 409);
+    assert.equal(different.body.code, 'CONFLICT');
+    assert.equal((await settledStatus(user, id)).body.status, 'APPROVED');
+    assert.equal((await report(submitted.job_id)).status, 409, 'no longer pending');
+    await recordHistory(id, 'kycVerification-provider-sdk');
+  });
+});
+
+describe('spec 6: provider callbacks', () => {
+  afterEach(async () => {
+    await simulatorControl('/', 'PATCH', { callbacks: 'normal', holdJobs: false });
+  });
+
+  it('duplicates are recorded once and change nothing; forged and stale ones are refused with 401', async () => {
+    await simulatorControl('/', 'PATCH', { holdJobs: true });
+    const user = await newApplicant();
+    const id = await newApplication(user);
+    await call('POST', verification(id), { headers: await applicantHeaders(user), json: upload() });
+    const { db } = harness();
+    let job;
+    for (let i = 0; i < 100 && !job; i++) {
+      job = await simulatorJob(user.id);
+      if (!job) await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    const smileJobId = (job as unknown as { smileJobId: string }).smileJobId;
+    await simulatorControl(`/jobs/${smileJobId}/release`, 'POST');
+    await settledStatus(user, id);
+    for (const mode of ['duplicate', 'forge', 'stale']) await simulatorControl(`/jobs/${smileJobId}/callback`, 'POST', { mode });
+    const events = await db('kyc_callback_events').where({ application_id: id });
+    assert.equal(events.length, 1, 'the first callback and its duplicates are one event');
+    assert.equal((await db('kyc_applications').where({ id }).first()).status, 'APPROVED');
+  });
+
+  it('answers a forged callback with 401 in the validation shape', async () => {
+    const reply = await call('POST', '/v1/kyc/provider-callbacks/v2', { json: { ResultCode: '0810', signature: 'x', timestamp: new Date().toISOString() } });
+    assert.equal(reply.status, 401);
+    assert.equal(reply.body.code, 'UNAUTHORISED');
+    assert.deepEqual(reply.body.invalid_params, []);
+  });
+});

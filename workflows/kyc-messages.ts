@@ -1,0 +1,40 @@
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+
+/**
+ * Messages of the kyc-verification workflow, importable by the API without the workflow body.
+ */
+export interface KycVerificationInput {
+  organizationId: string;
+  applicationId: string;
+  channel: 'server_upload' | 'provider_sdk';
+  /** How long to wait for a callback before asking the provider (and between asks). */
+  callbackWaitMs: number;
+}
+
+/** A verified provider callback, as the callback route hands it to the workflow. */
+export interface ProviderEvent {
+  eventId: string;
+  resultCode: string;
+  resultText: string;
+  isFinal: boolean;
+  providerJobId?: string;
+}
+
+export interface SdkSession {
+  token: string;
+  apiVersion: string;
+}
+
+export const providerCallbackSignal = defineSignal<[ProviderEvent]>('providerCallback');
+/** Mints (once) the provider SDK session; run through Update-with-Start by the POST. */
+export const sdkSessionUpdate = defineUpdate<SdkSession>('sdkSession');
+/** Records the provider's job id reported by the client: write-once, only while pending. */
+export const reportProviderJobIdUpdate = defineUpdate<{ providerJobId: string }, [string]>('reportProviderJobId');
+/** Asks the provider now (GET status on stale state); answers once the answer is applied. */
+export const refreshStatusUpdate = defineUpdate<{ state: string }>('refreshStatus');
+export const verificationStateQuery = defineQuery<{ providerJobId?: string; completed: boolean; eventsSeen: number }>('verificationState');
+
+export const KycUpdateError = {
+  DIFFERENT_JOB_ID: 'DIFFERENT_JOB_ID',
+  NOT_PENDING: 'NOT_PENDING',
+} as const;

@@ -73,3 +73,34 @@ export function defineRoute<R extends RequestSchemas>(route: Route<R>): Route<R>
 export function routerPath(openApiPath: string): string {
   return openApiPath.replace(/\{([^}]+)\}/g, ':$1');
 }
+
+/**
+ * A deprecated alias over the same engine: another path (and perhaps another request shape,
+ * mapped onto the original's input), answering with Deprecation and a Link to the successor.
+ */
+export function deprecatedAlias<R extends RequestSchemas, A extends RequestSchemas>(
+  successor: Route<R>,
+  alias: {
+    path: string;
+    operationId: string;
+    summary: string;
+    request?: A;
+    toSuccessorInput?: (input: RouteInput<A>) => RouteInput<R>;
+  },
+): Route<A> {
+  return {
+    ...(successor as unknown as Route<A>),
+    path: alias.path,
+    operationId: alias.operationId,
+    summary: alias.summary,
+    description: `Deprecated alias of ${successor.method.toUpperCase()} ${successor.path}.`,
+    deprecated: true,
+    request: alias.request ?? (successor.request as unknown as A),
+    async handler(ctx, input) {
+      ctx.set('Deprecation', 'true');
+      ctx.set('Link', `<${successor.path.replace(/\{(\w+)\}/g, (_, name: string) => String(ctx.params[name]))}>; rel="successor-version"`);
+      const mapped = alias.toSuccessorInput ? alias.toSuccessorInput(input) : (input as unknown as RouteInput<R>);
+      await successor.handler(ctx, mapped);
+    },
+  };
+}

@@ -1,9 +1,10 @@
 import { execFile } from 'node:child_process';
 import { constants } from 'node:fs';
-import { access, mkdir, open, readFile, rename, rm, stat } from 'node:fs/promises';
+import { access, mkdir, rename, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import lockfile from 'proper-lockfile';
 
 /**
  * Finds the Temporal CLI (dev server + Web UI) for tests and `npm start`, in this order:
@@ -37,46 +38,23 @@ async function onPath(name: string): Promise<string | undefined> {
   return undefined;
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 /**
- * Takes the build lock: a file created exclusively, holding the builder's pid. A lock left by a
- * process that no longer runs is taken over; otherwise we wait for the other build to finish.
+ * Takes the build lock (proper-lockfile: a lock directory whose mtime the holder keeps fresh, so
+ * a lock left by a process that died is taken over once stale, and never by two at once), runs
+ * the build, and releases the lock.
  */
 async function withBuildLock<T>(dir: string, log: (line: string) => void, work: () => Promise<T>): Promise<T> {
-  const lockFile = path.join(dir, 'build.lock');
-  let announced = false;
-  for (;;) {
-    try {
-      const handle = await open(lockFile, 'wx');
-      await handle.writeFile(String(process.pid));
-      await handle.close();
-      break;
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-      const holder = Number((await readFile(lockFile, 'utf8').catch(() => '')).trim());
-      if (Number.isInteger(holder) && holder > 0 && !processAlive(holder)) {
-        await rm(lockFile, { force: true });
-        continue;
-      }
-      if (!announced) log(`waiting for another build of the Temporal CLI (lock ${lockFile})`);
-      announced = true;
-      await sleep(2_000);
-    }
-  }
+  const options = { lockfilePath: path.join(dir, 'build.lock'), realpath: false, stale: 30_000 };
+  if (await lockfile.check(dir, options)) log(`waiting for another build of the Temporal CLI (lock ${options.lockfilePath})`);
+  const release = await lockfile.lock(dir, {
+    ...options,
+    retries: { forever: true, minTimeout: 1_000, maxTimeout: 2_000, factor: 1 },
+    onCompromised: (error) => log(`Temporal CLI build lock lost: ${error.message}`),
+  });
   try {
     return await work();
   } finally {
-    await rm(lockFile, { force: true });
+    await release();
   }
 }
 

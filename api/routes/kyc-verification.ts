@@ -10,7 +10,7 @@ import type { UserCaller } from '../auth/caller';
 import type { AppDeps } from '../deps';
 import { type DecodedImage, decodeImage, isInvalid, KycSubCode } from '../kyc-images';
 import type { KycWorkflows } from '../kyc-workflows';
-import { type AnyRoute, defineRoute } from '../route';
+import { type AnyRoute, defineRoute, deprecatedAlias } from '../route';
 import { APPLICANT, ApplicationPath, ApplicationStatus, ownApplication, VersionsHeader } from './kyc';
 
 const image = z.string().min(1).meta({ description: 'Base64 JPEG or PNG (a data: URL prefix is accepted).' });
@@ -39,6 +39,10 @@ const ProviderSession = z
     config: z.record(z.string(), z.unknown()).meta({ description: 'token (the SDK session token, also at network.config.token for the mobile SDKs), api_version, job_id, user_id' }),
   })
   .meta({ id: 'ProviderSession' });
+
+/** The capture alias: the server_upload fields without the channel (a liveness selfie, frames, ID front and back). */
+const Capture = ServerUpload.omit({ channel: true }).meta({ id: 'CaptureRequest' });
+const Session = z.strictObject({ consent: z.boolean().optional() }).optional();
 
 const ReportJobId = z.strictObject({ provider_job_id: z.string().min(1).max(100) }).meta({ id: 'ReportProviderJobId' });
 
@@ -153,8 +157,7 @@ export function kycVerificationRoutes(deps: AppDeps, workflows: KycWorkflows): A
     return images;
   }
 
-  return [
-    defineRoute({
+  const verify = defineRoute({
       method: 'post',
       path: '/v1/kyc/applications/{id}/verification',
       operationId: 'startVerification',
@@ -211,6 +214,22 @@ export function kycVerificationRoutes(deps: AppDeps, workflows: KycWorkflows): A
           config: { token: session.token, api_version: session.apiVersion, partner_id: config.KYC_PARTNER_ID, job_id: pending.job_id, user_id: pending.user_id, product: 'enhanced_document_verification' },
         };
       },
+    });
+  return [
+    verify,
+    deprecatedAlias(verify, {
+      path: '/v1/kyc/applications/{id}/verification/capture',
+      operationId: 'captureVerification',
+      summary: 'Server-side capture (deprecated alias of the server_upload channel)',
+      request: { params: ApplicationPath, headers: VersionsHeader, body: Capture },
+      toSuccessorInput: (input) => ({ ...input, body: { ...input.body, channel: 'server_upload' as const } }),
+    }),
+    deprecatedAlias(verify, {
+      path: '/v1/kyc/applications/{id}/verification/session',
+      operationId: 'createVerificationSession',
+      summary: 'Provider SDK session (deprecated alias of the provider_sdk channel)',
+      request: { params: ApplicationPath, headers: VersionsHeader, body: Session },
+      toSuccessorInput: (input) => ({ ...input, body: { consent: input.body?.consent, channel: 'provider_sdk' as const } }),
     }),
     defineRoute({
       method: 'patch',

@@ -7,7 +7,7 @@ import { Permission } from '../../domain/rbac';
 import { supportedDocuments } from '../../providers/kyc/supported-documents';
 import type { UserCaller } from '../auth/caller';
 import type { AppDeps } from '../deps';
-import { type AnyRoute, defineRoute, type RouteAuth } from '../route';
+import { type AnyRoute, defineRoute, deprecatedAlias, type RouteAuth } from '../route';
 
 export const ApplicationStatus = z
   .object({
@@ -62,30 +62,7 @@ const APPLICANT_FIELDS = ['name', 'phone_number'] as const;
 export function kycRoutes(deps: AppDeps): AnyRoute[] {
   const { config, db, clock } = deps;
   const view = (application: KycApplicationRow) => statusView(application, clock.now(), config.KYC_MAX_RESUBMISSIONS);
-  return [
-    defineRoute({
-      method: 'post',
-      path: '/v1/kyc/applications',
-      operationId: 'createKycApplication',
-      summary: "Create the caller's DRAFT KYC application",
-      description: 'Not shown in the spec. One active (DRAFT or ID_VERIFICATION_PENDING) application per user: a second gets 409.',
-      tags: ['kyc'],
-      extension: true,
-      auth: APPLICANT,
-      responses: { 201: { description: 'The new application', schema: ApplicationStatus } },
-      async handler(ctx) {
-        const caller = ctx.state.caller as UserCaller;
-        const created = await createApplication(db, caller.organizationId, caller.userId);
-        if (!created) {
-          const active = await findActiveApplication(db, caller.organizationId, caller.userId);
-          throw new ServiceError(ErrorCode.CONFLICT, `The user already has an active KYC application${active ? ` (${active.id})` : ''}`);
-        }
-        ctx.status = 201;
-        ctx.set('Location', `/v1/kyc/applications/${created.id}/status`);
-        ctx.body = view(created);
-      },
-    }),
-    defineRoute({
+  const requirements = defineRoute({
       method: 'get',
       path: '/v1/kyc/applications/{id}/verification',
       operationId: 'getVerificationRequirements',
@@ -117,6 +94,35 @@ export function kycRoutes(deps: AppDeps): AnyRoute[] {
           supported_documents: supportedDocuments(version),
         };
       },
+    });
+  return [
+    defineRoute({
+      method: 'post',
+      path: '/v1/kyc/applications',
+      operationId: 'createKycApplication',
+      summary: "Create the caller's DRAFT KYC application",
+      description: 'Not shown in the spec. One active (DRAFT or ID_VERIFICATION_PENDING) application per user: a second gets 409.',
+      tags: ['kyc'],
+      extension: true,
+      auth: APPLICANT,
+      responses: { 201: { description: 'The new application', schema: ApplicationStatus } },
+      async handler(ctx) {
+        const caller = ctx.state.caller as UserCaller;
+        const created = await createApplication(db, caller.organizationId, caller.userId);
+        if (!created) {
+          const active = await findActiveApplication(db, caller.organizationId, caller.userId);
+          throw new ServiceError(ErrorCode.CONFLICT, `The user already has an active KYC application${active ? ` (${active.id})` : ''}`);
+        }
+        ctx.status = 201;
+        ctx.set('Location', `/v1/kyc/applications/${created.id}/status`);
+        ctx.body = view(created);
+      },
+    }),
+    requirements,
+    deprecatedAlias(requirements, {
+      path: '/v1/kyc/applications/{id}/verification/capture',
+      operationId: 'getCaptureRequirements',
+      summary: 'Verification requirements (the older GET capture form)',
     }),
   ];
 }

@@ -1,5 +1,5 @@
 import { strict as assert } from 'node:assert';
-import { chmod, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readdir, readFile, rm, utimes, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { findTemporalCli, temporalCliCacheDir } from '../../dev/temporal-cli';
@@ -70,9 +70,11 @@ describe('finding the Temporal CLI', () => {
     await chmod(path.join(bin, 'go'), 0o755);
     const lines: string[] = [];
     await withEnv({ PATH: `${bin}:/usr/bin:/bin`, XDG_CACHE_HOME: path.join(root, 'cache') }, async () => {
-      // A lock left by a process that is gone must not block the build.
-      await mkdir(temporalCliCacheDir(), { recursive: true });
-      await writeFile(path.join(temporalCliCacheDir(), 'build.lock'), '999999999');
+      // A lock left by a process that is gone (stale: not refreshed for minutes) must not block the build.
+      const staleLock = path.join(temporalCliCacheDir(), 'build.lock');
+      await mkdir(staleLock, { recursive: true });
+      const longAgo = new Date(Date.now() - 10 * 60_000);
+      await utimes(staleLock, longAgo, longAgo);
       const log = (line: string) => lines.push(line);
       const [a, b] = await Promise.all([findTemporalCli({ log }), findTemporalCli({ log })]);
       const expected = path.join(temporalCliCacheDir(), 'temporal');

@@ -252,3 +252,47 @@ describe('spec 6: provider callbacks', () => {
     assert.deepEqual(reply.body.invalid_params, []);
   });
 });
+
+describe('spec 4.2 and 9: deprecated aliases over the same engine', () => {
+  it('POST capture takes a liveness selfie with frames (active check) and answers 202 with Deprecation', async () => {
+    const user = await newApplicant();
+    const id = await newApplication(user);
+    const body = { ...upload({ liveness_images: [JPEG_BASE64, JPEG_BASE64] }) } as Record<string, unknown>;
+    delete body.channel;
+    const reply = await call('POST', `${verification(id)}/capture`, { headers: await applicantHeaders(user), json: body });
+    assert.equal(reply.status, 202, reply.text);
+    assert.equal(reply.body.status, 'ID_VERIFICATION_PENDING');
+    assert.equal(reply.headers.get('deprecation'), 'true');
+    assert.equal(reply.headers.get('link'), `</v1/kyc/applications/${id}/verification>; rel="successor-version"`);
+    assert.equal((await settledStatus(user, id)).body.status, 'APPROVED');
+    assert.equal((await simulatorJob(user.id))?.received.livenessImages, 2);
+  });
+
+  it('POST capture with a lone selfie runs only the passive check', async () => {
+    const user = await newApplicant();
+    const id = await newApplication(user);
+    const body = upload() as Record<string, unknown>;
+    delete body.channel;
+    assert.equal((await call('POST', `${verification(id)}/capture`, { headers: await applicantHeaders(user), json: body })).status, 202);
+    await settledStatus(user, id);
+    assert.equal((await simulatorJob(user.id))?.received.livenessImages, 0);
+  });
+
+  it('POST session answers the provider session (201) with Deprecation', async () => {
+    const user = await newApplicant();
+    const id = await newApplication(user);
+    const reply = await call('POST', `${verification(id)}/session`, { headers: await applicantHeaders(user), json: {} });
+    assert.equal(reply.status, 201, reply.text);
+    assert.ok(reply.body.config.token);
+    assert.equal(reply.headers.get('deprecation'), 'true');
+  });
+
+  it('the older GET capture form answers the requirements with Deprecation', async () => {
+    const user = await newApplicant();
+    const id = await newApplication(user);
+    const reply = await call('GET', `${verification(id)}/capture`, { headers: await applicantHeaders(user) });
+    assert.equal(reply.status, 200);
+    assert.equal(reply.body.requires_selfie, true);
+    assert.equal(reply.headers.get('deprecation'), 'true');
+  });
+});

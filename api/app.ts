@@ -18,6 +18,7 @@ import { type AnyRoute, type RouteInput, routerPath } from './route';
 import { authRoutes } from './routes/auth';
 import { kycRoutes } from './routes/kyc';
 import { kycCallbackRoutes } from './routes/kyc-callbacks';
+import { kycInternalRoutes } from './routes/kyc-internal';
 import { kycVerificationRoutes } from './routes/kyc-verification';
 import { kycWorkflows } from './kyc-workflows';
 import { systemRoutes } from './routes/system';
@@ -56,6 +57,7 @@ export function buildApp(deps: AppDeps, options: { extraRoutes?: AnyRoute[] } = 
   const kyc = kycWorkflows(deps.temporal, deps.config);
   routes.push(...kycVerificationRoutes(deps, kyc));
   routes.push(...kycCallbackRoutes(deps, kyc));
+  routes.push(...kycInternalRoutes(deps));
   routes.push(...(options.extraRoutes ?? []));
 
   const parsers = {

@@ -1,9 +1,11 @@
+import type { Client } from '@temporalio/client';
 import type { Knex } from 'knex';
 import type { Config } from '../config';
 import type { Logger } from '../config/logger';
 import type { Clock } from '../domain/clock';
 import type { Providers } from '../providers';
 import { createKycActivities } from './kyc';
+import { createKycSweepActivities } from './kyc-sweep';
 
 /** What activities are built from; one instance per worker process, no module-level state. */
 export interface ActivityDeps {
@@ -12,6 +14,8 @@ export interface ActivityDeps {
   providers: Providers;
   logger: Logger;
   clock: Clock;
+  /** For activities that signal other runs (the expiry sweep ends the verifications it settles). */
+  temporal?: Client;
 }
 
 /**
@@ -19,7 +23,7 @@ export interface ActivityDeps {
  * `proxyActivities<Activities>(...)`, so no I/O module enters the workflow bundle.
  */
 export function createActivities(deps: ActivityDeps) {
-  return { ...createKycActivities(deps) };
+  return { ...createKycActivities(deps), ...createKycSweepActivities(deps) };
 }
 
 export type Activities = ReturnType<typeof createActivities>;

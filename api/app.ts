@@ -18,7 +18,7 @@ import { type AnyRoute, type RouteInput, routerPath } from './route';
 import { authRoutes } from './routes/auth';
 import { kycRoutes } from './routes/kyc';
 import { kycCallbackRoutes } from './routes/kyc-callbacks';
-import { kycInternalRoutes } from './routes/kyc-internal';
+import { kycInternalRoutes, kycSweepRoutes } from './routes/kyc-internal';
 import { kycVerificationRoutes } from './routes/kyc-verification';
 import { kycWorkflows } from './kyc-workflows';
 import { systemRoutes } from './routes/system';
@@ -58,6 +58,7 @@ export function buildApp(deps: AppDeps, options: { extraRoutes?: AnyRoute[] } = 
   routes.push(...kycVerificationRoutes(deps, kyc));
   routes.push(...kycCallbackRoutes(deps, kyc));
   routes.push(...kycInternalRoutes(deps));
+  routes.push(...kycSweepRoutes(kyc));
   routes.push(...(options.extraRoutes ?? []));
 
   const parsers = {

@@ -1,5 +1,7 @@
 import { type Client, WithStartWorkflowOperation, WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/common';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { SweepResult } from '../activities/kyc-sweep';
 import type { Config } from '../config';
 import { workflowIds } from '../workflows/ids';
 import {
@@ -10,6 +12,7 @@ import {
   reportProviderJobIdUpdate,
   type SdkSession,
   sdkSessionUpdate,
+  verificationClosedSignal,
 } from '../workflows/kyc-messages';
 import { ApplicationId, OrganizationId, UserId } from '../workflows/search-attributes';
 
@@ -32,8 +35,27 @@ export function kycWorkflows(temporal: Client, config: Config) {
   });
   const handle = (applicationId: string) => temporal.workflow.getHandle(workflowIds.kycVerification(applicationId));
 
+  /**
+   * A new submission needs its own run, but the previous run of the application may still be
+   * closing (it completed the application a moment ago) or be left over (the sweep settled it).
+   * It is asked to close, given a moment, and terminated if it does not; only then does the
+   * new run start, so the new submission never lands in a run that is about to end.
+   */
+  async function closePreviousRun(applicationId: string): Promise<void> {
+    const previous = handle(applicationId);
+    try {
+      if ((await previous.describe()).status.name !== 'RUNNING') return;
+      await previous.signal(verificationClosedSignal);
+      const closed = await Promise.race([previous.result().then(() => true, () => true), sleep(5_000).then(() => false)]);
+      if (!closed) await previous.terminate('superseded by a new submission');
+    } catch (error) {
+      if (!(error instanceof WorkflowNotFoundError)) throw error;
+    }
+  }
+
   return {
     async startServerUpload(input: KycVerificationInput, userId: string): Promise<void> {
+      await closePreviousRun(input.applicationId);
       try {
         await temporal.workflow.start('kycVerification', { ...startOptions(input, userId), workflowIdConflictPolicy: 'FAIL' });
       } catch (error) {
@@ -43,6 +65,7 @@ export function kycWorkflows(temporal: Client, config: Config) {
 
     /** Starts the run if needed and mints its SDK session synchronously (Update-with-Start). */
     async startProviderSdk(input: KycVerificationInput, userId: string): Promise<SdkSession> {
+      await closePreviousRun(input.applicationId);
       const startWorkflowOperation = new WithStartWorkflowOperation('kycVerification', {
         ...startOptions(input, userId),
         workflowIdConflictPolicy: 'USE_EXISTING',
@@ -71,6 +94,22 @@ export function kycWorkflows(temporal: Client, config: Config) {
         if (error instanceof WorkflowNotFoundError || error instanceof WorkflowUpdateFailedError) return false;
         throw error;
       }
+    },
+
+    /**
+     * Runs the organization's expiry sweep now, or joins the one already running, and answers
+     * its result. The sweep itself decides whether the organization's window is due.
+     */
+    async runExpirySweep(organizationId: string): Promise<SweepResult> {
+      const run = await temporal.workflow.start('kycExpirySweep', {
+        taskQueue: config.TEMPORAL_TASK_QUEUE,
+        workflowId: workflowIds.kycExpirySweep(organizationId),
+        args: [{ organizationId, batchSize: config.KYC_SWEEP_BATCH_SIZE }],
+        workflowIdConflictPolicy: 'USE_EXISTING',
+        workflowIdReusePolicy: 'ALLOW_DUPLICATE',
+        typedSearchAttributes: [{ key: OrganizationId, value: organizationId }],
+      });
+      return (await run.result()) as SweepResult;
     },
 
     /** Hands a verified callback to the application's run; a run that has ended ignores it. */

@@ -110,6 +110,8 @@ export const configSchema = z.object({
   /** GET status asks the provider first when a pending verification has not heard from it for this long. */
   KYC_STATUS_STALE_AFTER: duration('2m'),
   KYC_EXPIRY_SWEEP_INTERVAL: duration('15m'),
+  /** Applications the sweep asks the provider about per batch (per activity). */
+  KYC_SWEEP_BATCH_SIZE: positiveInt(200),
   STK_PUSH_CALLBACK_WAIT: duration('2m'),
   B2C_RESULT_WAIT: duration('5m'),
   OTP_LIFETIME: duration('5m'),

@@ -15,6 +15,7 @@ import { createProviders } from '../providers';
 import { startIdentityProvider } from '../providers/simulators/identity-provider';
 import { bundleWorkflows } from '../worker/bundle';
 import { installRuntime } from '../worker/runtime';
+import { ensureSchedules } from '../worker/schedules';
 import { createWorker } from '../worker/worker';
 import { startEmbeddedPostgres } from './embedded-postgres';
 import { devSeedOptions, grantDemoMerchantOverHttp, serviceSigningKey, withDevIdentityProvider } from './identity';
@@ -100,6 +101,11 @@ async function main() {
       temporalAddress = `127.0.0.1:${config.TEMPORAL_DEV_PORT}`;
     }
 
+    const connection = await Connection.connect({ address: temporalAddress });
+    stops.push(() => connection.close());
+    const temporal = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
+    await ensureSchedules(temporal, config);
+
     const nativeConnection = await NativeConnection.connect({ address: temporalAddress });
     stops.push(() => nativeConnection.close());
     const providers = createProviders(config);
@@ -111,7 +117,7 @@ async function main() {
         workflowBundle: await bundleWorkflows(),
         shutdownGraceTimeMs: config.WORKER_SHUTDOWN_GRACE,
       },
-      { config, db, providers, logger, clock: systemClock },
+      { config, db, providers, logger, clock: systemClock, temporal },
     );
     const running = worker.run();
     stops.push(async () => {
@@ -119,9 +125,6 @@ async function main() {
       await running;
     });
 
-    const connection = await Connection.connect({ address: temporalAddress });
-    stops.push(() => connection.close());
-    const temporal = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
     const api = await startApi(buildApp({ config, db, temporal, providers, logger, clock: systemClock, serviceKeys }), config.HOST, config.PORT);
     stops.push(() => api.close());
 

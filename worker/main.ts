@@ -1,3 +1,4 @@
+import { Client, Connection } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 import { loadConfig } from '../config';
 import { createLogger } from '../config/logger';
@@ -6,6 +7,7 @@ import { systemClock } from '../domain/clock';
 import { createProviders } from '../providers';
 import { bundleWorkflows } from './bundle';
 import { installRuntime } from './runtime';
+import { ensureSchedules } from './schedules';
 import { createWorker } from './worker';
 
 /**
@@ -20,7 +22,11 @@ async function main() {
   if (!config.DATABASE_URL) throw new Error('DATABASE_URL is required to run the worker on its own (npm start runs everything)');
   installRuntime({ logger, metricsBindAddress: `0.0.0.0:${config.WORKER_METRICS_PORT}` });
   const db = createDb(config.DATABASE_URL, config.DATABASE_POOL_MAX, logger);
-  const connection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS ?? 'localhost:7233' });
+  const address = config.TEMPORAL_ADDRESS ?? 'localhost:7233';
+  const connection = await NativeConnection.connect({ address });
+  const clientConnection = await Connection.connect({ address });
+  const temporal = new Client({ connection: clientConnection, namespace: config.TEMPORAL_NAMESPACE });
+  await ensureSchedules(temporal, config);
   const worker = await createWorker(
     {
       connection,
@@ -29,13 +35,13 @@ async function main() {
       workflowBundle: await bundleWorkflows(),
       shutdownGraceTimeMs: config.WORKER_SHUTDOWN_GRACE,
     },
-    { config, db, providers: createProviders(config), logger, clock: systemClock },
+    { config, db, providers: createProviders(config), logger, clock: systemClock, temporal },
   );
   logger.info({ taskQueue: config.TEMPORAL_TASK_QUEUE }, 'worker running');
   try {
     await worker.run();
   } finally {
-    await Promise.all([db.destroy(), connection.close()]);
+    await Promise.all([db.destroy(), connection.close(), clientConnection.close()]);
     logger.info('worker stopped');
   }
 }

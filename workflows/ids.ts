@@ -5,4 +5,11 @@
 export const workflowIds = {
   /** One verification run per application at a time; a resubmission starts the next run. */
   kycVerification: (applicationId: string) => `kyc-verification/${applicationId}`,
+  /** One sweep per organization at a time: manual and scheduled runs share it, never block each other. */
+  kycExpirySweep: (organizationId: string) => `kyc-expiry-sweep/${organizationId}`,
+};
+
+/** Schedule ids: the schedule's own runs get a timestamp suffix, so they are never business keys. */
+export const scheduleIds = {
+  kycExpirySweep: 'kyc-expiry-sweep',
 };

@@ -2,4 +2,5 @@
  * The workflow bundle's entry point: every workflow of the service is re-exported here, and the
  * exported function's name is its workflow type.
  */
+export { kycExpirySweep, kycExpirySweepAll } from './kyc-expiry-sweep';
 export { kycVerification } from './kyc-verification';

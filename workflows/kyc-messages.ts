@@ -32,6 +32,8 @@ export const sdkSessionUpdate = defineUpdate<SdkSession>('sdkSession');
 export const reportProviderJobIdUpdate = defineUpdate<{ providerJobId: string }, [string]>('reportProviderJobId');
 /** Asks the provider now (GET status on stale state); answers once the answer is applied. */
 export const refreshStatusUpdate = defineUpdate<{ state: string }>('refreshStatus');
+/** The expiry sweep settled the application (completed or EXPIRED): the run ends. */
+export const verificationClosedSignal = defineSignal('verificationClosed');
 export const verificationStateQuery = defineQuery<{ providerJobId?: string; completed: boolean; eventsSeen: number }>('verificationState');
 
 export const KycUpdateError = {

@@ -10,6 +10,7 @@ import {
   reportProviderJobIdUpdate,
   type SdkSession,
   sdkSessionUpdate,
+  verificationClosedSignal,
   verificationStateQuery,
 } from './kyc-messages';
 
@@ -44,6 +45,9 @@ export async function kycVerification(input: KycVerificationInput, carried?: { p
     pending.push(event);
   });
   setHandler(verificationStateQuery, () => ({ providerJobId, completed, eventsSeen: seen.size }));
+  setHandler(verificationClosedSignal, () => {
+    completed = true;
+  });
 
   let minting: Promise<SdkSession> | undefined;
   setHandler(sdkSessionUpdate, async () => {
@@ -123,5 +127,5 @@ export async function kycVerification(input: KycVerificationInput, carried?: { p
     }
   }
   if (!completed) await continueAsNew<typeof kycVerification>(input, { providerJobId, session });
-  return completedStatus!;
+  return completedStatus ?? 'CLOSED_BY_SWEEP';
 }

@@ -5,6 +5,7 @@ import { allows, Permission } from '../../domain/rbac';
 import type { Caller } from '../auth/caller';
 import { actingOrganization } from '../auth/policy';
 import type { AppDeps } from '../deps';
+import type { KycWorkflows } from '../kyc-workflows';
 import { type AnyRoute, defineRoute, type RouteAuth } from '../route';
 
 /** Backend user tokens or API keys (organization or platform), as spec 4.2 says for these lookups. */
@@ -167,4 +168,39 @@ export function kycInternalRoutes(deps: AppDeps): AnyRoute[] {
       }),
     ];
   });
+}
+
+const SweepResultSchema = z
+  .object({
+    job: z.literal('KYC_STALE_SESSION_EXPIRY'),
+    organization_id: z.string(),
+    started_at: z.string(),
+    finished_at: z.string(),
+    result: z.object({ scanned: z.number().int(), expired: z.number().int(), completed: z.number().int(), still_pending: z.number().int(), failed: z.number().int() }),
+  })
+  .meta({ id: 'ExpirySweepResult' });
+
+/**
+ * The operator-triggered expiry sweep for the caller's organization (spec 4.2): backend user
+ * token with accounts.write at ORG scope (own organization) or PLATFORM scope; the organization
+ * comes from the token and organization_id is refused (403). It follows the same interval as the
+ * schedule: within the window it answers the last sweep's result.
+ */
+export function kycSweepRoutes(workflows: KycWorkflows): AnyRoute[] {
+  return ['/v1/internal/kyc', '/api/internal/kyc'].map((prefix) =>
+    defineRoute({
+      method: 'post',
+      path: `${prefix}/applications/expirations`,
+      operationId: prefix.startsWith('/api') ? 'runKycExpirySweepClusterLocal' : 'runKycExpirySweep',
+      summary: 'Run the stale-session expiry sweep for the caller organization',
+      tags: ['kyc internal'],
+      auth: { schemes: ['user'], permission: Permission.ACCOUNTS_WRITE },
+      request: { query: z.strictObject({ organization_id: z.string().optional().meta({ description: 'Refused: the organization comes from the token.' }) }) },
+      responses: { 200: { description: 'Sweep result', schema: SweepResultSchema } },
+      async handler(ctx, { query }) {
+        const organizationId = actingOrganization(ctx.state.caller as Caller, query.organization_id);
+        ctx.body = await workflows.runExpirySweep(organizationId);
+      },
+    }),
+  );
 }

@@ -25,6 +25,7 @@ import { systemClock } from '../../domain/clock';
 import { createProviders } from '../../providers';
 import { bundleWorkflows } from '../../worker/bundle';
 import { installRuntime } from '../../worker/runtime';
+import { ensureSchedules } from '../../worker/schedules';
 import { createWorker } from '../../worker/worker';
 import { freePort } from './ports';
 import { createTestActivities } from './test-activities';
@@ -159,6 +160,7 @@ export async function startHarness(): Promise<Harness> {
     deps,
   );
   const running = worker.run();
+  await ensureSchedules(env.client, runConfig);
   cleanups.push(async () => {
     worker.shutdown();
     await running;

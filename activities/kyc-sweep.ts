@@ -1,0 +1,137 @@
+import { Context } from '@temporalio/activity';
+import type { Client } from '@temporalio/client';
+import { WorkflowNotFoundError } from '@temporalio/common';
+import { categoryOf, ResultCategory } from '../domain/kyc/result-codes';
+import { KycStatus } from '../domain/kyc/status';
+import { workflowIds } from '../workflows/ids';
+import { verificationClosedSignal } from '../workflows/kyc-messages';
+import type { ActivityDeps } from './index';
+
+export interface SweepCounts {
+  scanned: number;
+  expired: number;
+  completed: number;
+  still_pending: number;
+  failed: number;
+}
+export const NO_COUNTS: SweepCounts = { scanned: 0, expired: 0, completed: 0, still_pending: 0, failed: 0 };
+
+/** The expiry sweep result resource (spec 2). */
+export interface SweepResult {
+  job: 'KYC_STALE_SESSION_EXPIRY';
+  organization_id: string;
+  started_at: string;
+  finished_at: string;
+  result: SweepCounts;
+}
+
+export type SweepStart = { due: true; startedAt: string; cutoff: string } | { due: false; last: SweepResult | null };
+
+/**
+ * The expiry sweep's I/O: the organization's lease and due-window, and the batches. The
+ * provider is always asked first: final there → the application completes; unknown there →
+ * EXPIRED; still running → left pending; a provider error → counted as failed.
+ */
+export function createKycSweepActivities(deps: ActivityDeps & { temporal?: Client }) {
+  const { db, config, clock, providers } = deps;
+
+  /** Ends the verification run of an application the sweep settled, if one still waits. */
+  async function closeVerification(applicationId: string) {
+    if (!deps.temporal) return;
+    await deps.temporal.workflow
+      .getHandle(workflowIds.kycVerification(applicationId))
+      .signal(verificationClosedSignal)
+      .catch((error) => {
+        if (!(error instanceof WorkflowNotFoundError)) throw error;
+      });
+  }
+
+  return {
+    async listOrganizations(): Promise<string[]> {
+      return db('organizations').orderBy('id').pluck('id');
+    },
+
+    /** Takes the organization's lease when its window is due; otherwise answers its last result. */
+    async beginSweep(organizationId: string): Promise<SweepStart> {
+      return db.transaction(async (trx) => {
+        await trx('kyc_sweep_leases').insert({ organization_id: organizationId }).onConflict('organization_id').ignore();
+        const lease = await trx('kyc_sweep_leases').where({ organization_id: organizationId }).forUpdate().first();
+        const now = clock.now();
+        const leased = lease.leased_until && lease.leased_until > now;
+        const due = !lease.next_due_at || lease.next_due_at <= now;
+        if (leased || !due) return { due: false, last: lease.last_result ?? null };
+        await trx('kyc_sweep_leases')
+          .where({ organization_id: organizationId })
+          .update({
+            // Long enough for a large organization; released at the end, or left to expire after a crash.
+            leased_until: new Date(now.getTime() + Math.max(config.KYC_EXPIRY_SWEEP_INTERVAL, 60_000)),
+            next_due_at: new Date(now.getTime() + config.KYC_EXPIRY_SWEEP_INTERVAL),
+            last_started_at: now,
+          });
+        return { due: true, startedAt: now.toISOString(), cutoff: new Date(now.getTime() - config.KYC_SUBMISSION_WINDOW).toISOString() };
+      });
+    },
+
+    /** One batch of pending applications past the submission window, in id order after `afterId`. */
+    async sweepBatch(input: { organizationId: string; cutoff: string; afterId: string | null; limit: number }): Promise<{ counts: SweepCounts; lastId: string | null }> {
+      const query = db('kyc_applications')
+        .where({ organization_id: input.organizationId, status: KycStatus.ID_VERIFICATION_PENDING })
+        .where('submitted_at', '<', input.cutoff)
+        .orderBy('id')
+        .limit(input.limit)
+        .select('id', 'user_id', 'job_id', 'api_version', 'provider_job_id');
+      if (input.afterId) query.where('id', '>', input.afterId);
+      const applications = await query;
+      const counts = { ...NO_COUNTS };
+      for (const application of applications) {
+        counts.scanned += 1;
+        Context.current().heartbeat(application.id);
+        let status;
+        try {
+          status = await providers.kyc.jobStatus({
+            apiVersion: application.api_version ?? 'v2',
+            jobId: application.job_id,
+            userId: application.user_id,
+            providerJobId: application.provider_job_id ?? undefined,
+          });
+        } catch {
+          counts.failed += 1;
+          continue;
+        }
+        const pending = { organization_id: input.organizationId, id: application.id, status: KycStatus.ID_VERIFICATION_PENDING };
+        const now = clock.now();
+        if (status.state === 'processing' || (status.state === 'final' && (categoryOf(status.resultCode) === ResultCategory.PROVISIONAL || !status.isFinal))) {
+          counts.still_pending += 1;
+          await db('kyc_applications').where(pending).update({ provider_checked_at: now });
+          continue;
+        }
+        if (status.state === 'not_found') {
+          const changed = await db('kyc_applications').where(pending).update({ status: KycStatus.EXPIRED, reason: 'The provider no longer knows the job', verification_completed_at: now, updated_at: now });
+          if (changed) counts.expired += 1;
+        } else {
+          const approved = categoryOf(status.resultCode) === ResultCategory.APPROVED;
+          const changed = await db('kyc_applications')
+            .where(pending)
+            .update({
+              status: approved ? KycStatus.APPROVED : KycStatus.REJECTED,
+              outcome: approved ? 'PASS' : 'FAIL',
+              result_code: status.resultCode,
+              reason: status.resultText,
+              needs_review: false,
+              verification_completed_at: now,
+              updated_at: now,
+            });
+          if (changed) counts.completed += 1;
+        }
+        await closeVerification(application.id);
+      }
+      return { counts, lastId: applications.at(-1)?.id ?? null };
+    },
+
+    async finishSweep(result: SweepResult): Promise<void> {
+      await db('kyc_sweep_leases')
+        .where({ organization_id: result.organization_id })
+        .update({ leased_until: null, last_finished_at: result.finished_at, last_result: JSON.stringify(result) });
+    },
+  };
+}

@@ -1,32 +1,11 @@
 import { strict as assert } from 'node:assert';
-import { randomUUID } from 'node:crypto';
 import { DEMO } from '../../db/seeds/demo';
 import { harness } from '../support/harness';
 import { call } from '../support/http';
-import { backendToken, bearer } from '../support/tokens';
+import { applicantHeaders, newApplicant, newApplication } from '../support/kyc';
 
-const as = async (user: { id: string }) => bearer(await backendToken(user.id));
-
-/** A fresh user of the demo organization with the CUSTOMER role, so tests do not share applications. */
-async function newApplicant(profile: { name?: string | null; phone_number?: string | null } = {}) {
-  const { db } = harness();
-  const user = {
-    id: randomUUID(),
-    organization_id: DEMO.organizations.demo.id,
-    email: `${randomUUID()}@demo-lender.test`,
-    name: 'name' in profile ? profile.name : 'Test Applicant',
-    phone_number: 'phone_number' in profile ? profile.phone_number : '+254700000000',
-  };
-  await db('users').insert(user);
-  await db('user_access').insert({ user_id: user.id, organization_id: user.organization_id, role: 'CUSTOMER' });
-  return user;
-}
-
-async function createApplication(user: { id: string }) {
-  const reply = await call('POST', '/v1/kyc/applications', { headers: await as(user) });
-  assert.equal(reply.status, 201, reply.text);
-  return reply.body as { id: string; status: string };
-}
+const as = applicantHeaders;
+const createApplication = async (user: { id: string }) => ({ id: await newApplication(user) });
 
 describe('KYC applications (extension: POST /v1/kyc/applications)', () => {
   it("creates the caller's DRAFT application in the status shape", async () => {

@@ -33,7 +33,7 @@ async function recordHistory(applicationId: string, name: string) {
 
 describe('spec 4.2: POST /v1/kyc/applications/{id}/verification, server_upload', () => {
   afterEach(async () => {
-    await simulatorControl('/', 'PATCH', { callbacks: 'normal', holdJobs: false });
+    await simulatorControl('/', 'PATCH', { callbacks: 'normal', holdJobs: false, failWith: 0 });
   });
 
   it('answers 202 with the status shape in ID_VERIFICATION_PENDING; the provider callback completes it (v2)', async () => {
@@ -109,6 +109,24 @@ describe('spec 4.2: POST /v1/kyc/applications/{id}/verification, server_upload',
     assert.equal(reply.body.status, 'APPROVED');
     assert.ok(Date.now() - started < harness().config.KYC_CALLBACK_WAIT, 'recovered by the status read, not by the timer');
     assert.equal((await harness().db('kyc_callback_events').where({ application_id: id })).length, 0);
+  });
+
+  it('when the provider is down, GET status answers what is known within the recovery timeout', async () => {
+    await simulatorControl('/', 'PATCH', { holdJobs: true });
+    const user = await newApplicant();
+    const id = await newApplication(user);
+    await call('POST', verification(id), { headers: await applicantHeaders(user), json: upload() });
+    await new Promise((resolve) => setTimeout(resolve, 700)); // stale
+    await simulatorControl('/', 'PATCH', { failWith: 503 });
+    try {
+      const started = Date.now();
+      const reply = await call('GET', `/v1/kyc/applications/${id}/status`, { headers: await applicantHeaders(user) });
+      assert.equal(reply.status, 200);
+      assert.equal(reply.body.status, 'ID_VERIFICATION_PENDING');
+      assert.ok(Date.now() - started < harness().config.KYC_STATUS_RECOVERY_TIMEOUT + 1_000, 'bounded by the recovery timeout');
+    } finally {
+      await simulatorControl('/', 'PATCH', { failWith: 0 });
+    }
   });
 
   it('refuses every invalid field at once, in the validation shape', async () => {

@@ -1,10 +1,12 @@
 import { authBench } from './auth';
 import { foundationBench } from './foundation';
+import { kycStatusBench } from './kyc';
 
 /** `npm run bench`: every benchmark, each printing its ratio against a baseline from the same run. */
 async function main() {
   await foundationBench();
   await authBench();
+  await kycStatusBench();
 }
 
 main().catch((error) => {

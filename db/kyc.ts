@@ -34,6 +34,21 @@ export function findApplication(db: Knex, organizationId: string, id: string): P
   return db('kyc_applications').where({ organization_id: organizationId, id }).first();
 }
 
+/** What GET status needs, in one indexed read: the hot path of polling clients. */
+export type KycStatusRow = Pick<
+  KycApplicationRow,
+  'id' | 'user_id' | 'status' | 'needs_review' | 'resubmission_count' | 'reapply_blocked_until' | 'submitted_at' | 'provider_checked_at'
+>;
+
+export async function findApplicationStatus(db: Knex, organizationId: string, id: string): Promise<KycStatusRow | undefined> {
+  const { rows } = await db.raw<{ rows: KycStatusRow[] }>(
+    `select id, user_id, status, needs_review, resubmission_count, reapply_blocked_until, submitted_at, provider_checked_at
+       from kyc_applications where organization_id = ? and id = ?`,
+    [organizationId, id],
+  );
+  return rows[0];
+}
+
 /** The user's DRAFT application, or undefined when one is already active (one active per user). */
 export async function createApplication(db: Knex, organizationId: string, userId: string): Promise<KycApplicationRow | undefined> {
   try {

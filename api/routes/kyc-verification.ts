@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { findApplication, type KycApplicationRow } from '../../db/kyc';
+import { findApplicationStatus, type KycApplicationRow } from '../../db/kyc';
 import { ErrorCode, type InvalidParam, ServiceError, SubCode } from '../../domain/errors';
 import { negotiateProviderApiVersion, type ProviderApiVersion } from '../../domain/kyc/provider-version';
 import { KycStatus, statusView } from '../../domain/kyc/status';
@@ -51,7 +51,7 @@ const SUBMITTABLE = [KycStatus.DRAFT, KycStatus.REJECTED, KycStatus.EXPIRED];
 
 export function kycVerificationRoutes(deps: AppDeps, workflows: KycWorkflows): AnyRoute[] {
   const { config, db, clock } = deps;
-  const view = (application: KycApplicationRow) => statusView(application, clock.now(), config.KYC_MAX_RESUBMISSIONS);
+  const view = (application: Parameters<typeof statusView>[0]) => statusView(application, clock.now(), config.KYC_MAX_RESUBMISSIONS);
 
   /** The version a submission runs on; it must be the one the requirements were read for. */
   function pinVersion(application: KycApplicationRow, header: string | undefined): ProviderApiVersion {
@@ -276,7 +276,8 @@ export function kycVerificationRoutes(deps: AppDeps, workflows: KycWorkflows): A
       responses: { 200: { description: 'Status', schema: ApplicationStatus } },
       async handler(ctx, { params }) {
         const caller = ctx.state.caller as UserCaller;
-        let application = await ownApplication(deps, caller, params.id);
+        let application = await findApplicationStatus(db, caller.organizationId, params.id);
+        if (!application || application.user_id !== caller.userId) throw new ServiceError(ErrorCode.NOT_FOUND, 'No such KYC application');
         const lastHeard = application.provider_checked_at ?? application.submitted_at;
         const stale = application.status === KycStatus.ID_VERIFICATION_PENDING && (!lastHeard || clock.now().getTime() - lastHeard.getTime() > config.KYC_STATUS_STALE_AFTER);
         if (stale) {
@@ -284,7 +285,7 @@ export function kycVerificationRoutes(deps: AppDeps, workflows: KycWorkflows): A
           const timeout = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), config.KYC_STATUS_RECOVERY_TIMEOUT)));
           const recovered = await Promise.race([workflows.refreshStatus(application.id).catch(() => false), timeout]);
           clearTimeout(timer);
-          if (recovered) application = (await findApplication(db, caller.organizationId, application.id)) ?? application;
+          if (recovered) application = (await findApplicationStatus(db, caller.organizationId, application.id)) ?? application;
         }
         ctx.body = view(application);
       },

@@ -88,8 +88,14 @@ async function main() {
     await once(server, 'listening');
     urls[name] = `http://127.0.0.1:${(server.address() as AddressInfo).port}${route}`;
   }
+  // A pending application heard from just now: GET status answers from Postgres without asking the provider.
+  await db('kyc_applications')
+    .where({ id: DEMO.kycApplication.id })
+    .update({ status: 'ID_VERIFICATION_PENDING', submitted_at: new Date(), provider_checked_at: new Date(Date.now() + 3_600_000) });
   const token = await requestToken(idp.url, 'backend', { sub: DEMO.users.customer.id, aud: config.AUTH_AUDIENCE });
-  console.log(JSON.stringify({ ...urls, token }));
+  const kycStatus = urls.service!.replace('/v1/auth/whoami', `/v1/kyc/applications/${DEMO.kycApplication.id}/status`);
+  const kycStatusMemory = urls['service-memory']!.replace('/v1/auth/whoami', `/v1/kyc/applications/${DEMO.kycApplication.id}/status`);
+  console.log(JSON.stringify({ ...urls, kycStatus, kycStatusMemory, token }));
 }
 
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {

@@ -21,6 +21,7 @@ import { kycCallbackRoutes } from './routes/kyc-callbacks';
 import { kycInternalRoutes, kycSweepRoutes } from './routes/kyc-internal';
 import { kycVerificationRoutes } from './routes/kyc-verification';
 import { kycWorkflows } from './kyc-workflows';
+import { createHotReads } from '../db/hot-reads';
 import { systemRoutes } from './routes/system';
 import { validateRequest } from './validation';
 
@@ -55,7 +56,8 @@ export function buildApp(deps: AppDeps, options: { extraRoutes?: AnyRoute[] } = 
   routes.push(...authRoutes(deps, tokens));
   routes.push(...kycRoutes(deps));
   const kyc = kycWorkflows(deps.temporal, deps.config);
-  routes.push(...kycVerificationRoutes(deps, kyc));
+  const hotReads = createHotReads(deps.db, deps.config.DATABASE_POOL_MAX);
+  routes.push(...kycVerificationRoutes(deps, kyc, hotReads));
   routes.push(...kycCallbackRoutes(deps, kyc));
   routes.push(...kycInternalRoutes(deps));
   routes.push(...kycSweepRoutes(kyc));
@@ -101,5 +103,12 @@ export function buildApp(deps: AppDeps, options: { extraRoutes?: AnyRoute[] } = 
   });
   app.use(router.routes());
   app.use(router.allowedMethods({ throw: true }));
-  return { app, routes, close: () => rateLimiter.close() };
+  return {
+    app,
+    routes,
+    close: async () => {
+      await rateLimiter.close();
+      await hotReads.close();
+    },
+  };
 }

@@ -40,15 +40,6 @@ export type KycStatusRow = Pick<
   'id' | 'user_id' | 'status' | 'needs_review' | 'resubmission_count' | 'reapply_blocked_until' | 'submitted_at' | 'provider_checked_at'
 >;
 
-export async function findApplicationStatus(db: Knex, organizationId: string, id: string): Promise<KycStatusRow | undefined> {
-  const { rows } = await db.raw<{ rows: KycStatusRow[] }>(
-    `select id, user_id, status, needs_review, resubmission_count, reapply_blocked_until, submitted_at, provider_checked_at
-       from kyc_applications where organization_id = ? and id = ?`,
-    [organizationId, id],
-  );
-  return rows[0];
-}
-
 /** The user's DRAFT application, or undefined when one is already active (one active per user). */
 export async function createApplication(db: Knex, organizationId: string, userId: string): Promise<KycApplicationRow | undefined> {
   try {

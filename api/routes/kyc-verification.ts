@@ -1,6 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { findApplicationStatus, type KycApplicationRow } from '../../db/kyc';
+import type { HotReads } from '../../db/hot-reads';
+import type { KycApplicationRow } from '../../db/kyc';
 import { ErrorCode, type InvalidParam, ServiceError, SubCode } from '../../domain/errors';
 import { negotiateProviderApiVersion, type ProviderApiVersion } from '../../domain/kyc/provider-version';
 import { KycStatus, statusView } from '../../domain/kyc/status';
@@ -49,7 +50,7 @@ const ReportJobId = z.strictObject({ provider_job_id: z.string().min(1).max(100)
 /** Applications that may take a (new) submission. */
 const SUBMITTABLE = [KycStatus.DRAFT, KycStatus.REJECTED, KycStatus.EXPIRED];
 
-export function kycVerificationRoutes(deps: AppDeps, workflows: KycWorkflows): AnyRoute[] {
+export function kycVerificationRoutes(deps: AppDeps, workflows: KycWorkflows, hotReads: HotReads): AnyRoute[] {
   const { config, db, clock } = deps;
   const view = (application: Parameters<typeof statusView>[0]) => statusView(application, clock.now(), config.KYC_MAX_RESUBMISSIONS);
 
@@ -276,7 +277,7 @@ export function kycVerificationRoutes(deps: AppDeps, workflows: KycWorkflows): A
       responses: { 200: { description: 'Status', schema: ApplicationStatus } },
       async handler(ctx, { params }) {
         const caller = ctx.state.caller as UserCaller;
-        let application = await findApplicationStatus(db, caller.organizationId, params.id);
+        let application = await hotReads.kycApplicationStatus(caller.organizationId, params.id);
         if (!application || application.user_id !== caller.userId) throw new ServiceError(ErrorCode.NOT_FOUND, 'No such KYC application');
         const lastHeard = application.provider_checked_at ?? application.submitted_at;
         const stale = application.status === KycStatus.ID_VERIFICATION_PENDING && (!lastHeard || clock.now().getTime() - lastHeard.getTime() > config.KYC_STATUS_STALE_AFTER);
@@ -285,7 +286,7 @@ export function kycVerificationRoutes(deps: AppDeps, workflows: KycWorkflows): A
           const timeout = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), config.KYC_STATUS_RECOVERY_TIMEOUT)));
           const recovered = await Promise.race([workflows.refreshStatus(application.id).catch(() => false), timeout]);
           clearTimeout(timer);
-          if (recovered) application = (await findApplicationStatus(db, caller.organizationId, application.id)) ?? application;
+          if (recovered) application = (await hotReads.kycApplicationStatus(caller.organizationId, application.id)) ?? application;
         }
         ctx.body = view(application);
       },

@@ -45,6 +45,12 @@ export const DEMO = {
     issuer: 'https://partner.demo-lender.test',
     permissions: ['loans.write:ORG', 'loans.read:ORG', 'accounts.read:ORG'],
   },
+  /** Current and credit accounts of the demo customers (balances come from the ledger). */
+  accounts: {
+    customerCurrent: { id: 'acc00000-0000-4000-8000-000000000001', userKey: 'customer', type: 'CURRENT' },
+    customerCredit: { id: 'acc00000-0000-4000-8000-000000000002', userKey: 'customer', type: 'CREDIT' },
+    secondCustomerCurrent: { id: 'acc00000-0000-4000-8000-000000000011', userKey: 'secondCustomer', type: 'CURRENT' },
+  },
   /** A DRAFT KYC application ready for a verification submission. */
   kycApplication: { id: 'a11ce000-0000-4000-8000-000000000001', userKey: 'customer' },
   merchant: {
@@ -82,6 +88,18 @@ export async function seedDemoData(db: Knex, options: SeedOptions): Promise<void
       .onConflict('id')
       .merge();
     await trx('merchants').insert({ id: merchant.id, organization_id: merchant.organization_id, name: merchant.name }).onConflict('id').merge();
+    await trx('accounts')
+      .insert(
+        Object.values(DEMO.accounts).map((account) => ({
+          id: account.id,
+          organization_id: DEMO.users[account.userKey].organization_id,
+          user_id: DEMO.users[account.userKey].id,
+          type: account.type,
+          currency: 'KES',
+        })),
+      )
+      .onConflict('id')
+      .ignore();
     const applicant = DEMO.users[DEMO.kycApplication.userKey];
     // Only when the applicant has no active application: a demo in progress is left alone.
     const active = await trx('kyc_applications').where({ user_id: applicant.id }).whereIn('status', ['DRAFT', 'ID_VERIFICATION_PENDING']).first();
@@ -109,5 +127,8 @@ export function seedIds() {
     partner: { id: DEMO.partner.id, issuer: DEMO.partner.issuer, organization_id: DEMO.partner.organization_id },
     merchant: { id: DEMO.merchant.id, organization_id: DEMO.merchant.organization_id, financing_subject: DEMO.merchant.financingSubject },
     kyc_application: { id: DEMO.kycApplication.id, user_id: DEMO.users[DEMO.kycApplication.userKey].id },
+    accounts: Object.fromEntries(
+      Object.entries(DEMO.accounts).map(([key, account]) => [key, { id: account.id, type: account.type, user_id: DEMO.users[account.userKey].id }]),
+    ),
   };
 }

@@ -198,5 +198,9 @@ describe('API keys and the development CLIs', () => {
     assert.equal(ids.users.customer.email, users.customer.email);
     assert.equal(ids.partner.id, DEMO.partner.id);
     assert.equal(ids.merchant.id, DEMO.merchant.id);
+    assert.equal(ids.accounts.customerCurrent.id, DEMO.accounts.customerCurrent.id);
+    assert.equal(ids.accounts.customerCredit.type, 'CREDIT');
+    const seeded = await harness().db('accounts').whereIn('id', Object.values(DEMO.accounts).map((a) => a.id));
+    assert.equal(seeded.length, Object.keys(DEMO.accounts).length, 'the seeded accounts are in the database');
   });
 });

@@ -1,13 +1,12 @@
 import { jwtVerify, createRemoteJWKSet, decodeJwt } from 'jose';
-import { compare, measure, startServer } from './lib';
+import { compare, measure, withServer } from './lib';
 
 /**
  * An authenticated request (bearer JWT verified against the JWKS, caller resolved) to a cheap
  * route, against a bare Koa + pg `SELECT 1` route in the same run. Goal: at least 0.8.
  */
 export async function authBench(): Promise<number> {
-  const { info, child } = await startServer<Record<string, string>>('auth.ts');
-  try {
+  return withServer<Record<string, string>, number>('auth.ts', async (info) => {
     const auth = { Authorization: `Bearer ${info.token}` };
     const ratio = await compare({
       title: 'Authenticated GET /v1/auth/whoami vs bare Koa + pg SELECT 1',
@@ -31,10 +30,7 @@ export async function authBench(): Promise<number> {
     const micros = Number(process.hrtime.bigint() - started) / 2000 / 1000;
     console.log(`    RS256 verification alone: ${micros.toFixed(0)} µs per token (one core)`);
     return ratio;
-  } finally {
-    child.kill('SIGTERM');
-    await new Promise((resolve) => child.once('exit', resolve));
-  }
+  });
 }
 
 if (require.main === module) void authBench();

@@ -1,4 +1,4 @@
-import { compare, measure, startServer } from './lib';
+import { compare, measure, withServer } from './lib';
 
 /**
  * The foundation's per-request cost: GET /healthz through the service's whole middleware stack
@@ -8,8 +8,7 @@ import { compare, measure, startServer } from './lib';
  * (authenticated requests, STK push) include this cost.
  */
 export async function foundationBench(): Promise<number> {
-  const { info, child } = await startServer<Record<string, string>>('foundation.ts');
-  try {
+  return withServer<Record<string, string>, number>('foundation.ts', async (info) => {
     const ratio = await compare({
       title: 'API middleware stack: GET /healthz, service app vs bare Koa',
       baseline: { name: 'bare Koa, same JSON', url: info.bare! },
@@ -23,9 +22,7 @@ export async function foundationBench(): Promise<number> {
       console.log(`    ${name.padEnd(24)} ${m.rps.toFixed(0).padStart(7)} req/s  ratio ${(m.rps / bare.rps).toFixed(2)}`);
     }
     return ratio;
-  } finally {
-    child.kill('SIGTERM');
-  }
+  });
 }
 
 if (require.main === module) void foundationBench();

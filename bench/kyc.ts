@@ -1,12 +1,11 @@
-import { compare, measure, startServer } from './lib';
+import { compare, measure, withServer } from './lib';
 
 /**
  * GET /v1/kyc/applications/{id}/status on a fresh (not stale) application, authenticated,
  * against a bare Koa + pg `SELECT 1` route in the same run. Goal: at least 0.6.
  */
 export async function kycStatusBench(): Promise<number> {
-  const { info, child } = await startServer<Record<string, string>>('auth.ts');
-  try {
+  return withServer<Record<string, string>, number>('auth.ts', async (info) => {
     const auth = { Authorization: `Bearer ${info.token}` };
     const ratio = await compare({
       title: 'GET /v1/kyc/applications/{id}/status (fresh, authenticated) vs bare Koa + pg SELECT 1',
@@ -25,10 +24,7 @@ export async function kycStatusBench(): Promise<number> {
       console.log(`    ${name.padEnd(46)} ${m.rps.toFixed(0).padStart(6)} req/s  ratio ${(m.rps / bare.rps).toFixed(2)}  p50 ${m.p50} ms`);
     }
     return ratio;
-  } finally {
-    child.kill('SIGTERM');
-    await new Promise((resolve) => child.once('exit', resolve));
-  }
+  });
 }
 
 if (require.main === module) void kycStatusBench();

@@ -90,3 +90,17 @@ export async function startServer<T>(script: string, env: NodeJS.ProcessEnv = {}
   });
   return { info, child };
 }
+
+/**
+ * Runs `work` against a bench server script in its own process (see startServer), and stops
+ * the server afterwards, waiting for it to exit (it drops what it created).
+ */
+export async function withServer<T, R>(script: string, work: (info: T) => Promise<R>): Promise<R> {
+  const { info, child } = await startServer<T>(script);
+  try {
+    return await work(info);
+  } finally {
+    child.kill('SIGTERM');
+    if (child.exitCode === null) await new Promise((resolve) => child.once('exit', resolve));
+  }
+}

@@ -9,17 +9,16 @@ import { startApi } from '../api/server';
 import { ConfigError, loadConfig } from '../config';
 import { createLogger } from '../config/logger';
 import { createDb, ensureDatabase, migrate } from '../db/knex';
-import { DEMO, seedDemoData } from '../db/seeds/demo';
+import { seedDemoData } from '../db/seeds/demo';
 import { systemClock } from '../domain/clock';
 import { createProviders } from '../providers';
-import { startIdentityProvider } from '../providers/simulators/identity-provider';
 import { bundleWorkflows } from '../worker/bundle';
 import { installRuntime } from '../worker/runtime';
 import { ensureSchedules } from '../worker/schedules';
 import { createWorker } from '../worker/worker';
 import { startEmbeddedPostgres } from './embedded-postgres';
-import { devSeedOptions, grantDemoMerchantOverHttp, serviceSigningKey, withDevIdentityProvider } from './identity';
-import { startProviderSimulators } from './simulators';
+import { serviceSigningKey } from './identity';
+import { startDevelopmentProviders } from './simulators';
 import { startTemporalDevServer } from './temporal-server';
 
 /**
@@ -54,18 +53,14 @@ async function main() {
 
     // The development identity provider: tokens for the seeded users (npm run token).
     await mkdir(config.DATA_DIR, { recursive: true });
-    const idp = await startIdentityProvider({
-      port: config.DEV_IDP_PORT,
-      keysFile: path.join(config.DATA_DIR, 'identity-provider-keys.json'),
-      partnerIssuer: DEMO.partner.issuer,
+    const providersDev = await startDevelopmentProviders(config, {
+      idpPort: config.DEV_IDP_PORT,
+      idpKeysFile: path.join(config.DATA_DIR, 'identity-provider-keys.json'),
+      kycPort: config.KYC_SIMULATOR_PORT,
     });
-    stops.push(() => idp.close());
-    await grantDemoMerchantOverHttp(idp);
-    config = withDevIdentityProvider(config, idp);
-    const simulators = await startProviderSimulators(config, { kyc: config.KYC_SIMULATOR_PORT });
-    stops.push(() => simulators.close());
+    stops.push(() => providersDev.close());
     // Providers call back to the API; PUBLIC_BASE_URL says where it is when not set.
-    config = { ...simulators.config, PUBLIC_BASE_URL: simulators.config.PUBLIC_BASE_URL ?? `http://${config.HOST}:${config.PORT}` };
+    config = { ...providersDev.config, PUBLIC_BASE_URL: providersDev.config.PUBLIC_BASE_URL ?? `http://${config.HOST}:${config.PORT}` };
     const serviceKeys = await loadServiceKeys(await serviceSigningKey(config, path.join(config.DATA_DIR, 'service-signing-key.json')));
 
     let databaseUrl = config.DATABASE_URL;
@@ -83,7 +78,7 @@ async function main() {
     const db = createDb(databaseUrl, config.DATABASE_POOL_MAX, logger);
     stops.push(() => db.destroy());
     await migrate(db);
-    await seedDemoData(db, devSeedOptions(idp));
+    await seedDemoData(db, providersDev.seedOptions);
 
     let env: TestWorkflowEnvironment | undefined;
     let temporalAddress = config.TEMPORAL_ADDRESS;
@@ -131,8 +126,8 @@ async function main() {
     say(`API            ${api.url}`);
     say(`API reference  ${api.url}/docs`);
     if (env) say(`Temporal UI    http://127.0.0.1:${config.TEMPORAL_UI_PORT}`);
-    say(`Identity (dev) ${idp.url}  (npm run --silent token -- --user <id or e-mail>)`);
-    if (simulators.kyc) say(`KYC provider   ${simulators.kyc.url}  (simulator)`);
+    say(`Identity (dev) ${providersDev.idp.url}  (npm run --silent token -- --user <id or e-mail>)`);
+    if (providersDev.kyc) say(`KYC provider   ${providersDev.kyc.url}  (simulator)`);
     say('ready (Ctrl-C stops everything)');
     await running; // a worker that dies on its own takes the service down with it
     if (!stopping) throw new Error('worker stopped unexpectedly');

@@ -40,7 +40,6 @@ export const ROLE_GRANTS = {
   PLATFORM_ADMIN: platform(Permission.ACCOUNTS_READ, Permission.ACCOUNTS_WRITE, Permission.KYC_READ, Permission.LOANS_READ),
 } as const satisfies Record<string, Grant[]>;
 export type Role = keyof typeof ROLE_GRANTS;
-export const ROLES = Object.keys(ROLE_GRANTS) as Role[];
 
 export function grantsOfRoles(roles: readonly string[]): Grant[] {
   return roles.flatMap((role) => (role in ROLE_GRANTS ? ROLE_GRANTS[role as Role] : []));

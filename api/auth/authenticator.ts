@@ -8,7 +8,7 @@ import {
 } from 'jose';
 import type { Knex } from 'knex';
 import { LRUCache } from 'lru-cache';
-import type { Config, FinancingIssuer } from '../../config';
+import type { Config } from '../../config';
 import type { Logger } from '../../config/logger';
 import { ErrorCode, ServiceError } from '../../domain/errors';
 import { type Grant, grantsOfRoles, parseGrant, Scope } from '../../domain/rbac';
@@ -29,6 +29,15 @@ export const unauthorised = (reason: string) =>
   Object.assign(new ServiceError(ErrorCode.UNAUTHORISED, undefined, [], { 'WWW-Authenticate': 'Bearer error="invalid_token"' }), {
     reason,
   });
+
+/** The credential of an `Authorization: Bearer <credential>` header, refused unread when over `maxBytes`. */
+export function bearerToken(authorization: string | undefined, maxBytes: number): string {
+  if (!authorization) throw unauthorised('missing');
+  if (Buffer.byteLength(authorization) > maxBytes) throw unauthorised('too large');
+  const match = /^Bearer ([A-Za-z0-9._~+/-]+=*)$/.exec(authorization);
+  if (!match) throw unauthorised('not a bearer token');
+  return match[1]!;
+}
 
 interface Verifier {
   key: JWTVerifyGetKey;
@@ -142,9 +151,7 @@ export function createAuthenticator(deps: AuthenticatorDeps) {
       resolve: (payload) => resolveUser(payload.sub, payload.organization_id, 'identity_provider'),
     });
   }
-  const financingIssuers = new Map<string, FinancingIssuer>();
   for (const issuer of config.FINANCING_ISSUERS) {
-    financingIssuers.set(issuer.issuer, issuer);
     register(issuer.issuer, {
       key: remoteJwks(issuer.jwks_url),
       audience: issuer.audience ?? config.FINANCING_AUDIENCE,
@@ -224,21 +231,11 @@ export function createAuthenticator(deps: AuthenticatorDeps) {
   return {
     /** The caller behind an Authorization header value; throws UNAUTHORISED (or FORBIDDEN). */
     async authenticate(authorization: string | undefined): Promise<Caller> {
-      if (!authorization) throw unauthorised('missing');
-      if (Buffer.byteLength(authorization) > config.AUTH_MAX_HEADER_BYTES) throw unauthorised('too large');
-      const match = /^Bearer ([A-Za-z0-9._~+/-]+=*)$/.exec(authorization);
-      if (!match) throw unauthorised('not a bearer token');
-      const token = match[1]!;
+      const token = bearerToken(authorization, config.AUTH_MAX_HEADER_BYTES);
       return token.startsWith(API_KEY_PREFIX) ? authenticateApiKey(token) : authenticateJwt(token);
     },
-    financingIssuer: (issuer: string) => financingIssuers.get(issuer),
     /** Issuers that authenticate callers directly: a partner may never be registered with one. */
     isTrustedIssuer: (issuer: string) => verifiers.has(issuer),
-    /** Drops cached callers, e.g. after revoking a key in the same process. */
-    forget: () => {
-      cache.clear();
-      verified.clear();
-    },
   };
 }
 

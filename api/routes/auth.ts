@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { ErrorCode, ServiceError } from '../../domain/errors';
 import { formatGrant } from '../../domain/rbac';
-import { unauthorised } from '../auth/authenticator';
+import { bearerToken } from '../auth/authenticator';
 import type { Caller } from '../auth/caller';
 import type { TokenService } from '../auth/tokens';
 import type { AppDeps } from '../deps';
@@ -67,11 +67,7 @@ export function authRoutes(deps: AppDeps, tokens: TokenService): AnyRoute[] {
       tags: ['auth'],
       responses: { 200: { description: 'Service access token', schema: AccessToken } },
       async handler(ctx) {
-        const authorization = ctx.get('Authorization');
-        if (Buffer.byteLength(authorization) > deps.config.AUTH_MAX_HEADER_BYTES) throw unauthorised('too large');
-        const match = /^Bearer ([A-Za-z0-9._-]+)$/.exec(authorization);
-        if (!match) throw unauthorised('no partner token');
-        ctx.body = await tokens.exchangePartnerToken(match[1]!);
+        ctx.body = await tokens.exchangePartnerToken(bearerToken(ctx.get('Authorization') || undefined, deps.config.AUTH_MAX_HEADER_BYTES));
       },
     }),
     defineRoute({

@@ -12,7 +12,7 @@ import type { AppDeps } from '../deps';
 import { type DecodedImage, decodeImage, isInvalid, KycSubCode } from '../kyc-images';
 import type { KycWorkflows } from '../kyc-workflows';
 import { type AnyRoute, defineRoute, deprecatedAlias } from '../route';
-import { APPLICANT, ApplicationPath, ApplicationStatus, ownApplication, VersionsHeader } from './kyc';
+import { APPLICANT, ApplicationPath, ApplicationStatus, callersOwn, ownApplication, VersionsHeader } from './kyc';
 
 const image = z.string().min(1).meta({ description: 'Base64 JPEG or PNG (a data: URL prefix is accepted).' });
 
@@ -277,8 +277,7 @@ export function kycVerificationRoutes(deps: AppDeps, workflows: KycWorkflows, ho
       responses: { 200: { description: 'Status', schema: ApplicationStatus } },
       async handler(ctx, { params }) {
         const caller = ctx.state.caller as UserCaller;
-        let application = await hotReads.kycApplicationStatus(caller.organizationId, params.id);
-        if (!application || application.user_id !== caller.userId) throw new ServiceError(ErrorCode.NOT_FOUND, 'No such KYC application');
+        let application = callersOwn(await hotReads.kycApplicationStatus(caller.organizationId, params.id), caller);
         const lastHeard = application.provider_checked_at ?? application.submitted_at;
         const stale = application.status === KycStatus.ID_VERIFICATION_PENDING && (!lastHeard || clock.now().getTime() - lastHeard.getTime() > config.KYC_STATUS_STALE_AFTER);
         if (stale) {

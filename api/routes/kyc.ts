@@ -52,7 +52,11 @@ export const APPLICANT: RouteAuth = { schemes: ['user'], permission: Permission.
  * existence is not for the caller to learn.
  */
 export async function ownApplication(deps: AppDeps, caller: UserCaller, id: string): Promise<KycApplicationRow> {
-  const application = await findApplication(deps.db, caller.organizationId, id);
+  return callersOwn(await findApplication(deps.db, caller.organizationId, id), caller);
+}
+
+/** The row when it is the caller's own application; 404 otherwise. */
+export function callersOwn<T extends { user_id: string }>(application: T | undefined, caller: UserCaller): T {
   if (!application || application.user_id !== caller.userId) throw new ServiceError(ErrorCode.NOT_FOUND, 'No such KYC application');
   return application;
 }

@@ -14,10 +14,10 @@ import { createLogger } from '../../config/logger';
 import { createDb, dropDatabase, ensureDatabase, migrate } from '../../db/knex';
 import { DEMO, seedDemoData } from '../../db/seeds/demo';
 import { startEmbeddedPostgres } from '../../dev/embedded-postgres';
-import { devSeedOptions, withDevIdentityProvider } from '../../dev/identity';
+import { startDevelopmentProviders } from '../../dev/simulators';
 import { systemClock } from '../../domain/clock';
 import { createProviders } from '../../providers';
-import { requestToken, startIdentityProvider } from '../../providers/simulators/identity-provider';
+import { requestToken } from '../../providers/simulators/identity-provider';
 import { freePort } from '../../test/support/ports';
 
 /**
@@ -46,20 +46,21 @@ async function main() {
   const databaseUrl = await ensureDatabase(adminUrl, databaseName);
   const admin = adminUrl;
   cleanups.push(() => dropDatabase(admin, databaseName));
-  const idp = await startIdentityProvider({ partnerIssuer: DEMO.partner.issuer });
-  const config = { ...withDevIdentityProvider(base, idp), DATABASE_URL: databaseUrl };
+  const dev = await startDevelopmentProviders(base);
+  cleanups.push(() => dev.close());
+  const { idp } = dev;
+  const config = { ...dev.config, DATABASE_URL: databaseUrl };
   const db = createDb(databaseUrl, config.DATABASE_POOL_MAX);
   cleanups.push(() => db.destroy());
   await migrate(db);
-  await seedDemoData(db, devSeedOptions(idp));
+  await seedDemoData(db, dev.seedOptions);
 
   const logger = createLogger('info', pino.destination({ dest: '/dev/null', sync: false }));
   const deps = {
     config,
     db,
     temporal: new Client({ connection: Connection.lazy({ address: '127.0.0.1:1' }) }),
-    // These routes never call a provider; the client only needs an address.
-    providers: createProviders({ ...config, KYC_PROVIDER_URL: 'http://127.0.0.1:1', KYC_PARTNER_ID: 'unused', KYC_API_KEY: 'unused' }),
+    providers: createProviders(config),
     logger,
     clock: systemClock,
     serviceKeys: await loadServiceKeys(JSON.stringify(await generateServiceSigningKey())),

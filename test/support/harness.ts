@@ -13,11 +13,10 @@ import type { AppDeps } from '../../api/deps';
 import { type Config, loadConfig } from '../../config';
 import { createLogger, type Logger } from '../../config/logger';
 import { createDb, dropDatabase, ensureDatabase, type Knex, migrate } from '../../db/knex';
-import { DEMO, seedDemoData } from '../../db/seeds/demo';
-import { devSeedOptions, grantDemoMerchantOverHttp, withDevIdentityProvider } from '../../dev/identity';
-import { startProviderSimulators } from '../../dev/simulators';
+import { seedDemoData } from '../../db/seeds/demo';
+import { startDevelopmentProviders } from '../../dev/simulators';
 import type { RunningKycSimulator } from '../../providers/simulators/kyc-provider';
-import { type RunningIdentityProvider, startIdentityProvider } from '../../providers/simulators/identity-provider';
+import type { RunningIdentityProvider } from '../../providers/simulators/identity-provider';
 import { startEmbeddedPostgres } from '../../dev/embedded-postgres';
 import { findTemporalCli } from '../../dev/temporal-cli';
 import { startTemporalDevServer } from '../../dev/temporal-server';
@@ -101,12 +100,9 @@ async function step<T>(name: string, work: () => Promise<T>): Promise<T> {
 }
 
 export async function startHarness(): Promise<Harness> {
-  const idp = await startIdentityProvider({ partnerIssuer: DEMO.partner.issuer });
-  cleanups.push(() => idp.close());
-  await grantDemoMerchantOverHttp(idp);
-  const simulators = await startProviderSimulators(withDevIdentityProvider(testConfig(), idp));
+  const simulators = await startDevelopmentProviders(testConfig());
   cleanups.push(() => simulators.close());
-  const config = simulators.config;
+  const { config, idp } = simulators;
   const logger = createLogger(config.LOG_LEVEL);
   const log = (line: string) => console.error(line);
   installRuntime({ logger });
@@ -133,7 +129,7 @@ export async function startHarness(): Promise<Harness> {
   cleanups.push(() => db.destroy());
   await step('migrate', async () => {
     await migrate(db);
-    await seedDemoData(db, devSeedOptions(idp));
+    await seedDemoData(db, simulators.seedOptions);
   });
 
   const env = await step('temporal', () => startTemporalDevServer({ cliPath: temporalCliPath, log }));

@@ -5,6 +5,7 @@ import { categoryOf, ResultCategory } from '../domain/kyc/result-codes';
 import { KycStatus } from '../domain/kyc/status';
 import { workflowIds } from '../workflows/ids';
 import { verificationClosedSignal } from '../workflows/kyc-messages';
+import { forEachConcurrently } from '../domain/concurrency';
 import type { ActivityDeps } from './index';
 
 export interface SweepCounts {
@@ -82,9 +83,15 @@ export function createKycSweepActivities(deps: ActivityDeps & { temporal?: Clien
         .select('id', 'user_id', 'job_id', 'api_version', 'provider_job_id');
       if (input.afterId) query.where('id', '>', input.afterId);
       const applications = await query;
-      const counts = { ...NO_COUNTS };
-      for (const application of applications) {
-        counts.scanned += 1;
+      const counts = { ...NO_COUNTS, scanned: applications.length };
+      const stillPending: string[] = [];
+      const now = () => clock.now();
+      const pending = (id: string) => ({ organization_id: input.organizationId, id, status: KycStatus.ID_VERIFICATION_PENDING });
+
+      // Up to KYC_SWEEP_CONCURRENCY provider lookups in flight: the sweep is bound by the
+      // provider's latency, not by our CPU. Settled applications are written one by one (each
+      // has its own outcome); the many still pending are touched together after the batch.
+      await forEachConcurrently(applications, config.KYC_SWEEP_CONCURRENCY, async (application) => {
         Context.current().heartbeat(application.id);
         let status;
         try {
@@ -96,34 +103,40 @@ export function createKycSweepActivities(deps: ActivityDeps & { temporal?: Clien
           });
         } catch {
           counts.failed += 1;
-          continue;
+          return;
         }
-        const pending = { organization_id: input.organizationId, id: application.id, status: KycStatus.ID_VERIFICATION_PENDING };
-        const now = clock.now();
         if (status.state === 'processing' || (status.state === 'final' && (categoryOf(status.resultCode) === ResultCategory.PROVISIONAL || !status.isFinal))) {
           counts.still_pending += 1;
-          await db('kyc_applications').where(pending).update({ provider_checked_at: now });
-          continue;
+          stillPending.push(application.id);
+          return;
         }
         if (status.state === 'not_found') {
-          const changed = await db('kyc_applications').where(pending).update({ status: KycStatus.EXPIRED, reason: 'The provider no longer knows the job', verification_completed_at: now, updated_at: now });
+          const changed = await db('kyc_applications')
+            .where(pending(application.id))
+            .update({ status: KycStatus.EXPIRED, reason: 'The provider no longer knows the job', verification_completed_at: now(), updated_at: now() });
           if (changed) counts.expired += 1;
         } else {
           const approved = categoryOf(status.resultCode) === ResultCategory.APPROVED;
           const changed = await db('kyc_applications')
-            .where(pending)
+            .where(pending(application.id))
             .update({
               status: approved ? KycStatus.APPROVED : KycStatus.REJECTED,
               outcome: approved ? 'PASS' : 'FAIL',
               result_code: status.resultCode,
               reason: status.resultText,
               needs_review: false,
-              verification_completed_at: now,
-              updated_at: now,
+              verification_completed_at: now(),
+              updated_at: now(),
             });
           if (changed) counts.completed += 1;
         }
         await closeVerification(application.id);
+      });
+      if (stillPending.length > 0) {
+        await db('kyc_applications')
+          .where({ organization_id: input.organizationId, status: KycStatus.ID_VERIFICATION_PENDING })
+          .whereIn('id', stillPending)
+          .update({ provider_checked_at: now() });
       }
       return { counts, lastId: applications.at(-1)?.id ?? null };
     },

@@ -1,24 +1,20 @@
 import { once } from 'node:events';
-import { chmod, mkdtemp } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import Koa from 'koa';
 import pg from 'pg';
 import pino from 'pino';
 import { buildApp } from '../../api/app';
+import { benchDatabase } from '../database';
 import { generateServiceSigningKey, loadServiceKeys } from '../../api/auth/service-keys';
 import { loadConfig } from '../../config';
 import { createLogger } from '../../config/logger';
-import { createDb, dropDatabase, ensureDatabase, migrate } from '../../db/knex';
+import { createDb, migrate } from '../../db/knex';
 import { DEMO, seedDemoData } from '../../db/seeds/demo';
-import { startEmbeddedPostgres } from '../../dev/embedded-postgres';
 import { startDevelopmentProviders } from '../../dev/simulators';
 import { systemClock } from '../../domain/clock';
 import { createProviders } from '../../providers';
 import { requestToken } from '../../providers/simulators/identity-provider';
-import { freePort } from '../../test/support/ports';
 
 /**
  * Servers for the authentication benchmark, on one real Postgres (DATABASE_URL's server, or an
@@ -34,18 +30,7 @@ const cleanups: (() => Promise<unknown>)[] = [];
 
 async function main() {
   const base = loadConfig({ ...process.env, LOG_LEVEL: 'info' });
-  let adminUrl = base.DATABASE_URL;
-  if (!adminUrl) {
-    const dataDir = await mkdtemp(path.join(os.tmpdir(), 'lending-bench-pg-'));
-    await chmod(dataDir, 0o755); // as root, PostgreSQL runs as the postgres user
-    const embedded = await startEmbeddedPostgres({ dataDir, port: await freePort(), persistent: false });
-    cleanups.push(() => embedded.stop());
-    adminUrl = embedded.url;
-  }
-  const databaseName = `lending_bench_${process.pid}`;
-  const databaseUrl = await ensureDatabase(adminUrl, databaseName);
-  const admin = adminUrl;
-  cleanups.push(() => dropDatabase(admin, databaseName));
+  const databaseUrl = await benchDatabase(base.DATABASE_URL, cleanups);
   const dev = await startDevelopmentProviders(base);
   cleanups.push(() => dev.close());
   const { idp } = dev;

@@ -53,6 +53,11 @@ export const DEMO = {
   },
   /** A DRAFT KYC application ready for a verification submission. */
   kycApplication: { id: 'a11ce000-0000-4000-8000-000000000001', userKey: 'customer' },
+  /** Finished verifications, for reading: one approved, one rejected that may be submitted again. */
+  kycHistory: {
+    approved: { id: 'a11ce000-0000-4000-8000-000000000002', userKey: 'customerByAuthId', status: 'APPROVED', outcome: 'PASS', result_code: '0810', reason: 'Document Verified', resubmission_count: 0 },
+    rejected: { id: 'a11ce000-0000-4000-8000-000000000011', userKey: 'secondCustomer', status: 'REJECTED', outcome: 'FAIL', result_code: '1022', reason: 'No Match', resubmission_count: 1 },
+  },
   merchant: {
     id: 'mrc-demo-0001',
     organization_id: DEMO_ORG,
@@ -109,6 +114,20 @@ export async function seedDemoData(db: Knex, options: SeedOptions): Promise<void
         .onConflict('id')
         .ignore();
     }
+    await trx('kyc_applications')
+      .insert(
+        Object.values(DEMO.kycHistory).map(({ userKey, ...application }) => ({
+          ...application,
+          organization_id: DEMO.users[userKey].organization_id,
+          user_id: DEMO.users[userKey].id,
+          channel: 'server_upload',
+          api_version: 'v2',
+          submitted_at: new Date('2026-01-05T09:00:00Z'),
+          verification_completed_at: new Date('2026-01-05T09:02:00Z'),
+        })),
+      )
+      .onConflict('id')
+      .ignore();
     await trx('merchant_access')
       .insert({ issuer: options.financingIssuer, subject: merchant.financingSubject, merchant_id: merchant.id, permissions: [...merchant.permissions] })
       .onConflict(['issuer', 'subject', 'merchant_id'])
@@ -127,6 +146,9 @@ export function seedIds() {
     partner: { id: DEMO.partner.id, issuer: DEMO.partner.issuer, organization_id: DEMO.partner.organization_id },
     merchant: { id: DEMO.merchant.id, organization_id: DEMO.merchant.organization_id, financing_subject: DEMO.merchant.financingSubject },
     kyc_application: { id: DEMO.kycApplication.id, user_id: DEMO.users[DEMO.kycApplication.userKey].id },
+    kyc_applications: Object.fromEntries(
+      Object.entries(DEMO.kycHistory).map(([key, a]) => [key, { id: a.id, status: a.status, user_id: DEMO.users[a.userKey].id }]),
+    ),
     accounts: Object.fromEntries(
       Object.entries(DEMO.accounts).map(([key, account]) => [key, { id: account.id, type: account.type, user_id: DEMO.users[account.userKey].id }]),
     ),

@@ -1,6 +1,7 @@
 
 import { strToU8, zipSync } from 'fflate';
 import type { ProviderApiVersion } from '../../domain/kyc/provider-version';
+import { fetchWithDeadline } from '../http';
 import { isFresh, sameSignature, signV2, signV3Callback, verifyV2 } from './signature';
 
 /**
@@ -85,7 +86,7 @@ export function createKycProviderClient(options: KycProviderOptions) {
   async function send(path: string, init: RequestInit): Promise<Response> {
     let response: Response;
     try {
-      response = await fetch(`${baseUrl}${path}`, { ...init, signal: AbortSignal.timeout(timeoutMs) });
+      response = await fetchWithDeadline(`${baseUrl}${path}`, init, timeoutMs);
     } catch (error) {
       throw new KycProviderError(`provider unreachable: ${(error as Error).message}`, undefined, true);
     }

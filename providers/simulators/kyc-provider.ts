@@ -88,7 +88,10 @@ const v3Id = () => `job_${randomBytes(13).toString('hex').slice(0, 26).toUpperCa
 export async function startKycSimulator(options: KycSimulatorOptions): Promise<RunningKycSimulator> {
   const { partnerId, apiKey } = options;
   const tokenKey = new TextEncoder().encode(randomBytes(32).toString('hex'));
+  /** Jobs by the provider's v2 id, with indexes for the v2 (our job id and user id) and v3 lookups. */
   const jobs = new Map<string, SimulatedJob>();
+  const byV2Key = new Map<string, SimulatedJob>();
+  const byV3Id = new Map<string, SimulatedJob>();
   const uploads = new Map<string, SimulatedJob>();
   /** SDK session tokens and the job each was minted for. */
   const sessions = new Map<string, SimulatedJob>();
@@ -113,8 +116,19 @@ export async function startKycSimulator(options: KycSimulatorOptions): Promise<R
     }, ms);
     timers.add(timer);
   };
-  const findV2 = (jobId: unknown, userId: unknown) => [...jobs.values()].find((j) => j.jobId === jobId && j.userId === userId);
-  const findV3 = (id: string) => [...jobs.values()].find((j) => j.v3JobId === id);
+  const v2Key = (jobId: unknown, userId: unknown) => `${String(jobId)}\u0000${String(userId)}`;
+  const findV2 = (jobId: unknown, userId: unknown) => byV2Key.get(v2Key(jobId, userId));
+  const findV3 = (id: string) => byV3Id.get(id);
+  const remember = (job: SimulatedJob) => {
+    jobs.set(job.smileJobId, job);
+    byV2Key.set(v2Key(job.jobId, job.userId), job);
+    byV3Id.set(job.v3JobId, job);
+  };
+  const forget = (job: SimulatedJob) => {
+    jobs.delete(job.smileJobId);
+    if (byV2Key.get(v2Key(job.jobId, job.userId)) === job) byV2Key.delete(v2Key(job.jobId, job.userId));
+    byV3Id.delete(job.v3JobId);
+  };
 
   function outcomeFor(userId: string, idNumber: string | undefined): Outcome {
     return control.outcomes[userId] ?? BY_LAST_DIGIT[(idNumber ?? '').slice(-1)] ?? 'approve';
@@ -200,7 +214,7 @@ export async function startKycSimulator(options: KycSimulatorOptions): Promise<R
       received: { selfie: false, documentFront: false, documentBack: false, livenessImages: 0 },
       callbacksSent: 0,
     };
-    jobs.set(job.smileJobId, job);
+    remember(job);
     return job;
   }
 
@@ -360,6 +374,8 @@ export async function startKycSimulator(options: KycSimulatorOptions): Promise<R
     for (const timer of timers) clearTimeout(timer);
     timers.clear();
     jobs.clear();
+    byV2Key.clear();
+    byV3Id.clear();
     uploads.clear();
     sessions.clear();
     control = defaults();
@@ -384,6 +400,27 @@ export async function startKycSimulator(options: KycSimulatorOptions): Promise<R
     process(job);
     ctx.body = { smile_job_id: job.smileJobId, job_id: job.apiVersion === 'v3' ? job.v3JobId : job.jobId };
   });
+  /**
+   * Jobs as if submitted earlier, in bulk and without callbacks (benchmarks build large
+   * populations this way): `processing` ones stay so until released; `final` ones carry their
+   * outcome's result.
+   */
+  controlApi.post('/jobs', (ctx) => {
+    const { jobs: wanted } = ctx.request.body as { jobs: { job_id: string; user_id: string; api_version?: 'v2' | 'v3'; state: 'processing' | 'final'; outcome?: Outcome }[] };
+    const created = wanted.map((w) => {
+      const job = newJob(w.api_version ?? 'v2', { job_id: w.job_id, user_id: w.user_id }, '');
+      job.outcome = w.outcome ?? 'approve';
+      job.held = true;
+      job.state = w.state;
+      if (w.state === 'final') {
+        job.resultCode = RESULTS[job.outcome].code;
+        job.resultText = RESULTS[job.outcome].text;
+      }
+      return { smile_job_id: job.smileJobId, job_id: job.v3JobId };
+    });
+    ctx.status = 201;
+    ctx.body = { created: created.length, jobs: created };
+  });
   controlApi.get('/jobs', (ctx) => {
     ctx.body = [...jobs.values()];
   });
@@ -405,7 +442,7 @@ export async function startKycSimulator(options: KycSimulatorOptions): Promise<R
   });
   controlApi.delete('/jobs/:smileJobId', (ctx) => {
     const job = controlled(ctx);
-    if (job) jobs.delete(job.smileJobId);
+    if (job) forget(job);
     ctx.status = 204;
   });
 

@@ -32,6 +32,17 @@ describe('KYC applications (extension: POST /v1/kyc/applications)', () => {
     const row = await db('kyc_applications').where({ id: DEMO.kycApplication.id }).first();
     assert.equal(row.user_id, DEMO.users.customer.id);
   });
+
+  it('the seeded finished applications read through GET status: approved is final, rejected may be submitted again', async () => {
+    const approved = await call('GET', `/v1/kyc/applications/${DEMO.kycHistory.approved.id}/status`, { headers: await as(DEMO.users.customerByAuthId) });
+    assert.equal(approved.status, 200);
+    assert.equal(approved.body.status, 'APPROVED');
+    assert.equal(approved.body.can_submit, false);
+    const rejected = await call('GET', `/v1/kyc/applications/${DEMO.kycHistory.rejected.id}/status`, { headers: await as(DEMO.users.secondCustomer) });
+    assert.equal(rejected.status, 200);
+    assert.equal(rejected.body.status, 'REJECTED');
+    assert.equal(rejected.body.can_submit, true);
+  });
 });
 
 describe('spec 4.2: GET /v1/kyc/applications/{id}/verification', () => {

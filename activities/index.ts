@@ -6,6 +6,7 @@ import type { Clock } from '../domain/clock';
 import type { Providers } from '../providers';
 import { createKycActivities } from './kyc';
 import { createKycSweepActivities } from './kyc-sweep';
+import { createMobileMoneyActivities } from './mobile-money';
 
 /** What activities are built from; one instance per worker process, no module-level state. */
 export interface ActivityDeps {
@@ -23,7 +24,7 @@ export interface ActivityDeps {
  * `proxyActivities<Activities>(...)`, so no I/O module enters the workflow bundle.
  */
 export function createActivities(deps: ActivityDeps) {
-  return { ...createKycActivities(deps), ...createKycSweepActivities(deps) };
+  return { ...createKycActivities(deps), ...createKycSweepActivities(deps), ...createMobileMoneyActivities(deps) };
 }
 
 export type Activities = ReturnType<typeof createActivities>;

@@ -14,6 +14,7 @@ import { createAuthenticator } from './auth/authenticator';
 import { resourceAccessProviders } from './auth/resource-access';
 import { createTokenService } from './auth/tokens';
 import { createRateLimiter } from './middleware/rate-limit';
+import { createIdempotency } from './middleware/idempotency';
 import { type AnyRoute, type RouteInput, routerPath } from './route';
 import { authRoutes } from './routes/auth';
 import { kycRoutes } from './routes/kyc';
@@ -22,14 +23,17 @@ import { kycInternalRoutes, kycSweepRoutes } from './routes/kyc-internal';
 import { kycVerificationRoutes } from './routes/kyc-verification';
 import { kycWorkflows } from './kyc-workflows';
 import { createHotReads } from '../db/hot-reads';
+import { mobileMoneyCallbackRoutes } from './routes/mobile-money-callbacks';
 import { systemRoutes } from './routes/system';
+import { transactionRoutes } from './routes/transactions';
+import { transactionWorkflows } from './transaction-workflows';
 import { validateRequest } from './validation';
 
 export interface BuiltApp {
   app: Koa;
   /** Every route the router serves, in registration order (the OpenAPI test walks them). */
   routes: readonly AnyRoute[];
-  /** Stops the app's background work (rate-limit syncing) once the server no longer serves it. */
+  /** Stops the app's background work (rate-limit syncing, idempotency-key purge) once the server no longer serves it. */
   close(): Promise<void>;
 }
 
@@ -45,6 +49,8 @@ export function buildApp(deps: AppDeps, options: { extraRoutes?: AnyRoute[] } = 
   const authenticator = createAuthenticator(deps);
   const tokens = createTokenService({ ...deps, isTrustedIssuer: authenticator.isTrustedIssuer });
   const rateLimiter = createRateLimiter(deps.config, deps.db, deps.logger);
+  const idempotency = createIdempotency(deps);
+  idempotency.startPurging();
   const merchants: MerchantChecks = {
     providers: resourceAccessProviders(deps.db, deps.config.FINANCING_ISSUERS),
     organizationOf: async (merchantId) =>
@@ -61,6 +67,9 @@ export function buildApp(deps: AppDeps, options: { extraRoutes?: AnyRoute[] } = 
   routes.push(...kycCallbackRoutes(deps, kyc));
   routes.push(...kycInternalRoutes(deps));
   routes.push(...kycSweepRoutes(kyc));
+  const transactions = transactionWorkflows(deps.temporal, deps.config);
+  routes.push(...transactionRoutes(deps, transactions));
+  routes.push(...mobileMoneyCallbackRoutes(deps, transactions));
   routes.push(...(options.extraRoutes ?? []));
 
   const parsers = {
@@ -69,6 +78,8 @@ export function buildApp(deps: AppDeps, options: { extraRoutes?: AnyRoute[] } = 
   };
   const router = new Router();
   for (const route of routes) {
+    // Keys are scoped to the caller: an idempotent route must authenticate.
+    if (route.idempotent && !route.auth) throw new Error(`${route.operationId} is idempotent but has no auth`);
     // A POST without a declared body still refuses unknown fields rather than dropping them.
     const schemas =
       BODY_METHODS.has(route.method) && !route.request?.body
@@ -85,7 +96,9 @@ export function buildApp(deps: AppDeps, options: { extraRoutes?: AnyRoute[] } = 
           body: ctx.request.body,
         }) as RouteInput<never>;
         await authorize(route, ctx, input, merchants);
-        await route.handler(ctx, input);
+        // After validation and authorization: neither kind of refusal is ever stored.
+        if (route.idempotent) await idempotency.run(ctx, route, input, () => route.handler(ctx, input));
+        else await route.handler(ctx, input);
       },
     ]);
   }
@@ -109,6 +122,7 @@ export function buildApp(deps: AppDeps, options: { extraRoutes?: AnyRoute[] } = 
     close: async () => {
       await rateLimiter.close();
       await hotReads.close();
+      await idempotency.close();
     },
   };
 }

@@ -4,7 +4,9 @@ import {
   type ResponseConfig,
   type RouteConfig,
 } from '@asteasolutions/zod-to-openapi';
+import { z } from 'zod';
 import { errorFamilyOf } from './errors';
+import { IDEMPOTENCY_HEADER, IDEMPOTENCY_KEY_MAX_LENGTH, REPLAYED_HEADER } from './middleware/idempotency';
 import type { AuthScheme } from './auth/caller';
 import type { AnyRoute } from './route';
 import { PlainError, ValidationError } from './schemas/errors';
@@ -19,6 +21,27 @@ function responsesOf(route: AnyRoute): Record<string, ResponseConfig> {
         : { description: response.description };
   }
   const errorSchema = errorFamilyOf(route.path) === 'validation' ? ValidationError : PlainError;
+  if (route.idempotent) {
+    for (const [status, response] of Object.entries(out)) {
+      if (/^2\d\d$/.test(status) && !('$ref' in response)) {
+        response.headers = {
+          ...response.headers,
+          [REPLAYED_HEADER]: {
+            description: '`true` when this answer is the stored one of an earlier request with the same Idempotency-Key.',
+            schema: { type: 'string', enum: ['true'] },
+          },
+        };
+      }
+    }
+    const conflict =
+      'Idempotency-Key conflict: `IDEMPOTENCY_KEY_REUSED` when the key was used with a different request ' +
+      '(path parameters or body); `IDEMPOTENCY_REQUEST_IN_PROGRESS` (with Retry-After) while the first request ' +
+      'with the key is still running.';
+    const own = out['409'];
+    out['409'] = own
+      ? { ...own, description: `${own.description ?? ''} ${conflict}`.trim() }
+      : { description: conflict, content: { 'application/json': { schema: errorSchema } } };
+  }
   out.default = { description: 'Error (see the README for the status of every code)', content: { 'application/json': { schema: errorSchema } } };
   return out;
 }
@@ -37,6 +60,33 @@ const SECURITY_SCHEMES: Record<AuthScheme, { name: string; description: string }
   financing: { name: 'financingBearer', description: 'Financing bearer scheme (spec 5.5): an RS256 JWT from a trusted financing issuer.' },
 };
 
+const IDEMPOTENCY_NOTE =
+  'Honours `Idempotency-Key`: the first request with a key executes and its 2xx answer is stored for ' +
+  'IDEMPOTENCY_KEY_TTL; retries with the same key and the same request replay it byte for byte with ' +
+  `\`${REPLAYED_HEADER}: true\`. Keys are scoped to the caller and the operation. Failed requests (validation, ` +
+  'authorization, errors) are not stored and may be retried with the same key.';
+
+const IDEMPOTENCY_KEY = z
+  .string()
+  .min(1)
+  .max(IDEMPOTENCY_KEY_MAX_LENGTH)
+  .optional()
+  .meta({
+    description:
+      'Optional. Makes retries safe: the same key with the same request replays the stored answer; with a ' +
+      'different request it is 409 IDEMPOTENCY_KEY_REUSED; while the first is running, 409 ' +
+      'IDEMPOTENCY_REQUEST_IN_PROGRESS. An empty or longer key is 400.',
+  });
+
+/** The request headers of an idempotent route with Idempotency-Key, unless its own schema names it. */
+function headersOf(route: AnyRoute): NonNullable<RouteConfig['request']>['headers'] {
+  const declared = route.request?.headers;
+  if (!route.idempotent) return declared;
+  if (!declared) return z.object({ [IDEMPOTENCY_HEADER]: IDEMPOTENCY_KEY });
+  if (!(declared instanceof z.ZodObject) || IDEMPOTENCY_HEADER in declared.shape) return declared;
+  return declared.extend({ [IDEMPOTENCY_HEADER]: IDEMPOTENCY_KEY });
+}
+
 /** The OpenAPI 3.1 document of every route, built from the routes' own schemas. */
 export function buildOpenApiDocument(routes: readonly AnyRoute[], serverUrl?: string) {
   const registry = new OpenAPIRegistry();
@@ -47,7 +97,8 @@ export function buildOpenApiDocument(routes: readonly AnyRoute[], serverUrl?: st
     const request: RouteConfig['request'] = {};
     if (route.request?.params) request.params = route.request.params;
     if (route.request?.query) request.query = route.request.query;
-    if (route.request?.headers) request.headers = route.request.headers;
+    const headers = headersOf(route);
+    if (headers) request.headers = headers;
     if (route.request?.body) {
       request.body = { content: { 'application/json': { schema: route.request.body } } };
     }
@@ -56,7 +107,7 @@ export function buildOpenApiDocument(routes: readonly AnyRoute[], serverUrl?: st
       path: route.path,
       operationId: route.operationId,
       summary: route.summary,
-      description: route.description,
+      description: route.idempotent ? [route.description, IDEMPOTENCY_NOTE].filter(Boolean).join('\n\n') : route.description,
       tags: route.tags,
       deprecated: route.deprecated,
       ...(route.extension ? { 'x-extension': true } : {}),

@@ -56,6 +56,12 @@ export interface Route<R extends RequestSchemas = RequestSchemas> {
   rateLimit?: false;
   /** Verification routes carry base64 images and get the larger body limit. */
   bodyLimit?: 'default' | 'verification';
+  /**
+   * The route honours Idempotency-Key (spec 4.3): the first request with a key executes and its
+   * 2xx answer is stored; identical retries replay it byte for byte. Needs `auth` (keys are
+   * scoped to the caller) and a JSON answer. See api/middleware/idempotency.ts.
+   */
+  idempotent?: true;
   request?: R;
   responses: Record<number, RouteResponse>;
   handler: (ctx: Context, input: RouteInput<R>) => Promise<void> | void;

@@ -112,10 +112,34 @@ export const configSchema = z.object({
   KYC_EXPIRY_SWEEP_INTERVAL: duration('15m'),
   /** Applications the sweep asks the provider about per batch (per activity). */
   KYC_SWEEP_BATCH_SIZE: positiveInt(200),
+  /** Provider status lookups one sweep batch keeps in flight. */
+  KYC_SWEEP_CONCURRENCY: positiveInt(8),
+  /** The mobile-money provider (a simulator under npm start and the tests). */
+  MOBILE_MONEY_URL: optionalUrl,
+  MOBILE_MONEY_CONSUMER_KEY: z.string().min(1).optional(),
+  MOBILE_MONEY_CONSUMER_SECRET: z.string().min(1).optional(),
+  /** Paybill number, or the store number when MOBILE_MONEY_TILL_NUMBER makes pushes Buy Goods. */
+  MOBILE_MONEY_SHORT_CODE: z.string().regex(/^\d{5,7}$/).optional(),
+  MOBILE_MONEY_PASSKEY: z.string().min(1).optional(),
+  MOBILE_MONEY_TILL_NUMBER: z.union([z.literal(''), z.string().regex(/^\d{5,7}$/)]).optional().transform((v) => v || undefined),
+  MOBILE_MONEY_INITIATOR_NAME: z.string().min(1).optional(),
+  MOBILE_MONEY_SECURITY_CREDENTIAL: z.string().min(1).optional(),
   STK_PUSH_CALLBACK_WAIT: duration('2m'),
-  B2C_RESULT_WAIT: duration('5m'),
+  /** After the callback wait, how often and for how long the provider is asked before the push is given up as failed. */
+  STK_PUSH_QUERY_INTERVAL: duration('15s'),
+  STK_PUSH_QUERY_DEADLINE: duration('10m'),
+  /**
+   * How long send-money waits for the B2C result or queue timeout (the provider always sends
+   * one). Past it the payout is FAILED with NO_RESULT and its hold released.
+   */
+  B2C_RESULT_WAIT: duration('24h'),
   OTP_LIFETIME: duration('5m'),
   IDEMPOTENCY_KEY_TTL: duration('24h'),
+  /**
+   * How long a running Idempotency-Key request holds its key without renewing it (it renews while
+   * it runs): past it the executor is taken for dead and a retry executes instead.
+   */
+  IDEMPOTENCY_LOCK_TIMEOUT: duration('60s'),
   RATE_LIMIT_MEMORY: flag(false),
   /** Requests per RATE_LIMIT_WINDOW for one caller, and for all callers of one organization together. */
   RATE_LIMIT_CALLER_POINTS: positiveInt(300),
@@ -157,6 +181,8 @@ export const configSchema = z.object({
   DEV_IDP_PORT: port(3101),
   /** Port of the identity-verification provider simulator under npm start. */
   KYC_SIMULATOR_PORT: port(3102),
+  /** Port of the mobile-money provider simulator under npm start. */
+  MOBILE_MONEY_SIMULATOR_PORT: port(3103),
 });
 
 export type Config = z.output<typeof configSchema>;

@@ -57,6 +57,7 @@ async function main() {
       idpPort: config.DEV_IDP_PORT,
       idpKeysFile: path.join(config.DATA_DIR, 'identity-provider-keys.json'),
       kycPort: config.KYC_SIMULATOR_PORT,
+      mobileMoneyPort: config.MOBILE_MONEY_SIMULATOR_PORT,
     });
     stops.push(() => providersDev.close());
     // Providers call back to the API; PUBLIC_BASE_URL says where it is when not set.

@@ -11,6 +11,10 @@ export const ErrorCode = {
   NOT_FOUND: 'NOT_FOUND',
   METHOD_NOT_ALLOWED: 'METHOD_NOT_ALLOWED',
   CONFLICT: 'CONFLICT',
+  /** 409: the Idempotency-Key was already used by this caller on this route with a different request. */
+  IDEMPOTENCY_KEY_REUSED: 'IDEMPOTENCY_KEY_REUSED',
+  /** 409: the first request with this Idempotency-Key is still running; retry later for its answer. */
+  IDEMPOTENCY_REQUEST_IN_PROGRESS: 'IDEMPOTENCY_REQUEST_IN_PROGRESS',
   PAYLOAD_TOO_LARGE: 'PAYLOAD_TOO_LARGE',
   UNSUPPORTED_MEDIA_TYPE: 'UNSUPPORTED_MEDIA_TYPE',
   TOO_MANY_REQUESTS: 'TOO_MANY_REQUESTS',
@@ -67,6 +71,8 @@ export const DEFAULT_DESCRIPTION: Record<ErrorCode, string> = {
   NOT_FOUND: 'Not Found',
   METHOD_NOT_ALLOWED: 'Method Not Allowed',
   CONFLICT: 'Conflict',
+  IDEMPOTENCY_KEY_REUSED: 'Idempotency-Key reused with a different request body',
+  IDEMPOTENCY_REQUEST_IN_PROGRESS: 'A request with this Idempotency-Key is still in progress; retry later',
   PAYLOAD_TOO_LARGE: 'Payload Too Large',
   UNSUPPORTED_MEDIA_TYPE: 'Unsupported Media Type: send application/json',
   TOO_MANY_REQUESTS: 'Too Many Requests',

@@ -7,6 +7,9 @@ export const workflowIds = {
   kycVerification: (applicationId: string) => `kyc-verification/${applicationId}`,
   /** One sweep per organization at a time: manual and scheduled runs share it, never block each other. */
   kycExpirySweep: (organizationId: string) => `kyc-expiry-sweep/${organizationId}`,
+  /** One run per transaction, for its whole life: a retried start can never push twice. */
+  stkPush: (transactionId: string) => `stk-push/${transactionId}`,
+  sendMoney: (transactionId: string) => `send-money/${transactionId}`,
 };
 
 /** Schedule ids: the schedule's own runs get a timestamp suffix, so they are never business keys. */

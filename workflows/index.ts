@@ -4,3 +4,5 @@
  */
 export { kycExpirySweep, kycExpirySweepAll } from './kyc-expiry-sweep';
 export { kycVerification } from './kyc-verification';
+export { sendMoney } from './send-money';
+export { stkPush } from './stk-push';

@@ -3,6 +3,7 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import path from 'node:path';
 import { generateServiceSigningKey } from '../../api/auth/service-keys';
+import { mobileMoneySettings } from '../../dev/simulators';
 import { harness } from '../support/harness';
 import { freePort } from '../support/ports';
 
@@ -29,6 +30,7 @@ function spawnEntry(entry: string, extraEnv: Record<string, string>) {
       KYC_PROVIDER_URL: config.KYC_PROVIDER_URL!,
       KYC_PARTNER_ID: config.KYC_PARTNER_ID!,
       KYC_API_KEY: config.KYC_API_KEY!,
+      ...mobileMoneySettings(config.MOBILE_MONEY_URL!),
       ...extraEnv,
     },
     stdio: 'pipe',

@@ -16,6 +16,7 @@ import { createDb, dropDatabase, ensureDatabase, type Knex, migrate } from '../.
 import { seedDemoData } from '../../db/seeds/demo';
 import { startDevelopmentProviders } from '../../dev/simulators';
 import type { RunningKycSimulator } from '../../providers/simulators/kyc-provider';
+import type { RunningMobileMoneySimulator } from '../../providers/simulators/mobile-money';
 import type { RunningIdentityProvider } from '../../providers/simulators/identity-provider';
 import { startEmbeddedPostgres } from '../../dev/embedded-postgres';
 import { findTemporalCli } from '../../dev/temporal-cli';
@@ -55,6 +56,7 @@ export interface Harness {
   idp: RunningIdentityProvider;
   /** The identity-verification provider simulator (its /_control API). */
   kyc: RunningKycSimulator;
+  mobileMoney: RunningMobileMoneySimulator;
   /** Every route the test API serves: the service's own and the test-only ones. */
   routes: readonly AnyRoute[];
 }
@@ -68,7 +70,9 @@ const TEST_ENV: Record<string, string> = {
   KYC_STATUS_RECOVERY_TIMEOUT: '2s',
   KYC_EXPIRY_SWEEP_INTERVAL: '5s',
   STK_PUSH_CALLBACK_WAIT: '2s',
-  B2C_RESULT_WAIT: '2s',
+  STK_PUSH_QUERY_INTERVAL: '500ms',
+  STK_PUSH_QUERY_DEADLINE: '6s',
+  B2C_RESULT_WAIT: '4s',
   OTP_LIFETIME: '5s',
   WORKER_SHUTDOWN_GRACE: '2s',
   READINESS_TIMEOUT: '1s',
@@ -181,6 +185,7 @@ export async function startHarness(): Promise<Harness> {
     deps,
     idp,
     kyc: simulators.kyc!,
+    mobileMoney: simulators.mobileMoney!,
     routes: built.routes,
   };
   return current;

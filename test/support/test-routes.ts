@@ -1,7 +1,10 @@
+import { randomUUID } from 'node:crypto';
+import type { Context } from 'koa';
 import { z } from 'zod';
 import type { Caller } from '../../api/auth/caller';
 import { actingOrganization } from '../../api/auth/policy';
 import { type AnyRoute, defineRoute } from '../../api/route';
+import { ErrorCode, ServiceError } from '../../domain/errors';
 
 /**
  * Test-only routes, mounted on the test API only, one per error family, so the foundation's
@@ -43,6 +46,65 @@ function echo(prefix: string, family: string): AnyRoute[] {
       handler() {
         throw new Error('database password is hunter2');
       },
+    }),
+  ];
+}
+
+/** Executions of the idempotent test routes, by body `value` (the tests pick a fresh value each). */
+export const idempotentExecutions = new Map<number, number>();
+
+const IdempotentBody = z.strictObject({
+  value: z.number().int(),
+  /** Keeps the execution running this long (a duplicate meanwhile must not execute). */
+  delay_ms: z.number().int().min(0).max(10_000).optional(),
+  /** `throw`: a ServiceError; `crash`: an unexpected error; `answer`: a non-2xx answer without throwing. */
+  fail: z.enum(['throw', 'crash', 'answer']).optional(),
+});
+
+/**
+ * Test-only idempotent routes (plain family, like the transaction creations): each execution is
+ * counted and answers 201 with fresh values, so a replay is told from a second execution.
+ */
+function idempotentTestRoutes(): AnyRoute[] {
+  const handler = async (ctx: Context, input: { params?: unknown; body: z.output<typeof IdempotentBody> }) => {
+    const { value, delay_ms, fail } = input.body;
+    const execution = (idempotentExecutions.get(value) ?? 0) + 1;
+    idempotentExecutions.set(value, execution);
+    if (delay_ms) await new Promise((resolve) => setTimeout(resolve, delay_ms));
+    if (fail === 'throw') throw new ServiceError(ErrorCode.SERVICE_UNAVAILABLE, 'The provider does not answer');
+    if (fail === 'crash') throw new Error('unexpected');
+    if (fail === 'answer') {
+      ctx.status = 503;
+      ctx.body = { code: ErrorCode.SERVICE_UNAVAILABLE, description: 'answered, not thrown' };
+      return;
+    }
+    ctx.status = 201;
+    ctx.body = { id: randomUUID(), value, execution, params: input.params ?? {}, created_at: new Date().toISOString(), note: 'ünïcödé ✓' };
+  };
+  return [
+    defineRoute({
+      method: 'post',
+      path: '/v1/transactions/__test__/idempotent',
+      operationId: 'testIdempotent',
+      summary: 'Test only: an idempotent POST that counts its executions',
+      tags: ['test'],
+      auth: { schemes: ['user'] },
+      idempotent: true,
+      request: { body: IdempotentBody },
+      responses: { 201: { description: 'Executed' } },
+      handler,
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/v1/transactions/__test__/idempotent/{ref}',
+      operationId: 'testIdempotentWithParam',
+      summary: 'Test only: the same, under another route template with a path parameter',
+      tags: ['test'],
+      auth: { schemes: ['user'] },
+      idempotent: true,
+      request: { params: z.object({ ref: z.string().min(1) }), body: IdempotentBody },
+      responses: { 201: { description: 'Executed' } },
+      handler,
     }),
   ];
 }
@@ -136,6 +198,7 @@ function authTestRoutes(): AnyRoute[] {
 export function testRoutes(): AnyRoute[] {
   return [
     ...authTestRoutes(),
+    ...idempotentTestRoutes(),
     ...echo('/v1/kyc', 'Validation'),
     ...echo('/v1/accounts', 'Plain'),
     defineRoute({

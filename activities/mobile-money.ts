@@ -1,0 +1,232 @@
+import { ApplicationFailure } from '@temporalio/common';
+import { accountBalance, ledgerAccounts, type Leg, postJournal } from '../db/ledger';
+import { findTransaction, type TransactionRow } from '../db/transactions';
+import { payoutFailureReason, pushFailureReason, TransactionStatus } from '../domain/mobile-money/transaction';
+import { MobileMoneyError, toWholeShillings } from '../providers/mobile-money/client';
+import type { ActivityDeps } from './index';
+
+export type PushSent = { state: 'accepted'; checkoutRequestId: string } | { state: 'rejected'; errorCode?: string } | { state: 'indeterminate' };
+export type PayoutSent = { state: 'accepted' } | { state: 'rejected'; errorCode?: string };
+
+/** Callback addresses carry the transaction id and its unguessable token: the provider signs nothing. */
+export function callbackUrls(publicBaseUrl: string | undefined, row: Pick<TransactionRow, 'id' | 'callback_token'>) {
+  const base = `${publicBaseUrl}/v1/transactions/mobilemoney/callbacks`;
+  return {
+    stk: `${base}/stk/${row.id}/${row.callback_token}`,
+    b2cResult: `${base}/b2c/${row.id}/${row.callback_token}/result`,
+    b2cTimeout: `${base}/b2c/${row.id}/${row.callback_token}/timeout`,
+  };
+}
+
+/** A definite refusal of the request itself (not the OAuth step, not a transport failure). */
+const refused = (error: MobileMoneyError) => !error.indeterminate && error.operation !== 'oauth' && error.httpStatus !== undefined && error.httpStatus >= 400 && error.httpStatus < 500;
+
+/**
+ * The mobile-money activities. Each is safe to run again: states only move forward (PENDING →
+ * CONFIRMED → POSTED, or → FAILED), journal entries are unique per transaction and kind, and a
+ * push is never sent twice (the attempt is recorded before the request leaves).
+ */
+export function createMobileMoneyActivities(deps: ActivityDeps) {
+  const { db, config, clock, providers } = deps;
+  const mm = providers.mobileMoney;
+
+  async function load(transactionId: string): Promise<TransactionRow> {
+    const row = await findTransaction(db, transactionId);
+    if (!row) throw ApplicationFailure.nonRetryable(`transaction ${transactionId} does not exist`, 'TransactionNotFound');
+    return row;
+  }
+  const total = (row: TransactionRow) => Number(row.amount) + Number(row.fee_amount);
+
+  async function fail(transactionId: string, reason: string, resultCode?: string) {
+    const now = clock.now();
+    await db('transactions')
+      .where({ id: transactionId })
+      .whereIn('status', [TransactionStatus.PENDING])
+      .update({ status: TransactionStatus.FAILED, failure_reason: reason, result_code: resultCode ?? null, failed_at: now, updated_at: now });
+    return reason;
+  }
+
+  return {
+    /** Sends the push prompt at most once; a second run reports what the first one learned. */
+    async sendStkPush(transactionId: string): Promise<PushSent> {
+      const row = await load(transactionId);
+      if (row.checkout_request_id) return { state: 'accepted', checkoutRequestId: row.checkout_request_id };
+      if (row.provider_request_attempted_at) return { state: 'indeterminate' };
+      await db('transactions').where({ id: row.id }).update({ provider_request_attempted_at: clock.now() });
+      const details = row.details as { type?: string; till_number?: string };
+      try {
+        const accepted = await mm.stkPush({
+          amount: toWholeShillings(Number(row.amount)),
+          phone: row.mobile_number,
+          callbackUrl: callbackUrls(config.PUBLIC_BASE_URL, row).stk,
+          accountReference: row.resource_id.slice(-12),
+          description: 'Payment',
+          transactionType: details.type === 'BUY_GOODS' ? 'CustomerBuyGoodsOnline' : 'CustomerPayBillOnline',
+          till: details.type === 'BUY_GOODS' ? details.till_number : undefined,
+        });
+        await db('transactions')
+          .where({ id: row.id })
+          .update({ checkout_request_id: accepted.checkoutRequestId, merchant_request_id: accepted.merchantRequestId, updated_at: clock.now() });
+        return { state: 'accepted', checkoutRequestId: accepted.checkoutRequestId };
+      } catch (error) {
+        if (!(error instanceof MobileMoneyError) || error.indeterminate) return { state: 'indeterminate' };
+        if (refused(error)) return { state: 'rejected', errorCode: error.errorCode };
+        // Never sent (OAuth failed, connection refused): the next attempt may send it.
+        await db('transactions').where({ id: row.id }).update({ provider_request_attempted_at: null });
+        throw error;
+      }
+    },
+
+    async queryStkPush(checkoutRequestId: string) {
+      return mm.stkQuery(checkoutRequestId);
+    },
+
+    /** Records why the transaction failed (from the provider's result code when no reason is given). */
+    async failTransaction(transactionId: string, input: { reason?: string; resultCode?: string }): Promise<string> {
+      return fail(transactionId, input.reason ?? pushFailureReason(input.resultCode ?? ''), input.resultCode);
+    },
+
+    /** The provider confirmed the money moved: its receipt (unique) and the time. */
+    async confirmTransaction(transactionId: string, input: { receipt?: string; transactionDate?: string; checkoutRequestId: string }) {
+      const now = clock.now();
+      await db('transactions')
+        .where({ id: transactionId, status: TransactionStatus.PENDING })
+        .update({ status: TransactionStatus.CONFIRMED, mobilemoney_transaction_id: input.receipt ?? null, result_code: '0', confirmed_at: now, updated_at: now });
+    },
+
+    /** A confirmed collection into the ledger: the provider's clearing account pays the customer's account. */
+    async postCollection(transactionId: string) {
+      await db.transaction(async (trx) => {
+        const row = await trx('transactions').where({ id: transactionId }).forUpdate().first<TransactionRow>();
+        if (!row || row.status === TransactionStatus.POSTED) return;
+        if (row.status !== TransactionStatus.CONFIRMED) throw ApplicationFailure.nonRetryable(`transaction ${transactionId} is ${row.status}, not CONFIRMED`, 'InvalidState');
+        const amount = Number(row.amount);
+        await postJournal(trx, {
+          transactionId,
+          kind: 'COLLECTION',
+          currency: row.currency,
+          legs: [
+            { account: ledgerAccounts.collections, amount },
+            { account: ledgerAccounts.customer(row.account_id), amount: -amount },
+          ],
+        });
+        const now = clock.now();
+        await trx('transactions').where({ id: transactionId }).update({ status: TransactionStatus.POSTED, posted_at: now, updated_at: now });
+      });
+    },
+
+    /**
+     * Holds the payout's amount and fee when the account has them available, under a lock on
+     * the account so two payouts cannot both spend the same money. False (and the transaction
+     * FAILED) when it does not.
+     */
+    async holdFunds(transactionId: string): Promise<boolean> {
+      return db.transaction(async (trx) => {
+        const row = await trx('transactions').where({ id: transactionId }).first<TransactionRow>();
+        if (!row) throw ApplicationFailure.nonRetryable(`transaction ${transactionId} does not exist`, 'TransactionNotFound');
+        await trx('accounts').where({ id: row.account_id }).forUpdate().first();
+        if (await trx('journal_entries').where({ transaction_id: transactionId, kind: 'HOLD' }).first()) return true;
+        if (row.status !== TransactionStatus.PENDING) return false;
+        const { available } = await accountBalance(trx, row.account_id);
+        if (available < total(row)) {
+          const now = clock.now();
+          await trx('transactions')
+            .where({ id: transactionId })
+            .update({ status: TransactionStatus.FAILED, failure_reason: 'INSUFFICIENT_FUNDS', failed_at: now, updated_at: now });
+          return false;
+        }
+        await postJournal(trx, {
+          transactionId,
+          kind: 'HOLD',
+          currency: row.currency,
+          legs: [
+            { account: ledgerAccounts.customer(row.account_id), amount: total(row) },
+            { account: ledgerAccounts.hold(row.account_id), amount: -total(row) },
+          ],
+        });
+        return true;
+      });
+    },
+
+    /**
+     * Sends the payout. Our transaction id is the provider's OriginatorConversationID and a
+     * repeat is refused there, so after an indeterminate answer the request is simply sent again.
+     */
+    async sendB2c(transactionId: string): Promise<PayoutSent> {
+      const row = await load(transactionId);
+      if (row.conversation_id) return { state: 'accepted' };
+      const urls = callbackUrls(config.PUBLIC_BASE_URL, row);
+      try {
+        const accepted = await mm.b2c({
+          originatorConversationId: row.id,
+          amount: toWholeShillings(Number(row.amount)),
+          phone: row.mobile_number,
+          resultUrl: urls.b2cResult,
+          queueTimeoutUrl: urls.b2cTimeout,
+          remarks: `Payout ${row.resource_id}`,
+        });
+        await db('transactions').where({ id: row.id }).update({ conversation_id: accepted.conversationId, provider_request_attempted_at: clock.now(), updated_at: clock.now() });
+        return { state: 'accepted' };
+      } catch (error) {
+        if (error instanceof MobileMoneyError && error.duplicateRequest) return { state: 'accepted' };
+        if (error instanceof MobileMoneyError && refused(error)) return { state: 'rejected', errorCode: error.errorCode };
+        throw error;
+      }
+    },
+
+    /** Gives the held money back and records why the payout failed. */
+    async releaseFunds(transactionId: string, input: { reason?: string; resultCode?: string }): Promise<string> {
+      const reason = input.reason ?? payoutFailureReason(input.resultCode ?? '');
+      await db.transaction(async (trx) => {
+        const row = await trx('transactions').where({ id: transactionId }).forUpdate().first<TransactionRow>();
+        if (!row || row.status !== TransactionStatus.PENDING) return;
+        const held = await trx('journal_entries').where({ transaction_id: transactionId, kind: 'HOLD' }).first();
+        if (held) {
+          await postJournal(trx, {
+            transactionId,
+            kind: 'RELEASE',
+            currency: row.currency,
+            legs: [
+              { account: ledgerAccounts.hold(row.account_id), amount: total(row) },
+              { account: ledgerAccounts.customer(row.account_id), amount: -total(row) },
+            ],
+          });
+        }
+        const now = clock.now();
+        await trx('transactions')
+          .where({ id: transactionId })
+          .update({ status: TransactionStatus.FAILED, failure_reason: reason, result_code: input.resultCode ?? null, failed_at: now, updated_at: now });
+      });
+      return reason;
+    },
+
+    /** The payout went through: the held money leaves to the provider, the fee to our income. */
+    async postPayout(transactionId: string, input: { receipt?: string; completedAt?: string; conversationId?: string }) {
+      await db.transaction(async (trx) => {
+        const row = await trx('transactions').where({ id: transactionId }).forUpdate().first<TransactionRow>();
+        if (!row || row.status === TransactionStatus.POSTED) return;
+        if (row.status !== TransactionStatus.PENDING) throw ApplicationFailure.nonRetryable(`transaction ${transactionId} is ${row.status}`, 'InvalidState');
+        const amount = Number(row.amount);
+        const fee = Number(row.fee_amount);
+        const legs: Leg[] = [
+          { account: ledgerAccounts.hold(row.account_id), amount: amount + fee },
+          { account: ledgerAccounts.disbursements, amount: -amount },
+        ];
+        if (fee > 0) legs.push({ account: ledgerAccounts.feeIncome, amount: -fee });
+        await postJournal(trx, { transactionId, kind: 'PAYOUT', currency: row.currency, legs });
+        const now = clock.now();
+        await trx('transactions')
+          .where({ id: transactionId })
+          .update({
+            status: TransactionStatus.POSTED,
+            mobilemoney_transaction_id: input.receipt ?? null,
+            conversation_id: input.conversationId ?? row.conversation_id,
+            result_code: '0',
+            confirmed_at: now,
+            posted_at: now,
+            updated_at: now,
+          });
+      });
+    },
+  };
+}

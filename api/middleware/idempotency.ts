@@ -1,0 +1,263 @@
+import { createHash, randomUUID } from 'node:crypto';
+import type { Knex } from 'knex';
+import type { Context } from 'koa';
+import type { Config } from '../../config';
+import type { Logger } from '../../config/logger';
+import type { Clock } from '../../domain/clock';
+import { ErrorCode, ServiceError, SubCode } from '../../domain/errors';
+import type { Caller } from '../auth/caller';
+import type { AnyRoute } from '../route';
+
+/**
+ * Idempotency-Key (spec 4.3) for the routes declared `idempotent`, backed by one Postgres table
+ * (db/migrations/20261122055000_idempotency.ts) so every API instance shares it.
+ *
+ * - The key is scoped to the caller (and the organization it acts for), the method and the route
+ *   template: two callers or two routes never share a key.
+ * - The first request inserts the row RUNNING and executes. A 2xx answer is serialized once and
+ *   stored as the exact bytes sent; any other outcome deletes the row, so the client may retry.
+ * - A retry with the same request (fingerprint of the validated path parameters and body) gets
+ *   the stored answer byte for byte with `Idempotent-Replayed: true`; another request under the
+ *   same key is 409 IDEMPOTENCY_KEY_REUSED; a retry while the first still runs is 409
+ *   IDEMPOTENCY_REQUEST_IN_PROGRESS, never a second execution.
+ * - Concurrency rests on the primary key alone: one INSERT ... ON CONFLICT decides who executes.
+ *   A running executor renews its lock; a RUNNING row whose lock has run out belongs to an
+ *   executor that died, and the next retry takes it over in that same statement. A row past
+ *   `expires_at` counts as absent and is replaced the same way, and purged in the background.
+ */
+
+export const IDEMPOTENCY_HEADER = 'idempotency-key';
+export const IDEMPOTENCY_KEY_MAX_LENGTH = 255;
+export const REPLAYED_HEADER = 'Idempotent-Replayed';
+const PURGE_INTERVAL_MS = 10 * 60_000;
+const PURGE_BATCH = 1_000;
+/** Batches per purge run: a large backlog is worked off over several runs, not in one burst. */
+const PURGE_MAX_BATCHES = 50;
+const TABLE = 'idempotency_keys';
+
+/** JSON with every object's keys sorted, recursively: equal values give equal text. */
+export function canonicalJson(value: unknown): string {
+  if (value === undefined || value === null) return 'null';
+  if (typeof value !== 'object') return JSON.stringify(value) ?? 'null';
+  const withJson = value as { toJSON?: () => unknown };
+  if (typeof withJson.toJSON === 'function') return canonicalJson(withJson.toJSON());
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  const record = value as Record<string, unknown>;
+  const members = Object.keys(record)
+    .filter((name) => record[name] !== undefined)
+    .sort()
+    .map((name) => `${JSON.stringify(name)}:${canonicalJson(record[name])}`);
+  return `{${members.join(',')}}`;
+}
+
+/** What makes two requests under one key "the same": their validated path parameters and body. */
+export function fingerprintOf(input: { params?: unknown; body?: unknown }): string {
+  return createHash('sha256')
+    .update(canonicalJson({ params: input.params ?? null, body: input.body ?? null }))
+    .digest('hex');
+}
+
+/** The scope of a key: the caller and the organization it acts for, the method and the route template. */
+export function scopeOf(caller: Pick<Caller, 'id' | 'organizationId'>, route: Pick<AnyRoute, 'method' | 'path'>): string {
+  return JSON.stringify([caller.id, caller.organizationId, route.method.toUpperCase(), route.path]);
+}
+
+interface KeyRow {
+  fingerprint: string;
+  state: 'RUNNING' | 'DONE';
+  response_status: number | null;
+  response_body: string | null;
+  locked_until: Date;
+  expires_at: Date;
+}
+
+function invalidKey(reason: string, subCode: string): ServiceError {
+  return new ServiceError(ErrorCode.INVALID_PARAMS, 'Invalid parameters', [{ path: `header.${IDEMPOTENCY_HEADER}`, reason, sub_code: subCode }]);
+}
+
+/** The key of a request, undefined without the header; an empty or over-long key is refused. */
+function keyOf(ctx: Context): string | undefined {
+  const raw = ctx.headers[IDEMPOTENCY_HEADER];
+  if (raw === undefined) return undefined;
+  const key = Array.isArray(raw) ? raw.join(', ') : raw;
+  if (key.length === 0) throw invalidKey('must not be empty', SubCode.TOO_SHORT);
+  if (key.length > IDEMPOTENCY_KEY_MAX_LENGTH) throw invalidKey(`must be at most ${IDEMPOTENCY_KEY_MAX_LENGTH} characters`, SubCode.TOO_LONG);
+  return key;
+}
+
+/** A body that can be stored and replayed is JSON: a Buffer, stream or string answer cannot be. */
+function isStorable(body: unknown): boolean {
+  if (body === undefined || body === null) return true;
+  if (typeof body !== 'object' || Buffer.isBuffer(body)) return false;
+  return typeof (body as { pipe?: unknown }).pipe !== 'function';
+}
+
+export interface IdempotencyDeps {
+  db: Knex;
+  config: Pick<Config, 'IDEMPOTENCY_KEY_TTL' | 'IDEMPOTENCY_LOCK_TIMEOUT'>;
+  clock: Clock;
+  logger: Logger;
+}
+
+export function createIdempotency({ db, config, clock, logger }: IdempotencyDeps) {
+  const lockTimeout = config.IDEMPOTENCY_LOCK_TIMEOUT;
+  const ttl = config.IDEMPOTENCY_KEY_TTL;
+  const later = (from: Date, ms: number) => new Date(from.getTime() + ms);
+
+  /**
+   * One statement decides who executes: the insert of a fresh row, or (on conflict) the takeover
+   * of a row that has expired, or that is RUNNING for the same request with its lock run out.
+   * Postgres re-checks the WHERE on the latest row version under its row lock, so of any number
+   * of concurrent requests exactly one gets a row back.
+   */
+  async function acquire(scope: string, key: string, fingerprint: string, token: string): Promise<{ inserted: boolean } | undefined> {
+    const now = clock.now();
+    const { rows } = await db.raw<{ rows: { inserted: boolean }[] }>(
+      `insert into ${TABLE} as k (scope, key, fingerprint, state, lock_token, locked_until, created_at, expires_at)
+       values (?, ?, ?, 'RUNNING', ?, ?, ?, ?)
+       on conflict (scope, key) do update set
+         fingerprint = excluded.fingerprint, state = 'RUNNING', lock_token = excluded.lock_token,
+         response_status = null, response_body = null, locked_until = excluded.locked_until,
+         created_at = excluded.created_at, expires_at = excluded.expires_at
+       where k.expires_at <= excluded.created_at
+          or (k.state = 'RUNNING' and k.locked_until <= excluded.created_at and k.fingerprint = excluded.fingerprint)
+       returning (xmax = 0) as inserted`,
+      [scope, key, fingerprint, token, later(now, lockTimeout), now, later(now, ttl)],
+    );
+    return rows[0];
+  }
+
+  const release = (scope: string, key: string, token: string) => db(TABLE).where({ scope, key, lock_token: token }).delete();
+
+  function replay(ctx: Context, row: KeyRow) {
+    ctx.status = row.response_status!;
+    ctx.set(REPLAYED_HEADER, 'true');
+    if (row.response_body !== null) {
+      ctx.body = row.response_body;
+      ctx.type = 'application/json';
+    }
+  }
+
+  async function execute(ctx: Context, scope: string, key: string, token: string, handler: () => Promise<void> | void): Promise<void> {
+    // A handler that outlives the lock timeout (a provider round trip) keeps its key by renewing it.
+    const renewal = setInterval(() => {
+      db(TABLE)
+        .where({ scope, key, lock_token: token, state: 'RUNNING' })
+        .update({ locked_until: later(clock.now(), lockTimeout) })
+        .catch((error: unknown) => logger.warn({ err: error, req_id: ctx.state.requestId }, 'idempotency lock renewal failed'));
+    }, Math.max(1_000, Math.floor(lockTimeout / 3)));
+    renewal.unref();
+    const releaseQuietly = () =>
+      release(scope, key, token).catch((error: unknown) =>
+        logger.error({ err: error, req_id: ctx.state.requestId }, 'idempotency key not released; retries wait for its lock to run out'),
+      );
+    try {
+      await handler();
+    } catch (error) {
+      clearInterval(renewal);
+      await releaseQuietly();
+      throw error;
+    }
+    clearInterval(renewal);
+
+    const status = ctx.status;
+    if (status < 200 || status >= 300) {
+      await releaseQuietly();
+      return;
+    }
+    if (!isStorable(ctx.body)) {
+      logger.error({ req_id: ctx.state.requestId, scope }, 'idempotent route answered a non-JSON body; nothing stored');
+      await releaseQuietly();
+      return;
+    }
+    // Serialized once: these exact bytes are sent now and replayed later.
+    const text = ctx.body == null ? null : JSON.stringify(ctx.body);
+    if (text !== null) {
+      ctx.body = text;
+      ctx.type = 'application/json';
+    }
+    ctx.status = status;
+    try {
+      const stored = await db(TABLE)
+        .where({ scope, key, lock_token: token })
+        .update({ state: 'DONE', response_status: status, response_body: text, locked_until: clock.now() });
+      if (stored === 0) logger.warn({ req_id: ctx.state.requestId, scope }, 'idempotency key was taken over while executing; answer not stored');
+    } catch (error) {
+      // The work is done: the client gets its answer. Retries see RUNNING until the lock runs out.
+      logger.error({ err: error, req_id: ctx.state.requestId, scope }, 'idempotent answer not stored');
+    }
+  }
+
+  let timer: NodeJS.Timeout | undefined;
+  let purging: Promise<unknown> | undefined;
+
+  const service = {
+    /**
+     * Runs `handler` under the request's Idempotency-Key, if it carries one: executes it at most
+     * once per key, replays its stored answer, or refuses with 409. Called after validation and
+     * authorization, so neither kind of refusal is ever stored.
+     */
+    async run(ctx: Context, route: AnyRoute, input: { params?: unknown; body?: unknown }, handler: () => Promise<void> | void): Promise<void> {
+      const key = keyOf(ctx);
+      if (key === undefined) return handler();
+      const caller = ctx.state.caller as Caller | undefined;
+      if (!caller) throw new Error(`${route.method.toUpperCase()} ${route.path} is idempotent but has no authenticated caller`);
+      const scope = scopeOf(caller, route);
+      const fingerprint = fingerprintOf(input);
+
+      // A row can vanish (a failed execution releases it) or expire between the two statements:
+      // then deciding again is right. Three rounds of that is contention, answered as in progress.
+      for (let round = 0; round < 3; round++) {
+        const token = randomUUID();
+        const acquired = await acquire(scope, key, fingerprint, token);
+        if (acquired) {
+          if (!acquired.inserted) logger.warn({ req_id: ctx.state.requestId, scope }, 'idempotency key taken over (expired, or its executor stopped)');
+          return execute(ctx, scope, key, token, handler);
+        }
+        const row = await db(TABLE).where({ scope, key }).first<KeyRow | undefined>();
+        const now = clock.now();
+        if (!row || row.expires_at <= now) continue;
+        if (row.fingerprint !== fingerprint) throw new ServiceError(ErrorCode.IDEMPOTENCY_KEY_REUSED);
+        if (row.state === 'DONE') return replay(ctx, row);
+        if (row.locked_until <= now) continue;
+        break;
+      }
+      throw new ServiceError(ErrorCode.IDEMPOTENCY_REQUEST_IN_PROGRESS, undefined, [], { 'Retry-After': '1' });
+    },
+
+    /** Deletes expired keys in bounded batches; returns how many. */
+    async purgeExpired(): Promise<number> {
+      let total = 0;
+      for (let batch = 0; batch < PURGE_MAX_BATCHES; batch++) {
+        const result = await db.raw<{ rowCount: number }>(
+          `delete from ${TABLE} where (scope, key) in (
+             select scope, key from ${TABLE} where expires_at < ? order by expires_at limit ? for update skip locked)`,
+          [clock.now(), PURGE_BATCH],
+        );
+        total += result.rowCount;
+        if (result.rowCount < PURGE_BATCH) break;
+      }
+      return total;
+    },
+
+    /** Purges expired keys every ten minutes (the timer does not keep the process alive). */
+    startPurging(): void {
+      timer ??= setInterval(() => {
+        purging ??= service
+          .purgeExpired()
+          .then((count) => count > 0 && logger.info({ count }, 'expired idempotency keys purged'))
+          .catch((error: unknown) => logger.warn({ err: error }, 'idempotency key purge failed'))
+          .finally(() => (purging = undefined));
+      }, PURGE_INTERVAL_MS);
+      timer.unref();
+    },
+
+    async close(): Promise<void> {
+      clearInterval(timer);
+      timer = undefined;
+      await purging;
+    },
+  };
+  return service;
+}
+export type Idempotency = ReturnType<typeof createIdempotency>;

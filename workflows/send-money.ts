@@ -1,0 +1,43 @@
+import { condition, proxyActivities, setHandler } from '@temporalio/workflow';
+import type { Activities } from '../activities';
+import { type B2cOutcome, b2cOutcomeSignal, type MoneyMovementResult, type SendMoneyInput } from './mobile-money-messages';
+
+const money = proxyActivities<Activities>({ startToCloseTimeout: '1 minute', retry: { maximumInterval: '30 seconds' } });
+
+/**
+ * A payout (`send-money/<transaction id>`): hold the amount and fee (available balance checked
+ * under a lock), send it through B2C with the transaction id as the provider's originator id
+ * (a repeat is refused there, so retrying the request can never send twice), wait for the
+ * result or the queue timeout, then post the payout or release the hold. Every path ends with
+ * nothing held.
+ */
+export async function sendMoney(input: SendMoneyInput): Promise<MoneyMovementResult> {
+  let outcome: B2cOutcome | undefined;
+  setHandler(b2cOutcomeSignal, (incoming) => {
+    outcome ??= incoming;
+  });
+
+  const held = await money.holdFunds(input.transactionId);
+  if (!held) return { status: 'FAILED', failureReason: 'INSUFFICIENT_FUNDS' };
+
+  const sent = await money.sendB2c(input.transactionId);
+  if (sent.state === 'rejected') {
+    await money.releaseFunds(input.transactionId, { reason: 'PAYOUT_REJECTED', resultCode: sent.errorCode });
+    return { status: 'FAILED', failureReason: 'PAYOUT_REJECTED' };
+  }
+  await condition(() => outcome !== undefined, input.resultWaitMs);
+  if (!outcome) {
+    await money.releaseFunds(input.transactionId, { reason: 'NO_RESULT' });
+    return { status: 'FAILED', failureReason: 'NO_RESULT' };
+  }
+  if (outcome.kind === 'timeout') {
+    await money.releaseFunds(input.transactionId, { reason: 'QUEUE_TIMEOUT', resultCode: outcome.resultCode });
+    return { status: 'FAILED', failureReason: 'QUEUE_TIMEOUT' };
+  }
+  if (outcome.resultCode !== '0') {
+    const failureReason = await money.releaseFunds(input.transactionId, { resultCode: outcome.resultCode });
+    return { status: 'FAILED', failureReason };
+  }
+  await money.postPayout(input.transactionId, { receipt: outcome.receipt, completedAt: outcome.completedAt, conversationId: outcome.conversationId });
+  return { status: 'POSTED' };
+}

@@ -2,7 +2,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { accountBalance, ledgerAccounts, type Leg, postJournal } from '../db/ledger';
 import { findTransaction, type TransactionRow } from '../db/transactions';
 import { payoutFailureReason, pushFailureReason, TransactionStatus } from '../domain/mobile-money/transaction';
-import { MobileMoneyError, toWholeShillings } from '../providers/mobile-money/client';
+import { MobileMoneyError, type StkQueryResult, toWholeShillings } from '../providers/mobile-money/client';
 import type { ActivityDeps } from './index';
 
 export type PushSent = { state: 'accepted'; checkoutRequestId: string } | { state: 'rejected'; errorCode?: string } | { state: 'indeterminate' };
@@ -77,8 +77,19 @@ export function createMobileMoneyActivities(deps: ActivityDeps) {
       }
     },
 
-    async queryStkPush(checkoutRequestId: string) {
-      return mm.stkQuery(checkoutRequestId);
+    /**
+     * Where the provider stands on a push. Any failure to get a final answer counts as pending:
+     * the workflow asks again at its interval and its deadline still applies, and a callback can
+     * settle the push in the meantime (a failing query must not hold the workflow up).
+     */
+    async queryStkPush(checkoutRequestId: string): Promise<StkQueryResult> {
+      try {
+        return await mm.stkQuery(checkoutRequestId);
+      } catch (error) {
+        if (!(error instanceof MobileMoneyError)) throw error;
+        deps.logger.warn({ checkout_request_id: checkoutRequestId, error_code: error.errorCode, http_status: error.httpStatus }, 'push status query failed; treated as pending');
+        return { state: 'pending' };
+      }
     },
 
     /** Records why the transaction failed (from the provider's result code when no reason is given). */

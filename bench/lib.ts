@@ -104,3 +104,38 @@ export async function withServer<T, R>(script: string, work: (info: T) => Promis
     if (child.exitCode === null) await new Promise((resolve) => child.once('exit', resolve));
   }
 }
+
+/**
+ * Starts one of the service's production entry points (api/server.ts, worker/main.ts) in its
+ * own process, as deployed, and resolves once its log shows `ready`. Node runs the TypeScript
+ * through tsx in the same process, so the pid is the service's own (for memory readings).
+ * BENCH_NODE_ARGS (e.g. --cpu-prof) is passed to node.
+ */
+export async function startService(entry: string, env: NodeJS.ProcessEnv, ready: RegExp): Promise<ChildProcess> {
+  const root = path.resolve(__dirname, '..');
+  const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', path.join(root, entry)], {
+    cwd: root,
+    env: { ...process.env, LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  await new Promise<void>((resolve, reject) => {
+    let buffered = '';
+    const onData = (chunk: Buffer) => {
+      buffered = (buffered + chunk).slice(-10_000);
+      if (!ready.test(buffered)) return;
+      child.stdout!.off('data', onData).resume();
+      resolve();
+    };
+    child.stdout!.on('data', onData);
+    child.once('exit', (code) => reject(new Error(`${entry} exited with ${code}`)));
+  });
+  return child;
+}
+
+/** Stops a child process and waits for it to exit. */
+export async function stopProcess(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  child.kill('SIGTERM');
+  await new Promise((resolve) => child.once('exit', resolve));
+}

@@ -1,6 +1,4 @@
-import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { loadConfig } from '../config';
 import { createDb, type Knex, migrate } from '../db/knex';
@@ -11,7 +9,7 @@ import { freePort } from '../test/support/ports';
 import type { SweepResult } from '../activities/kyc-sweep';
 import { workflowIds } from '../workflows/ids';
 import { benchDatabase } from './database';
-import { startServer } from './lib';
+import { startServer, startService, stopProcess } from './lib';
 
 /**
  * The KYC expiry sweep over pending applications spread over 100 organizations, every one
@@ -39,8 +37,8 @@ export async function kycSweepBench(sizes = [10_000, 100_000]): Promise<void> {
     const connection = await Connection.connect({ address: temporalServer.address });
     cleanups.push(() => connection.close());
     const client = new Client({ connection });
-    const simulator = await startServer<{ url: string }>('kyc-simulator.ts', KYC);
-    cleanups.push(() => stop(simulator.child));
+    const simulator = await startServer<{ url: string }>('simulator.ts', { ...KYC, BENCH_SIMULATOR: 'kyc' });
+    cleanups.push(() => stopProcess(simulator.child));
     const provider = createKycProviderClient({ baseUrl: simulator.info.url, partnerId: KYC.KYC_PARTNER_ID, apiKey: KYC.KYC_API_KEY });
 
     await db('organizations').insert(Array.from({ length: ORGANIZATIONS }, (_, o) => ({ id: organization(o), name: `Bench lender ${o}` })));
@@ -69,12 +67,6 @@ export async function kycSweepBench(sizes = [10_000, 100_000]): Promise<void> {
 }
 
 const organization = (o: number) => `org-bench-${String(o).padStart(3, '0')}`;
-
-async function stop(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null) return;
-  child.kill('SIGTERM');
-  await new Promise((resolve) => child.once('exit', resolve));
-}
 
 interface Job {
   job_id: string;
@@ -133,15 +125,10 @@ const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/
 
 /** One sweep of every organization by a fresh worker process; its pace, counts and memory. */
 async function sweep(options: { db: Knex; client: Client; databaseUrl: string; address: string; simulatorUrl: string; size: number }) {
-  const root = path.resolve(__dirname, '..');
-  // BENCH_WORKER_NODE_ARGS (e.g. --cpu-prof) profiles the worker under this load.
-  const nodeArgs = (process.env.BENCH_WORKER_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  const worker = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', path.join(root, 'worker/main.ts')], {
-    cwd: root,
-    env: {
-      ...process.env,
+  const worker = await startService(
+    'worker/main.ts',
+    {
       ...KYC,
-      LOG_LEVEL: 'info',
       DATABASE_URL: options.databaseUrl,
       TEMPORAL_ADDRESS: options.address,
       TEMPORAL_TASK_QUEUE: TASK_QUEUE,
@@ -152,17 +139,9 @@ async function sweep(options: { db: Knex; client: Client; databaseUrl: string; a
       // The schedule must not start a sweep of its own during the measurement.
       KYC_EXPIRY_SWEEP_INTERVAL: '6h',
     },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+    /worker running/,
+  );
   try {
-    await new Promise<void>((resolve, reject) => {
-      let buffered = '';
-      worker.stdout!.on('data', (chunk: Buffer) => {
-        buffered += chunk;
-        if (buffered.includes('worker running')) resolve();
-      });
-      worker.once('exit', (code) => reject(new Error(`the worker exited with ${code}`)));
-    });
     const startRssMb = rssMb(worker.pid!);
     let peakRssMb = startRssMb;
     const sampler = setInterval(() => (peakRssMb = Math.max(peakRssMb, rssMb(worker.pid!))), 100);
@@ -188,7 +167,7 @@ async function sweep(options: { db: Knex; client: Client; databaseUrl: string; a
     const countsExact = counts.scanned === options.size && counts.expired === tenth && counts.completed === tenth && counts.still_pending === options.size - 2 * tenth && counts.failed === 0;
     return { ms, perSecond: options.size / (ms / 1000), counts, countsExact, peakRssMb, startRssMb };
   } finally {
-    await stop(worker);
+    await stopProcess(worker);
   }
 }
 

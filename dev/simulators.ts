@@ -8,7 +8,7 @@ import { devSeedOptions, grantDemoMerchantOverHttp, withDevIdentityProvider } fr
 /** Development credentials of the simulated identity-verification provider (never real ones). */
 const DEV_KYC = { partnerId: '2101', apiKey: 'dev-kyc-api-key-not-a-secret' };
 /** And of the simulated mobile-money provider. */
-const DEV_MOBILE_MONEY = {
+export const DEV_MOBILE_MONEY = {
   consumerKey: 'dev-consumer-key',
   consumerSecret: 'dev-consumer-secret-not-a-secret',
   shortCode: '174379',

@@ -1,8 +1,14 @@
-import { condition, proxyActivities, setHandler } from '@temporalio/workflow';
+import { condition, proxyLocalActivities, setHandler } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { type MoneyMovementResult, type StkPushInput, type StkResult, stkResultSignal } from './mobile-money-messages';
 
-const money = proxyActivities<Activities>({ startToCloseTimeout: '1 minute', retry: { maximumInterval: '30 seconds' } });
+/**
+ * Local activities: each step is a short database write or one provider call, so running it in
+ * the worker that runs the workflow saves a server round trip per step (a push then costs what
+ * a bare start, signal and completion cost). Every step is safe to run again, which a local
+ * activity needs: it reruns when the worker dies before the workflow task that ran it is saved.
+ */
+const money = proxyLocalActivities<Activities>({ startToCloseTimeout: '1 minute', retry: { maximumInterval: '30 seconds' } });
 
 /**
  * A push-prompt collection (`stk-push/<transaction id>`): send the prompt once, wait for the

@@ -67,6 +67,7 @@ interface KeyRow {
   state: 'RUNNING' | 'DONE';
   response_status: number | null;
   response_body: string | null;
+  response_location: string | null;
   locked_until: Date;
   expires_at: Date;
 }
@@ -117,7 +118,7 @@ export function createIdempotency({ db, config, clock, logger }: IdempotencyDeps
        values (?, ?, ?, 'RUNNING', ?, ?, ?, ?)
        on conflict (scope, key) do update set
          fingerprint = excluded.fingerprint, state = 'RUNNING', lock_token = excluded.lock_token,
-         response_status = null, response_body = null, locked_until = excluded.locked_until,
+         response_status = null, response_body = null, response_location = null, locked_until = excluded.locked_until,
          created_at = excluded.created_at, expires_at = excluded.expires_at
        where k.expires_at <= excluded.created_at
           or (k.state = 'RUNNING' and k.locked_until <= excluded.created_at and k.fingerprint = excluded.fingerprint)
@@ -132,6 +133,7 @@ export function createIdempotency({ db, config, clock, logger }: IdempotencyDeps
   function replay(ctx: Context, row: KeyRow) {
     ctx.status = row.response_status!;
     ctx.set(REPLAYED_HEADER, 'true');
+    if (row.response_location) ctx.set('Location', row.response_location);
     if (row.response_body !== null) {
       ctx.body = row.response_body;
       ctx.type = 'application/json';
@@ -180,7 +182,7 @@ export function createIdempotency({ db, config, clock, logger }: IdempotencyDeps
     try {
       const stored = await db(TABLE)
         .where({ scope, key, lock_token: token })
-        .update({ state: 'DONE', response_status: status, response_body: text, locked_until: clock.now() });
+        .update({ state: 'DONE', response_status: status, response_body: text, response_location: ctx.response.get('Location') || null, locked_until: clock.now() });
       if (stored === 0) logger.warn({ req_id: ctx.state.requestId, scope }, 'idempotency key was taken over while executing; answer not stored');
     } catch (error) {
       // The work is done: the client gets its answer. Retries see RUNNING until the lock runs out.

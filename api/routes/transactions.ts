@@ -76,6 +76,8 @@ interface AccountRow {
   type: 'CURRENT' | 'CREDIT';
   currency: string;
   status: string;
+  /** The account owner's registered mobile number. */
+  owner_phone: string | null;
 }
 
 export function transactionRoutes(deps: AppDeps, workflows: TransactionWorkflows): AnyRoute[] {
@@ -83,7 +85,10 @@ export function transactionRoutes(deps: AppDeps, workflows: TransactionWorkflows
 
   /** The caller's own active account, and an amount the provider can carry in its currency. */
   async function checkMovement(caller: Caller, body: z.output<typeof MoneyMovement>): Promise<AccountRow> {
-    const account = await db('accounts').where({ id: body.account_id }).first<AccountRow | undefined>();
+    const account = await db('accounts')
+      .join('users', 'users.id', 'accounts.user_id')
+      .where('accounts.id', body.account_id)
+      .first<AccountRow | undefined>('accounts.*', 'users.phone_number as owner_phone');
     if (!account || caller.scheme !== 'user' || account.user_id !== caller.userId) throw badField('body.account_id', 'No such account of the caller');
     if (account.status !== 'ACTIVE') throw badField('body.account_id', `The account is ${account.status}`);
     if (body.amount.currency !== account.currency) throw badField('body.amount.currency', `The account is in ${account.currency}`);
@@ -139,9 +144,8 @@ export function transactionRoutes(deps: AppDeps, workflows: TransactionWorkflows
       async handler(ctx, { body }) {
         const caller = ctx.state.caller as Caller;
         const account = await checkMovement(caller, body);
-        if (account.type === 'CURRENT') {
-          const owner = await db('users').where({ id: account.user_id }).first<{ phone_number: string | null }>('phone_number');
-          if (owner?.phone_number !== body.mobile_number) throw badField('body.mobile_number', "Current-account deposits must come from the account owner's registered number", SubCode.NOT_ALLOWED);
+        if (account.type === 'CURRENT' && account.owner_phone !== body.mobile_number) {
+          throw badField('body.mobile_number', "Current-account deposits must come from the account owner's registered number", SubCode.NOT_ALLOWED);
         }
         const row = await create(account, 'STK_PUSH', body);
         await workflows.startStkPush(row.id, row.organization_id);

@@ -1,7 +1,7 @@
 
 import { strToU8, zipSync } from 'fflate';
 import type { ProviderApiVersion } from '../../domain/kyc/provider-version';
-import { fetchWithDeadline } from '../http';
+import { fetchWithDeadline, request } from '../http';
 import { isFresh, sameSignature, signV2, signV3Callback, verifyV2 } from './signature';
 
 /**
@@ -86,7 +86,11 @@ export function createKycProviderClient(options: KycProviderOptions) {
   async function send(path: string, init: RequestInit): Promise<Response> {
     let response: Response;
     try {
-      response = await fetchWithDeadline(`${baseUrl}${path}`, init, timeoutMs);
+      // JSON and bodiless calls (status lookups above all) take the cheaper node:http path.
+      response =
+        init.body === undefined || typeof init.body === 'string'
+          ? await request(`${baseUrl}${path}`, { method: init.method, headers: init.headers as Record<string, string> | undefined, body: init.body }, timeoutMs)
+          : await fetchWithDeadline(`${baseUrl}${path}`, init, timeoutMs);
     } catch (error) {
       throw new KycProviderError(`provider unreachable: ${(error as Error).message}`, undefined, true);
     }

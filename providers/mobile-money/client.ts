@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { fetchWithDeadline } from '../http';
+import { fetchWithDeadline, request } from '../http';
 
 /**
  * Client of the mobile-money provider (protocols/mobile-money.md, Daraja-like): OAuth, push
@@ -328,14 +328,17 @@ export function createMobileMoneyClient(options: MobileMoneyClientOptions): Mobi
   const b2cShortCode = options.b2cShortCode ?? shortCode;
   const timeoutMs = options.timeoutMs ?? 20_000;
   const clock = options.clock ?? (() => new Date());
-  const send = options.fetch ?? fetch;
+  /** An injected fetch replaces the node:http path (tests of transport failures use one). */
+  const send = options.fetch;
   const basic = `Basic ${Buffer.from(`${options.consumerKey}:${options.consumerSecret}`).toString('base64')}`;
   let token: { value: string; refreshAt: number } | undefined;
   let tokenRequest: Promise<string> | undefined;
 
   async function call(operation: MobileMoneyOperation, path: string, init: RequestInit): Promise<Answer> {
     try {
-      const response = await fetchWithDeadline(`${baseUrl}${path}`, init, timeoutMs, send);
+      const response = send
+        ? await fetchWithDeadline(`${baseUrl}${path}`, init, timeoutMs, send)
+        : await request(`${baseUrl}${path}`, { method: init.method, headers: init.headers as Record<string, string> | undefined, body: init.body as string | undefined }, timeoutMs);
       const text = await response.text();
       let body: unknown;
       try {
@@ -345,10 +348,12 @@ export function createMobileMoneyClient(options: MobileMoneyClientOptions): Mobi
       }
       return { status: response.status, body };
     } catch (error) {
-      const err = error as Error & { cause?: { code?: string } };
+      // fetch wraps the socket's error in `cause`; node:http rejects with it directly.
+      const err = error as Error & { code?: string; cause?: { code?: string } };
+      const code = err.cause?.code ?? err.code ?? '';
       const timedOut = err.name === 'TimeoutError' || err.name === 'AbortError';
-      const notSent = operation === 'oauth' || (!timedOut && NOT_SENT.has(err.cause?.code ?? ''));
-      throw new MobileMoneyError(`${operation}: ${timedOut ? `no answer within ${timeoutMs} ms` : `provider unreachable (${err.cause?.code ?? err.message})`}`, {
+      const notSent = operation === 'oauth' || (!timedOut && NOT_SENT.has(code));
+      throw new MobileMoneyError(`${operation}: ${timedOut ? `no answer within ${timeoutMs} ms` : `provider unreachable (${code || err.message})`}`, {
         operation,
         indeterminate: !notSent,
       });

@@ -1,9 +1,7 @@
 import { strict as assert } from 'node:assert';
-import { mkdir, writeFile } from 'node:fs/promises';
-import path from 'node:path';
-import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { workflowIds } from '../../workflows/ids';
 import { harness } from '../support/harness';
+import { recordHistory } from '../support/histories';
 import { call } from '../support/http';
 import { applicantHeaders, JPEG_BASE64, newApplicant, newApplication, settledStatus, simulatorControl } from '../support/kyc';
 
@@ -23,13 +21,7 @@ const simulatorJob = async (userId: string) => {
   return jobs.find((job) => job.userId === userId);
 };
 
-async function recordHistory(applicationId: string, name: string) {
-  if (!process.env.RECORD_HISTORIES) return;
-  const history = await harness().client.workflow.getHandle(workflowIds.kycVerification(applicationId)).fetchHistory();
-  const dir = path.join(__dirname, '..', 'histories');
-  await mkdir(dir, { recursive: true });
-  await writeFile(path.join(dir, `${name}.json`), historyToJSON(history));
-}
+const recordVerification = (applicationId: string, name: string) => recordHistory(workflowIds.kycVerification(applicationId), name);
 
 describe('spec 4.2: POST /v1/kyc/applications/{id}/verification, server_upload', () => {
   afterEach(async () => {
@@ -52,7 +44,7 @@ describe('spec 4.2: POST /v1/kyc/applications/{id}/verification, server_upload',
     const row = await harness().db('kyc_applications').where({ id }).first();
     assert.equal(row.result_code, '0810');
     assert.match(row.provider_job_id, /^\d{10}$/);
-    await recordHistory(id, 'kycVerification-server-upload');
+    await recordVerification(id, 'kycVerification-server-upload');
   });
 
   it('runs on v3 when negotiated, with the liveness frames (active check)', async () => {
@@ -234,7 +226,7 @@ describe('spec 4.2: provider_sdk (and legacy web_sdk), and reporting the provide
     assert.equal(different.body.code, 'CONFLICT');
     assert.equal((await settledStatus(user, id)).body.status, 'APPROVED');
     assert.equal((await report(submitted.job_id)).status, 409, 'no longer pending');
-    await recordHistory(id, 'kycVerification-provider-sdk');
+    await recordVerification(id, 'kycVerification-provider-sdk');
   });
 });
 

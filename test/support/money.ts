@@ -1,7 +1,10 @@
 import { strict as assert } from 'node:assert';
-import { randomInt, randomUUID } from 'node:crypto';
+import { randomBytes, randomInt, randomUUID } from 'node:crypto';
 import { DEMO } from '../../db/seeds/demo';
-import { ledgerAccounts, postJournal } from '../../db/ledger';
+import { accountBalance, ledgerAccounts, postJournal } from '../../db/ledger';
+import { findTransaction, type TransactionRow } from '../../db/transactions';
+import { feeFor } from '../../domain/mobile-money/transaction';
+import type { SentCallback, SimulatedPayment, SimulatedPush, SimulatorMode } from '../../providers/simulators/mobile-money';
 import { harness } from './harness';
 import { call, type Reply } from './http';
 import { applicantHeaders } from './kyc';
@@ -69,4 +72,117 @@ export function mobileMoneyControl(path: string, method: string, body?: unknown)
     headers: { 'content-type': 'application/json' },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
+}
+
+// ---------------------------------------------------------------------------------------------
+// The simulator's view, the ledger's view and the recorded callbacks, for assertions.
+
+/** A fresh payer number (not a customer's) ending in `lastDigit`: the simulator's outcome table. */
+export const payerNumber = (lastDigit: number) => `+2541${String(randomInt(0, 10_000_000)).padStart(7, '0')}${lastDigit}`;
+
+/** `+2547...` as the provider writes it. */
+export const providerPhone = (phone: string) => phone.replace(/^\+/, '');
+
+async function controlJson<T>(path: string, method = 'GET', body?: unknown): Promise<T> {
+  const response = await mobileMoneyControl(path, method, body);
+  const text = await response.text();
+  assert.ok(response.ok, `simulator ${method} /_control${path}: ${response.status} ${text}`);
+  return (text ? JSON.parse(text) : undefined) as T;
+}
+
+/** Changes the simulator's modes; the change applies to requests it receives from now on. */
+export const setSimulatorMode = (patch: Partial<SimulatorMode>) => controlJson<SimulatorMode>('/mode', 'PATCH', patch);
+
+/**
+ * Back to the default modes, forgetting every push, payment and callback it knows of. Only
+ * after this test's transactions settled: a push it forgets can no longer be queried.
+ */
+export async function resetSimulator() {
+  const response = await mobileMoneyControl('/reset', 'POST');
+  assert.equal(response.status, 204);
+}
+
+/** The pushes the simulator received for one phone (`+254...`). */
+export async function pushesTo(phone: string): Promise<SimulatedPush[]> {
+  const pushes = await controlJson<SimulatedPush[]>('/pushes');
+  return pushes.filter((p) => p.phone === providerPhone(phone));
+}
+export async function paymentsTo(phone: string): Promise<SimulatedPayment[]> {
+  const payments = await controlJson<SimulatedPayment[]>('/b2c');
+  return payments.filter((p) => p.phone === providerPhone(phone));
+}
+export const simulatorCallbacks = () => controlJson<SentCallback[]>('/callbacks');
+
+/** Sends a result callback for a push or payment now (overrides as the simulator documents). */
+export const sendCallbackNow = (id: string, overrides: Record<string, unknown> = {}) => controlJson<SentCallback>(`/callbacks/${encodeURIComponent(id)}/send`, 'POST', overrides);
+
+/** Journal entries of one transaction, with their legs. */
+export async function journalOf(transactionId: string) {
+  const { db } = harness();
+  const entries: { id: string; kind: string; currency: string }[] = await db('journal_entries').where({ transaction_id: transactionId }).orderBy('created_at');
+  return Promise.all(
+    entries.map(async (entry) => ({
+      kind: entry.kind,
+      currency: entry.currency,
+      legs: ((await db('ledger_legs').where({ journal_entry_id: entry.id }).orderBy('leg')) as { ledger_account: string; amount: string }[]).map((l) => ({
+        account: l.ledger_account,
+        amount: Number(l.amount),
+      })),
+    })),
+  );
+}
+export const journalKinds = async (transactionId: string) => (await journalOf(transactionId)).map((e) => e.kind).sort();
+
+/** The callbacks recorded for one transaction (or for what a URL named), oldest first. */
+export async function callbacksRecorded(transactionRef: string): Promise<{ kind: string; disposition: string; raw: string }[]> {
+  return harness().db('mobile_money_callbacks').where({ transaction_ref: transactionRef }).orderBy('id').select('kind', 'disposition', 'raw');
+}
+
+export async function transactionRow(id: string): Promise<TransactionRow> {
+  const row = await findTransaction(harness().db, id);
+  assert.ok(row, `no transaction ${id}`);
+  return row;
+}
+
+/** Polls until `check` gives a truthy value. */
+export async function until<T>(what: string, check: () => Promise<T | undefined | null | false> | T | undefined | null | false, timeoutMs = 10_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** An account's balance from the ledger (balance, held, available; minor units). */
+export async function balanceOf(accountId: string) {
+  return accountBalance(harness().db, accountId);
+}
+
+/**
+ * A PENDING transaction row exactly as POST stk-push creates it, for tests that start the
+ * workflow themselves (e.g. on a task queue of their own).
+ */
+export async function insertStkPushTransaction(customer: { current: string; phone: string; user: { organization_id: string } }, amount: number): Promise<TransactionRow> {
+  const { db, config } = harness();
+  const resourceId = `trx_${randomBytes(12).toString('base64url')}`;
+  const [row] = await db('transactions')
+    .insert({
+      id: randomUUID(),
+      resource_id: resourceId,
+      organization_id: customer.user.organization_id,
+      account_id: customer.current,
+      type: 'STK_PUSH',
+      status: 'PENDING',
+      amount,
+      fee_amount: feeFor('STK_PUSH', amount),
+      currency: 'KES',
+      mobile_number: customer.phone,
+      details: { type: 'PAYBILL', direction: 'COLLECTION', account_id: customer.current, paybill_number: config.MOBILE_MONEY_SHORT_CODE, account_reference: resourceId.slice(-12) },
+      callback_token: randomBytes(24).toString('base64url'),
+      transacted_at: new Date(),
+    })
+    .returning('*');
+  return row as TransactionRow;
 }

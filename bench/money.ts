@@ -1,0 +1,220 @@
+import { randomUUID } from 'node:crypto';
+import { Client, Connection } from '@temporalio/client';
+import { generateServiceSigningKey } from '../api/auth/service-keys';
+import { loadConfig } from '../config';
+import { createDb, migrate } from '../db/knex';
+import { DEMO, seedDemoData } from '../db/seeds/demo';
+import { mobileMoneySettings, startDevelopmentProviders } from '../dev/simulators';
+import { startTemporalDevServer } from '../dev/temporal-server';
+import { requestToken } from '../providers/simulators/identity-provider';
+import { freePort } from '../test/support/ports';
+import { workflowIds } from '../workflows/ids';
+import { benchDatabase } from './database';
+import { startServer, startService, stopProcess } from './lib';
+
+/**
+ * Mobile money end to end, with the service as deployed: the API (api/server.ts) and the worker
+ * (worker/main.ts) each in its own process, the mobile-money simulator in a third calling back
+ * at once, Postgres and a Temporal dev server.
+ *   - STK push from the API call to POSTED (the run's result, long-polled through Temporal):
+ *     pushes per second against a bare Temporal baseline at the same concurrency (a trivial
+ *     workflow started, signalled once and completed, by a worker in its own process); goal at
+ *     least 0.8. Then p50 and p99 latency at a fixed 20 pushes per second.
+ *   - An identical Idempotency-Key replay against the first call: goal at least 3 times faster.
+ */
+const CONCURRENCY = 16;
+const SECONDS = 8;
+const CUSTOMERS = 64;
+const TASK_QUEUE = 'bench-money';
+
+interface Loop {
+  perSecond: number;
+  p50: number;
+  p99: number;
+  errors: number;
+}
+
+const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? NaN;
+function summary(latencies: number[], errors: number, ms: number): Loop {
+  const sorted = [...latencies].sort((a, b) => a - b);
+  return { perSecond: latencies.length / (ms / 1000), p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99), errors };
+}
+
+/** `op` run back to back by `concurrency` callers for `seconds`. */
+async function closedLoop(concurrency: number, seconds: number, op: (i: number) => Promise<void>): Promise<Loop> {
+  const latencies: number[] = [];
+  let errors = 0;
+  let next = 0;
+  const started = performance.now();
+  const deadline = started + seconds * 1000;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (performance.now() < deadline) {
+        const at = performance.now();
+        try {
+          await op(next++);
+          latencies.push(performance.now() - at);
+        } catch {
+          errors += 1;
+        }
+      }
+    }),
+  );
+  return summary(latencies, errors, performance.now() - started);
+}
+
+/** `op` started at a fixed rate for `seconds`, however long each takes. */
+async function openLoop(perSecond: number, seconds: number, op: (i: number) => Promise<void>): Promise<Loop> {
+  const latencies: number[] = [];
+  let errors = 0;
+  const runs: Promise<void>[] = [];
+  const started = performance.now();
+  for (let i = 0; i < perSecond * seconds; i++) {
+    const due = started + (i * 1000) / perSecond;
+    const wait = due - performance.now();
+    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+    const at = performance.now();
+    runs.push(op(i).then(
+      () => void latencies.push(performance.now() - at),
+      () => void (errors += 1),
+    ));
+  }
+  await Promise.all(runs);
+  return summary(latencies, errors, performance.now() - started);
+}
+
+const line = (name: string, m: Loop, unit: string) =>
+  `  ${name.padEnd(58)} ${m.perSecond.toFixed(0).padStart(6)} ${unit}/s  p50 ${m.p50.toFixed(0)} ms  p99 ${m.p99.toFixed(0)} ms  errors ${m.errors}`;
+
+export async function moneyBench(): Promise<void> {
+  const cleanups: (() => Promise<unknown>)[] = [];
+  try {
+    const base = loadConfig({ ...process.env, LOG_LEVEL: 'info' });
+    const databaseUrl = await benchDatabase(base.DATABASE_URL, cleanups);
+    const simulator = await startServer<{ url: string }>('simulator.ts', { BENCH_SIMULATOR: 'mobile-money' });
+    cleanups.push(() => stopProcess(simulator.child));
+    const dev = await startDevelopmentProviders({ ...base, ...mobileMoneySettings(simulator.info.url) });
+    cleanups.push(() => dev.close());
+    const config = dev.config;
+    const db = createDb(databaseUrl, 4);
+    cleanups.push(() => db.destroy());
+    await migrate(db);
+    await seedDemoData(db, dev.seedOptions);
+    const customers = Array.from({ length: CUSTOMERS }, (_, i) => ({
+      id: randomUUID(),
+      account: randomUUID(),
+      phone: `+25471${String(i).padStart(6, '0')}0`, // last digit 0: the simulator's "paid"
+    }));
+    await db('users').insert(customers.map((c) => ({ id: c.id, organization_id: DEMO.organizations.demo.id, email: `${c.id}@bench.test`, phone_number: c.phone })));
+    await db('user_access').insert(customers.map((c) => ({ user_id: c.id, organization_id: DEMO.organizations.demo.id, role: 'CUSTOMER' })));
+    await db('accounts').insert(customers.map((c) => ({ id: c.account, organization_id: DEMO.organizations.demo.id, user_id: c.id, type: 'CURRENT', currency: 'KES' })));
+
+    const temporalServer = await startTemporalDevServer({ cliPath: base.TEMPORAL_CLI_PATH });
+    cleanups.push(() => temporalServer.teardown());
+    const connection = await Connection.connect({ address: temporalServer.address });
+    cleanups.push(() => connection.close());
+    const client = new Client({ connection });
+
+    const port = await freePort();
+    const apiUrl = `http://127.0.0.1:${port}`;
+    const env: NodeJS.ProcessEnv = {
+      DATABASE_URL: databaseUrl,
+      TEMPORAL_ADDRESS: temporalServer.address,
+      TEMPORAL_TASK_QUEUE: TASK_QUEUE,
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      PUBLIC_BASE_URL: apiUrl,
+      AUTH_JWKS_URL: config.AUTH_JWKS_URL,
+      AUTH_ISSUER: config.AUTH_ISSUER,
+      SERVICE_SIGNING_KEY: JSON.stringify(await generateServiceSigningKey()),
+      KYC_PROVIDER_URL: config.KYC_PROVIDER_URL,
+      KYC_PARTNER_ID: config.KYC_PARTNER_ID,
+      KYC_API_KEY: config.KYC_API_KEY,
+      ...mobileMoneySettings(simulator.info.url),
+      // High enough never to refuse: the benchmark measures the work, not the limits.
+      RATE_LIMIT_CALLER_POINTS: '1000000000',
+      RATE_LIMIT_ORGANIZATION_POINTS: '1000000000',
+      WORKER_METRICS_PORT: String(await freePort()),
+    };
+    const api = await startService('api/server.ts', env, /api listening/);
+    cleanups.push(() => stopProcess(api));
+    const worker = await startService('worker/main.ts', env, /worker running/);
+    cleanups.push(() => stopProcess(worker));
+    const trivial = await startServer<{ ready: boolean }>('trivial-worker.ts', { TEMPORAL_ADDRESS: temporalServer.address, TEMPORAL_TASK_QUEUE: 'bench-trivial' });
+    cleanups.push(() => stopProcess(trivial.child));
+
+    const tokens = await Promise.all(customers.map((c) => requestToken(dev.idp.url, 'backend', { sub: c.id, aud: config.AUTH_AUDIENCE })));
+    const post = async (i: number, key?: string) => {
+      const c = i % CUSTOMERS;
+      const response = await fetch(`${apiUrl}/v1/transactions/mobilemoney/stk-push`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${tokens[c]}`, 'content-type': 'application/json', ...(key && { 'idempotency-key': key }) },
+        body: JSON.stringify({ account_id: customers[c]!.account, amount: { value: 10_000, currency: 'KES' }, mobile_number: customers[c]!.phone }),
+      });
+      const body = (await response.json()) as { id: string; status: string };
+      if (response.status !== 201) throw new Error(`stk-push answered ${response.status}`);
+      return body;
+    };
+    const pushToPosted = async (i: number) => {
+      const { id } = await post(i);
+      const result = (await client.workflow.getHandle(workflowIds.stkPush(id)).result()) as { status: string };
+      if (result.status !== 'POSTED') throw new Error(`push ended ${result.status}`);
+    };
+    const bare = async () => {
+      const handle = await client.workflow.start('signalledOnce', { taskQueue: 'bench-trivial', workflowId: `bench-trivial-${randomUUID()}` });
+      await handle.signal('go');
+      await handle.result();
+    };
+
+    await closedLoop(CONCURRENCY, 2, async () => bare()); // warm both up
+    await closedLoop(CONCURRENCY, 2, pushToPosted);
+    const rounds: { base: Loop; push: Loop }[] = [];
+    for (let r = 0; r < 3; r++) rounds.push({ base: await closedLoop(CONCURRENCY, SECONDS, bare), push: await closedLoop(CONCURRENCY, SECONDS, pushToPosted) });
+    const median = (pick: (x: { base: Loop; push: Loop }) => Loop) => [...rounds].map(pick).sort((a, b) => a.perSecond - b.perSecond)[1]!;
+    const b = median((x) => x.base);
+    const p = median((x) => x.push);
+    const ratio = p.perSecond / b.perSecond;
+    console.log(`\nSTK push, API call to POSTED, vs bare Temporal (start, one signal, complete)  (${CONCURRENCY} in flight, 3 x ${SECONDS}s rounds, medians)`);
+    console.log(line('baseline   trivial workflow, worker in its own process', b, 'runs'));
+    console.log(line('candidate  STK push to POSTED (API, worker, simulator)', p, 'pushes'));
+    console.log(`  ratio ${ratio.toFixed(2)} (goal at least 0.8) ${ratio >= 0.8 ? 'met' : 'NOT met'}`);
+    const fixed = await openLoop(20, 10, pushToPosted);
+    console.log(line('at a fixed 20 pushes/s for 10 s', fixed, 'pushes'));
+    const { rows } = await db.raw(
+      `select avg(extract(epoch from c.received_at - t.transacted_at)) * 1000 as to_callback,
+              avg(extract(epoch from t.confirmed_at - c.received_at)) * 1000 as to_confirmed,
+              avg(extract(epoch from t.posted_at - t.confirmed_at)) * 1000 as to_posted
+         from transactions t join mobile_money_callbacks c on c.transaction_ref = t.id::text and c.disposition = 'SIGNALLED'
+        where t.status = 'POSTED'`,
+    );
+    const ms = (v: unknown) => `${Number(v).toFixed(0)} ms`;
+    console.log(`  where the time goes (means): accepted → callback in ${ms(rows[0].to_callback)}, → confirmed ${ms(rows[0].to_confirmed)}, → posted ${ms(rows[0].to_posted)}`);
+
+    // Idempotency: replays of stored answers, then first calls (each a new key: a new
+    // transaction and push), each measured once the pushes before it have settled.
+    const settledAll = async () => {
+      while ((await db('transactions').whereIn('status', ['PENDING', 'CONFIRMED']).count<{ count: string }[]>('id as count'))[0]!.count !== '0') {
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+    };
+    const keys = Array.from({ length: CUSTOMERS }, () => randomUUID());
+    await Promise.all(keys.map((key, c) => post(c, key)));
+    await settledAll();
+    const replay = await closedLoop(CONCURRENCY, SECONDS, async (i) => void (await post(i % CUSTOMERS, keys[i % CUSTOMERS])));
+    const first = await closedLoop(CONCURRENCY, SECONDS, async (i) => void (await post(i, randomUUID())));
+    const speedup = replay.perSecond / first.perSecond;
+    console.log(`\nIdempotency-Key: identical replays vs first calls of POST stk-push  (${CONCURRENCY} in flight, ${SECONDS}s each)`);
+    console.log(line('first call (executes: a new transaction and push)', first, 'req'));
+    console.log(line('identical replay (the stored answer)', replay, 'req'));
+    console.log(`  replay ${speedup.toFixed(1)}x faster (goal at least 3x) ${speedup >= 3 ? 'met' : 'NOT met'}`);
+  } finally {
+    for (const cleanup of cleanups.reverse()) await cleanup().catch(() => {});
+  }
+}
+
+if (require.main === module) {
+  moneyBench().catch((error) => {
+    console.error(error);
+    process.exit(1);
+  });
+}

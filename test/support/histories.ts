@@ -1,0 +1,17 @@
+import { mkdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { historyToJSON } from '@temporalio/common/lib/proto-utils';
+import { harness } from './harness';
+
+/**
+ * With RECORD_HISTORIES=1, saves a finished run's history under test/histories for the replay
+ * test. Record a changed workflow under a new name and keep the old file: old histories are
+ * what proves a change still replays the runs already in flight.
+ */
+export async function recordHistory(workflowId: string, name: string): Promise<void> {
+  if (!process.env.RECORD_HISTORIES) return;
+  const history = await harness().client.workflow.getHandle(workflowId).fetchHistory();
+  const dir = path.join(__dirname, '..', 'histories');
+  await mkdir(dir, { recursive: true });
+  await writeFile(path.join(dir, `${name}.json`), historyToJSON(history));
+}

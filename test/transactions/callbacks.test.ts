@@ -1,0 +1,224 @@
+import { strict as assert } from 'node:assert';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { ledgerIsBalanced } from '../../db/ledger';
+import { harness } from '../support/harness';
+import { call } from '../support/http';
+import {
+  balanceOf,
+  callbacksRecorded,
+  journalOf,
+  money,
+  newCustomer,
+  payerNumber,
+  providerPhone,
+  pushesTo,
+  resetSimulator,
+  sendCallbackNow,
+  setSimulatorMode,
+  settled,
+  simulatorCallbacks,
+  stkPush,
+  transactionRow,
+  until,
+} from '../support/money';
+
+type Customer = Awaited<ReturnType<typeof newCustomer>>;
+
+async function pushAccepted(customer: Customer, amount = 50_000) {
+  const reply = await stkPush(customer.headers, { account_id: customer.current, amount: money(amount), mobile_number: customer.phone });
+  assert.equal(reply.status, 201, reply.text);
+  return reply.body as { id: string };
+}
+
+/** The transaction once the push request was answered and its CheckoutRequestID recorded. */
+const accepted = (id: string) => until('push accepted', async () => (await transactionRow(id)).checkout_request_id);
+
+const receiptNumber = () => `SIM${randomBytes(8).toString('hex').toUpperCase().slice(0, 7)}`;
+
+describe('protocol: push-prompt callbacks (not signed: token in the URL, checked against the request, idempotent)', () => {
+  afterEach(resetSimulator);
+
+  it('duplicate callbacks for one push post the collection exactly once (idempotent on CheckoutRequestID)', async () => {
+    await setSimulatorMode({ callbacks: 'duplicate' });
+    await Promise.all(
+      [20_000, 30_000, 40_000].map(async (amount) => {
+        const customer = await newCustomer(0);
+        const created = await pushAccepted(customer, amount);
+        const done = await settled(customer.headers, created.id);
+        assert.equal(done.status, 'POSTED', JSON.stringify(done));
+        const recorded = await until('both callbacks recorded', async () => {
+          const rows = await callbacksRecorded(created.id);
+          return rows.length === 2 && rows;
+        });
+        for (const row of recorded) assert.ok(['SIGNALLED', 'LATE'].includes(row.disposition), row.disposition);
+        assert.equal(recorded[0]!.raw, recorded[1]!.raw, 'the same callback twice');
+        const [push] = await pushesTo(customer.phone);
+        assert.equal(push!.callbacksSent, 2);
+        const journal = await journalOf(created.id);
+        assert.deepEqual(
+          journal.map((e) => e.kind),
+          ['COLLECTION'],
+          'exactly one COLLECTION entry',
+        );
+        assert.deepEqual(await balanceOf(customer.current), { balance: amount, held: 0, available: amount });
+        assert.equal(done.mobilemoney_transaction_id, push!.receipt);
+      }),
+    );
+    assert.ok(await ledgerIsBalanced(harness().db));
+  });
+
+  it('a callback sent the moment the push is accepted (callback delay 0) settles the push once', async () => {
+    await setSimulatorMode({ callbackDelayMs: 0 });
+    const customer = await newCustomer(0);
+    const created = await pushAccepted(customer, 60_000);
+    const done = await settled(customer.headers, created.id);
+    assert.equal(done.status, 'POSTED', JSON.stringify(done));
+    const [push, ...others] = await pushesTo(customer.phone);
+    assert.equal(others.length, 0);
+    assert.equal(done.mobilemoney_transaction_id, push!.receipt);
+    assert.equal(push!.queries, 0, 'the callback settled it, not the status query');
+    assert.deepEqual((await journalOf(created.id)).map((e) => e.kind), ['COLLECTION']);
+    assert.deepEqual(await balanceOf(customer.current), { balance: 60_000, held: 0, available: 60_000 });
+  });
+
+  it('a callback that arrives before the push request was answered (then answered 504: indeterminate) settles the push; it is never pushed again', async () => {
+    const hangMs = 1_500;
+    await setSimulatorMode({ pushFailWith: 'timeout', hangMs, failedPushesTakeEffect: true, callbackDelayMs: 50 });
+    const customer = await newCustomer(0);
+    const created = await pushAccepted(customer, 70_000);
+    const done = await settled(customer.headers, created.id);
+    assert.equal(done.status, 'POSTED', JSON.stringify(done));
+
+    const pushes = await pushesTo(customer.phone);
+    assert.equal(pushes.length, 1, 'pushed once, not again after the indeterminate answer');
+    const push = pushes[0]!;
+    assert.equal(push.answeredWith, 'timeout');
+    assert.equal(push.queries, 0);
+    const [callback] = (await simulatorCallbacks()).filter((c) => c.id === push.checkoutRequestId);
+    assert.ok(callback && callback.status === 200, 'the callback was delivered');
+    assert.ok(Date.parse(callback.at) < Date.parse(push.receivedAt) + hangMs, 'the callback came while the push request was still unanswered');
+
+    const row = await transactionRow(created.id);
+    assert.equal(row.checkout_request_id, null, 'the push activity never learned the CheckoutRequestID');
+    assert.ok(row.provider_request_attempted_at);
+    assert.equal(done.mobilemoney_transaction_id, push.receipt);
+    assert.deepEqual((await callbacksRecorded(created.id)).map((r) => r.disposition), ['SIGNALLED']);
+    assert.deepEqual((await journalOf(created.id)).map((e) => e.kind), ['COLLECTION']);
+    assert.deepEqual(await balanceOf(customer.current), { balance: 70_000, held: 0, available: 70_000 });
+  });
+
+  it('a late callback after the push failed is recorded LATE: nothing is posted and the transaction stays FAILED', async () => {
+    await setSimulatorMode({ callbacks: 'lose' });
+    const customer = await newCustomer(1);
+    const created = await pushAccepted(customer, 50_000);
+    const failed = await settled(customer.headers, created.id);
+    assert.equal(failed.status, 'FAILED');
+    assert.equal(failed.failure_reason, 'CANCELLED_BY_USER');
+    const checkoutRequestId = (await transactionRow(created.id)).checkout_request_id!;
+
+    // The real (cancelled) callback, late; then one claiming the payment went through after all.
+    const genuine = await sendCallbackNow(checkoutRequestId);
+    const paidLate = await sendCallbackNow(checkoutRequestId, {
+      ResultCode: 0,
+      ResultDesc: 'The service request is processed successfully.',
+      Amount: 500,
+      MpesaReceiptNumber: receiptNumber(),
+      TransactionDate: 20260101120000,
+      PhoneNumber: Number(providerPhone(customer.phone)),
+    });
+    assert.equal(genuine.status, 200, 'a late callback is still acknowledged');
+    assert.equal(paidLate.status, 200);
+    assert.deepEqual((await callbacksRecorded(created.id)).map((r) => r.disposition), ['LATE', 'LATE']);
+
+    const after = await call('GET', `/v1/transactions/${created.id}`, { headers: customer.headers });
+    assert.equal(after.body.status, 'FAILED');
+    assert.equal(after.body.failure_reason, 'CANCELLED_BY_USER');
+    assert.equal(after.body.failed_at, failed.failed_at);
+    assert.equal(after.body.mobilemoney_transaction_id, null);
+    assert.equal((await transactionRow(created.id)).result_code, '1032');
+    assert.deepEqual(await journalOf(created.id), [], 'nothing posted');
+    assert.deepEqual(await balanceOf(customer.current), { balance: 0, held: 0, available: 0 });
+  });
+
+  it('a paid callback with a wrong amount (or another phone) is recorded MISMATCH and not acted on; the status query settles the push', async () => {
+    // The decision is far off: only the callbacks sent below, and then the status query (whose
+    // first answers are "being processed", leaving time to look at the PENDING transaction), exist.
+    await setSimulatorMode({ callbackDelayMs: 60_000, processingQueries: 2 });
+    const cases = [
+      { name: 'wrong amount', overrides: { Amount: 1 } },
+      { name: 'another phone', overrides: { PhoneNumber: Number(providerPhone(payerNumber(0))) } },
+    ];
+    await Promise.all(
+      cases.map(async ({ name, overrides }) => {
+        const customer = await newCustomer(0);
+        const created = await pushAccepted(customer, 50_000);
+        const checkoutRequestId = await accepted(created.id);
+        const sent = await sendCallbackNow(checkoutRequestId, overrides);
+        assert.equal(sent.status, 200, name);
+        assert.deepEqual((await callbacksRecorded(created.id)).map((r) => r.disposition), ['MISMATCH'], name);
+        const meanwhile = await call('GET', `/v1/transactions/${created.id}`, { headers: customer.headers });
+        assert.equal(meanwhile.body.status, 'PENDING', `${name}: not acted on`);
+
+        const done = await settled(customer.headers, created.id);
+        assert.equal(done.status, 'POSTED', `${name}: ${JSON.stringify(done)}`);
+        assert.equal(done.mobilemoney_transaction_id, null, `${name}: the mismatched callback's receipt is not taken`);
+        const [push] = await pushesTo(customer.phone);
+        assert.ok(push!.queries >= 1, `${name}: settled by the status query`);
+        const journal = await journalOf(created.id);
+        assert.deepEqual(journal.map((e) => e.kind), ['COLLECTION'], name);
+        assert.deepEqual(journal[0]!.legs.map((l) => Math.abs(l.amount)), [50_000, 50_000], `${name}: the requested amount is posted`);
+        assert.deepEqual(await balanceOf(customer.current), { balance: 50_000, held: 0, available: 50_000 }, name);
+      }),
+    );
+    assert.ok(await ledgerIsBalanced(harness().db));
+  });
+
+  it('a callback with a wrong token is refused 404 and recorded BAD_TOKEN; the push is settled by its real result', async () => {
+    await setSimulatorMode({ callbacks: 'lose' });
+    const customer = await newCustomer(1); // cancels
+    const created = await pushAccepted(customer, 50_000);
+    const checkoutRequestId = await accepted(created.id);
+    const row = await transactionRow(created.id);
+    const forged = {
+      Body: {
+        stkCallback: {
+          MerchantRequestID: row.merchant_request_id,
+          CheckoutRequestID: checkoutRequestId,
+          ResultCode: 0,
+          ResultDesc: 'The service request is processed successfully.',
+          CallbackMetadata: {
+            Item: [
+              { Name: 'Amount', Value: 500 },
+              { Name: 'MpesaReceiptNumber', Value: receiptNumber() },
+              { Name: 'TransactionDate', Value: 20260101120000 },
+              { Name: 'PhoneNumber', Value: Number(providerPhone(customer.phone)) },
+            ],
+          },
+        },
+      },
+    };
+    const base = '/v1/transactions/mobilemoney/callbacks/stk';
+    const wrongToken = await call('POST', `${base}/${created.id}/${randomBytes(24).toString('base64url')}`, { json: forged });
+    assert.equal(wrongToken.status, 404, wrongToken.text);
+    const nearlyRight = await call('POST', `${base}/${created.id}/${row.callback_token.slice(0, -1)}x`, { json: forged });
+    assert.equal(nearlyRight.status, 404, nearlyRight.text);
+    const unknownId = randomUUID();
+    const noSuchTransaction = await call('POST', `${base}/${unknownId}/${row.callback_token}`, { json: forged });
+    assert.equal(noSuchTransaction.status, 404, noSuchTransaction.text);
+    assert.deepEqual(
+      (await callbacksRecorded(created.id)).map((r) => [r.kind, r.disposition]),
+      [
+        ['STK', 'BAD_TOKEN'],
+        ['STK', 'BAD_TOKEN'],
+      ],
+    );
+    assert.deepEqual((await callbacksRecorded(unknownId)).map((r) => r.disposition), ['BAD_TOKEN']);
+
+    const done = await settled(customer.headers, created.id);
+    assert.equal(done.status, 'FAILED', 'the forged payment was not acted on');
+    assert.equal(done.failure_reason, 'CANCELLED_BY_USER');
+    assert.equal(done.mobilemoney_transaction_id, null);
+    assert.deepEqual(await journalOf(created.id), []);
+    assert.deepEqual(await balanceOf(customer.current), { balance: 0, held: 0, available: 0 });
+  });
+});

@@ -85,14 +85,19 @@ export function createKycSweepActivities(deps: ActivityDeps & { temporal?: Clien
       const applications = await query;
       const counts = { ...NO_COUNTS, scanned: applications.length };
       const stillPending: string[] = [];
-      const now = () => clock.now();
-      const pending = (id: string) => ({ organization_id: input.organizationId, id, status: KycStatus.ID_VERIFICATION_PENDING });
+      const unknown: string[] = [];
+      /** Final verdicts, grouped by what they write (few distinct results per batch). */
+      const verdicts = new Map<string, { approved: boolean; resultCode: string; resultText: string; ids: string[] }>();
+      let lastHeartbeat = 0;
 
       // Up to KYC_SWEEP_CONCURRENCY provider lookups in flight: the sweep is bound by the
-      // provider's latency, not by our CPU. Settled applications are written one by one (each
-      // has its own outcome); the many still pending are touched together after the batch.
+      // provider's latency. The writes wait for the end of the batch and go together, a
+      // statement per kind of outcome rather than one per application.
       await forEachConcurrently(applications, config.KYC_SWEEP_CONCURRENCY, async (application) => {
-        Context.current().heartbeat(application.id);
+        if (Date.now() - lastHeartbeat > 1_000) {
+          lastHeartbeat = Date.now();
+          Context.current().heartbeat(application.id);
+        }
         let status;
         try {
           status = await providers.kyc.jobStatus({
@@ -108,36 +113,48 @@ export function createKycSweepActivities(deps: ActivityDeps & { temporal?: Clien
         if (status.state === 'processing' || (status.state === 'final' && (categoryOf(status.resultCode) === ResultCategory.PROVISIONAL || !status.isFinal))) {
           counts.still_pending += 1;
           stillPending.push(application.id);
-          return;
-        }
-        if (status.state === 'not_found') {
-          const changed = await db('kyc_applications')
-            .where(pending(application.id))
-            .update({ status: KycStatus.EXPIRED, reason: 'The provider no longer knows the job', verification_completed_at: now(), updated_at: now() });
-          if (changed) counts.expired += 1;
+        } else if (status.state === 'not_found') {
+          unknown.push(application.id);
         } else {
           const approved = categoryOf(status.resultCode) === ResultCategory.APPROVED;
-          const changed = await db('kyc_applications')
-            .where(pending(application.id))
-            .update({
-              status: approved ? KycStatus.APPROVED : KycStatus.REJECTED,
-              outcome: approved ? 'PASS' : 'FAIL',
-              result_code: status.resultCode,
-              reason: status.resultText,
-              needs_review: false,
-              verification_completed_at: now(),
-              updated_at: now(),
-            });
-          if (changed) counts.completed += 1;
+          const key = `${approved}\u0000${status.resultCode}\u0000${status.resultText}`;
+          const group = verdicts.get(key) ?? { approved, resultCode: status.resultCode, resultText: status.resultText, ids: [] };
+          group.ids.push(application.id);
+          verdicts.set(key, group);
         }
-        await closeVerification(application.id);
       });
-      if (stillPending.length > 0) {
-        await db('kyc_applications')
-          .where({ organization_id: input.organizationId, status: KycStatus.ID_VERIFICATION_PENDING })
-          .whereIn('id', stillPending)
-          .update({ provider_checked_at: now() });
+
+      const now = clock.now();
+      const stillPendingHere = () => db('kyc_applications').where({ organization_id: input.organizationId, status: KycStatus.ID_VERIFICATION_PENDING });
+      if (stillPending.length > 0) await stillPendingHere().whereIn('id', stillPending).update({ provider_checked_at: now });
+      // Only rows still pending change (a callback may have completed one meanwhile), and only those count.
+      const settled: string[] = [];
+      if (unknown.length > 0) {
+        const expired = await stillPendingHere()
+          .whereIn('id', unknown)
+          .update({ status: KycStatus.EXPIRED, reason: 'The provider no longer knows the job', verification_completed_at: now, updated_at: now }, ['id']);
+        counts.expired += expired.length;
+        settled.push(...expired.map((row: { id: string }) => row.id));
       }
+      for (const group of verdicts.values()) {
+        const completed = await stillPendingHere()
+          .whereIn('id', group.ids)
+          .update(
+            {
+              status: group.approved ? KycStatus.APPROVED : KycStatus.REJECTED,
+              outcome: group.approved ? 'PASS' : 'FAIL',
+              result_code: group.resultCode,
+              reason: group.resultText,
+              needs_review: false,
+              verification_completed_at: now,
+              updated_at: now,
+            },
+            ['id'],
+          );
+        counts.completed += completed.length;
+        settled.push(...completed.map((row: { id: string }) => row.id));
+      }
+      await forEachConcurrently(settled, config.KYC_SWEEP_CONCURRENCY, closeVerification);
       return { counts, lastId: applications.at(-1)?.id ?? null };
     },
 

@@ -107,13 +107,14 @@ export async function withServer<T, R>(script: string, work: (info: T) => Promis
 
 /**
  * Starts one of the service's production entry points (api/server.ts, worker/main.ts) in its
- * own process, as deployed, and resolves once its log shows `ready`. Node runs the TypeScript
+ * own process, as deployed (`serviceNodeArgs`: its node flags in production), and resolves once
+ * its log shows `ready`. Node runs the TypeScript
  * through tsx in the same process, so the pid is the service's own (for memory readings).
  * BENCH_NODE_ARGS (e.g. --cpu-prof) is passed to node.
  */
-export async function startService(entry: string, env: NodeJS.ProcessEnv, ready: RegExp): Promise<ChildProcess> {
+export async function startService(entry: string, env: NodeJS.ProcessEnv, ready: RegExp, serviceNodeArgs: string[] = []): Promise<ChildProcess> {
   const root = path.resolve(__dirname, '..');
-  const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const nodeArgs = [...serviceNodeArgs, ...(process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean)];
   const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', path.join(root, entry)], {
     cwd: root,
     env: { ...process.env, LOG_LEVEL: 'info', ...env },

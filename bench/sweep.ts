@@ -23,6 +23,8 @@ import { startServer, startService, stopProcess } from './lib';
 const ORGANIZATIONS = 100;
 const KYC = { KYC_PARTNER_ID: '2101', KYC_API_KEY: 'bench-kyc-api-key-not-a-secret' };
 const TASK_QUEUE = 'bench-kyc-sweep';
+/** The worker's heap bound as deployed (docker-compose.yml): memory stays flat as work grows. */
+const WORKER_NODE_ARGS = ['--max-old-space-size=384'];
 
 export async function kycSweepBench(sizes = [10_000, 100_000]): Promise<void> {
   const cleanups: (() => Promise<unknown>)[] = [];
@@ -140,6 +142,7 @@ async function sweep(options: { db: Knex; client: Client; databaseUrl: string; a
       KYC_EXPIRY_SWEEP_INTERVAL: '6h',
     },
     /worker running/,
+    WORKER_NODE_ARGS,
   );
   try {
     const startRssMb = rssMb(worker.pid!);

@@ -5,8 +5,27 @@ import https from 'node:https';
  * HTTP for provider calls: a deadline over the whole exchange whose timer is cleared as soon as
  * the answer is in. (AbortSignal.timeout keeps each request's signal, and what listens to it,
  * alive until the timer fires: at hundreds of provider calls a second that held hundreds of
- * megabytes in the worker.) Answers come back fully read, as a standard Response.
+ * megabytes in the worker.) Answers come back fully read, as an HttpAnswer: a Response built
+ * around a buffer costs web streams and copies on every read, measurable at sweep rates.
  */
+
+/** A fully read answer. */
+export interface HttpAnswer {
+  status: number;
+  ok: boolean;
+  text(): Promise<string>;
+  json(): Promise<unknown>;
+}
+
+function answer(status: number, body: Buffer | null): HttpAnswer {
+  const text = () => (body ? body.toString('utf8') : '');
+  return {
+    status,
+    ok: status >= 200 && status < 300,
+    text: async () => text(),
+    json: async () => JSON.parse(text()) as unknown,
+  };
+}
 
 /** Keep-alive sockets, bounded per provider so a burst queues instead of opening hundreds. */
 const agents = {
@@ -23,7 +42,7 @@ export class HttpTimeoutError extends Error {
  * the hot provider paths (status lookups, pushes). Network failures reject with the socket's
  * error (its `code`, e.g. ECONNREFUSED, tells whether anything was sent).
  */
-export function request(url: string, init: { method?: string; headers?: Record<string, string>; body?: string }, timeoutMs: number): Promise<Response> {
+export function request(url: string, init: { method?: string; headers?: Record<string, string>; body?: string }, timeoutMs: number): Promise<HttpAnswer> {
   const target = new URL(url);
   const transport = target.protocol === 'https:' ? https : http;
   return new Promise((resolve, reject) => {
@@ -32,11 +51,7 @@ export function request(url: string, init: { method?: string; headers?: Record<s
       res.on('data', (chunk: Buffer) => chunks.push(chunk));
       res.on('end', () => {
         clearTimeout(timer);
-        const status = res.statusCode ?? 500;
-        const bodiless = status === 204 || status === 205 || status === 304;
-        const headers = new Headers();
-        for (const [name, value] of Object.entries(res.headers)) if (typeof value === 'string') headers.set(name, value);
-        resolve(new Response(bodiless ? null : Buffer.concat(chunks), { status, headers }));
+        resolve(answer(res.statusCode ?? 500, chunks.length > 0 ? Buffer.concat(chunks) : null));
       });
       res.on('error', fail);
     });
@@ -51,14 +66,12 @@ export function request(url: string, init: { method?: string; headers?: Record<s
 }
 
 /** fetch (for multipart and binary bodies) with the same whole-exchange deadline. */
-export async function fetchWithDeadline(url: string, init: RequestInit, timeoutMs: number, fetchImpl: typeof fetch = fetch): Promise<Response> {
+export async function fetchWithDeadline(url: string, init: RequestInit, timeoutMs: number, fetchImpl: typeof fetch = fetch): Promise<HttpAnswer> {
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(new HttpTimeoutError(`no answer within ${timeoutMs} ms`)), timeoutMs);
   try {
     const response = await fetchImpl(url, { ...init, signal: controller.signal });
-    const bodiless = response.status === 204 || response.status === 205 || response.status === 304;
-    const body = bodiless ? null : await response.arrayBuffer();
-    return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
+    return answer(response.status, Buffer.from(await response.arrayBuffer()));
   } finally {
     clearTimeout(timer);
   }

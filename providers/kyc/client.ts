@@ -1,7 +1,7 @@
 
 import { strToU8, zipSync } from 'fflate';
 import type { ProviderApiVersion } from '../../domain/kyc/provider-version';
-import { fetchWithDeadline, request } from '../http';
+import { fetchWithDeadline, type HttpAnswer, request } from '../http';
 import { isFresh, sameSignature, signV2, signV3Callback, verifyV2 } from './signature';
 
 /**
@@ -83,8 +83,8 @@ export function createKycProviderClient(options: KycProviderOptions) {
   const now = options.clock ?? (() => new Date());
   let v3Token: { token: string; expiresAt: number } | undefined;
 
-  async function send(path: string, init: RequestInit): Promise<Response> {
-    let response: Response;
+  async function send(path: string, init: RequestInit): Promise<HttpAnswer> {
+    let response: HttpAnswer;
     try {
       // JSON and bodiless calls (status lookups above all) take the cheaper node:http path.
       response =
@@ -97,7 +97,7 @@ export function createKycProviderClient(options: KycProviderOptions) {
     return response;
   }
 
-  async function failure(response: Response, what: string): Promise<never> {
+  async function failure(response: HttpAnswer, what: string): Promise<never> {
     const text = await response.text().catch(() => '');
     const retryable = response.status >= 500 || response.status === 429;
     throw new KycProviderError(`${what}: provider answered ${response.status} ${text.slice(0, 200)}`, response.status, retryable);
@@ -108,7 +108,7 @@ export function createKycProviderClient(options: KycProviderOptions) {
     return { partner_id: partnerId, timestamp, signature: signV2(apiKey, partnerId, timestamp) };
   };
 
-  async function postJson(path: string, body: unknown, headers: Record<string, string> = {}): Promise<Response> {
+  async function postJson(path: string, body: unknown, headers: Record<string, string> = {}): Promise<HttpAnswer> {
     return send(path, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
   }
 

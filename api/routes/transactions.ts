@@ -1,4 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
+import type { Context } from 'koa';
 import { z } from 'zod';
 import { accountBalance } from '../../db/ledger';
 import { findTransaction, type TransactionRow, transactionView } from '../../db/transactions';
@@ -127,6 +128,14 @@ export function transactionRoutes(deps: AppDeps, workflows: TransactionWorkflows
     return row as TransactionRow;
   }
 
+  /** Starts the transaction's workflow and answers 201 with it, PENDING. */
+  async function accept(ctx: Context, row: TransactionRow, start: (transactionId: string, organizationId: string) => Promise<void>) {
+    await start(row.id, row.organization_id);
+    ctx.status = 201;
+    ctx.set('Location', `/v1/transactions/${row.id}`);
+    ctx.body = transactionView(row);
+  }
+
   return [
     defineRoute({
       method: 'post',
@@ -147,11 +156,7 @@ export function transactionRoutes(deps: AppDeps, workflows: TransactionWorkflows
         if (account.type === 'CURRENT' && account.owner_phone !== body.mobile_number) {
           throw badField('body.mobile_number', "Current-account deposits must come from the account owner's registered number", SubCode.NOT_ALLOWED);
         }
-        const row = await create(account, 'STK_PUSH', body);
-        await workflows.startStkPush(row.id, row.organization_id);
-        ctx.status = 201;
-        ctx.set('Location', `/v1/transactions/${row.id}`);
-        ctx.body = transactionView(row);
+        await accept(ctx, await create(account, 'STK_PUSH', body), workflows.startStkPush);
       },
     }),
     defineRoute({
@@ -174,11 +179,7 @@ export function transactionRoutes(deps: AppDeps, workflows: TransactionWorkflows
         // Checked again under a lock when the workflow holds the money; this answers the common case at once.
         const { available } = await accountBalance(db, account.id);
         if (available < body.amount.value + feeFor('SEND_MONEY', body.amount.value)) throw badField('body.amount.value', 'INSUFFICIENT_FUNDS: the available balance does not cover the amount and its fee');
-        const row = await create(account, 'SEND_MONEY', body);
-        await workflows.startSendMoney(row.id, row.organization_id);
-        ctx.status = 201;
-        ctx.set('Location', `/v1/transactions/${row.id}`);
-        ctx.body = transactionView(row);
+        await accept(ctx, await create(account, 'SEND_MONEY', body), workflows.startSendMoney);
       },
     }),
     defineRoute({

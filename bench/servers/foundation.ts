@@ -14,6 +14,7 @@ import { loadConfig } from '../../config';
 import { createLogger } from '../../config/logger';
 import { createDb } from '../../db/knex';
 import { systemClock } from '../../domain/clock';
+import { mobileMoneySettings } from '../../dev/simulators';
 import { createProviders } from '../../providers';
 
 /**
@@ -44,7 +45,7 @@ async function main() {
     db: createDb('postgres://unused@127.0.0.1:1/unused', 1),
     temporal: new Client({ connection: Connection.lazy({ address: '127.0.0.1:1' }) }),
     // These routes never call a provider; the client only needs an address.
-    providers: createProviders({ ...config, KYC_PROVIDER_URL: 'http://127.0.0.1:1', KYC_PARTNER_ID: 'unused', KYC_API_KEY: 'unused' }),
+    providers: createProviders({ ...config, KYC_PROVIDER_URL: 'http://127.0.0.1:1', KYC_PARTNER_ID: 'unused', KYC_API_KEY: 'unused', ...mobileMoneySettings('http://127.0.0.1:1') }),
     logger,
     clock: systemClock,
     serviceKeys: await loadServiceKeys(JSON.stringify(await generateServiceSigningKey())),

@@ -186,3 +186,15 @@ export async function insertStkPushTransaction(customer: { current: string; phon
     .returning('*');
   return row as TransactionRow;
 }
+
+/** POST stk-push that must be accepted: 201 PENDING. */
+export async function pushAccepted(customer: { headers: Record<string, string>; current: string; phone: string }, options: { amount?: number; account?: string; phone?: string } = {}) {
+  const reply = await stkPush(customer.headers, {
+    account_id: options.account ?? customer.current,
+    amount: money(options.amount ?? 50_000),
+    mobile_number: options.phone ?? customer.phone,
+  });
+  assert.equal(reply.status, 201, reply.text);
+  assert.equal(reply.body.status, 'PENDING');
+  return reply.body as { id: string; resource_id: string };
+}

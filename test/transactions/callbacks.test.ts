@@ -11,6 +11,7 @@ import {
   newCustomer,
   payerNumber,
   providerPhone,
+  pushAccepted,
   pushesTo,
   resetSimulator,
   sendCallbackNow,
@@ -22,13 +23,6 @@ import {
   until,
 } from '../support/money';
 
-type Customer = Awaited<ReturnType<typeof newCustomer>>;
-
-async function pushAccepted(customer: Customer, amount = 50_000) {
-  const reply = await stkPush(customer.headers, { account_id: customer.current, amount: money(amount), mobile_number: customer.phone });
-  assert.equal(reply.status, 201, reply.text);
-  return reply.body as { id: string };
-}
 
 /** The transaction once the push request was answered and its CheckoutRequestID recorded. */
 const accepted = (id: string) => until('push accepted', async () => (await transactionRow(id)).checkout_request_id);
@@ -43,7 +37,7 @@ describe('protocol: push-prompt callbacks (not signed: token in the URL, checked
     await Promise.all(
       [20_000, 30_000, 40_000].map(async (amount) => {
         const customer = await newCustomer(0);
-        const created = await pushAccepted(customer, amount);
+        const created = await pushAccepted(customer, { amount });
         const done = await settled(customer.headers, created.id);
         assert.equal(done.status, 'POSTED', JSON.stringify(done));
         const recorded = await until('both callbacks recorded', async () => {
@@ -70,7 +64,7 @@ describe('protocol: push-prompt callbacks (not signed: token in the URL, checked
   it('a callback sent the moment the push is accepted (callback delay 0) settles the push once', async () => {
     await setSimulatorMode({ callbackDelayMs: 0 });
     const customer = await newCustomer(0);
-    const created = await pushAccepted(customer, 60_000);
+    const created = await pushAccepted(customer, { amount: 60_000 });
     const done = await settled(customer.headers, created.id);
     assert.equal(done.status, 'POSTED', JSON.stringify(done));
     const [push, ...others] = await pushesTo(customer.phone);
@@ -85,7 +79,7 @@ describe('protocol: push-prompt callbacks (not signed: token in the URL, checked
     const hangMs = 1_500;
     await setSimulatorMode({ pushFailWith: 'timeout', hangMs, failedPushesTakeEffect: true, callbackDelayMs: 50 });
     const customer = await newCustomer(0);
-    const created = await pushAccepted(customer, 70_000);
+    const created = await pushAccepted(customer, { amount: 70_000 });
     const done = await settled(customer.headers, created.id);
     assert.equal(done.status, 'POSTED', JSON.stringify(done));
 
@@ -110,7 +104,7 @@ describe('protocol: push-prompt callbacks (not signed: token in the URL, checked
   it('a late callback after the push failed is recorded LATE: nothing is posted and the transaction stays FAILED', async () => {
     await setSimulatorMode({ callbacks: 'lose' });
     const customer = await newCustomer(1);
-    const created = await pushAccepted(customer, 50_000);
+    const created = await pushAccepted(customer, { amount: 50_000 });
     const failed = await settled(customer.headers, created.id);
     assert.equal(failed.status, 'FAILED');
     assert.equal(failed.failure_reason, 'CANCELLED_BY_USER');
@@ -151,7 +145,7 @@ describe('protocol: push-prompt callbacks (not signed: token in the URL, checked
     await Promise.all(
       cases.map(async ({ name, overrides }) => {
         const customer = await newCustomer(0);
-        const created = await pushAccepted(customer, 50_000);
+        const created = await pushAccepted(customer, { amount: 50_000 });
         const checkoutRequestId = await accepted(created.id);
         const sent = await sendCallbackNow(checkoutRequestId, overrides);
         assert.equal(sent.status, 200, name);
@@ -176,7 +170,7 @@ describe('protocol: push-prompt callbacks (not signed: token in the URL, checked
   it('a callback with a wrong token is refused 404 and recorded BAD_TOKEN; the push is settled by its real result', async () => {
     await setSimulatorMode({ callbacks: 'lose' });
     const customer = await newCustomer(1); // cancels
-    const created = await pushAccepted(customer, 50_000);
+    const created = await pushAccepted(customer, { amount: 50_000 });
     const checkoutRequestId = await accepted(created.id);
     const row = await transactionRow(created.id);
     const forged = {

@@ -11,6 +11,7 @@ import {
   money,
   newCustomer,
   payerNumber,
+  pushAccepted,
   pushesTo,
   resetSimulator,
   setSimulatorMode,
@@ -22,18 +23,6 @@ import {
 } from '../support/money';
 
 type Customer = Awaited<ReturnType<typeof newCustomer>>;
-
-/** POST stk-push that must be accepted: 201 PENDING. */
-async function pushAccepted(customer: Customer, options: { amount?: number; account?: string; phone?: string } = {}) {
-  const reply = await stkPush(customer.headers, {
-    account_id: options.account ?? customer.current,
-    amount: money(options.amount ?? 50_000),
-    mobile_number: options.phone ?? customer.phone,
-  });
-  assert.equal(reply.status, 201, reply.text);
-  assert.equal(reply.body.status, 'PENDING');
-  return reply.body as { id: string; resource_id: string };
-}
 
 /** A refused request: 400 BAD_REQUEST (the plain error family), and nothing created or pushed. */
 async function assertRefusedBeforeAnything(reply: Reply, customer: Customer, phone: string, description: RegExp) {

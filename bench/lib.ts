@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import autocannon from 'autocannon';
 
@@ -139,4 +140,43 @@ export async function stopProcess(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
   child.kill('SIGTERM');
   await new Promise((resolve) => child.once('exit', resolve));
+}
+
+/** CPU seconds (user + system) a process has used so far, from /proc (Linux). */
+export function cpuSeconds(pid: number): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in clock ticks (USER_HZ 100)
+  } catch {
+    return 0;
+  }
+}
+
+/** The pids of processes whose command line contains `needle` (e.g. every postgres backend). */
+export function pidsMatching(needle: string): number[] {
+  return readdirSync('/proc')
+    .filter((name) => /^\d+$/.test(name))
+    .filter((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ').includes(needle);
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+}
+
+/**
+ * CPU seconds each named group of processes spends while `work` runs (processes that come and
+ * go meanwhile, such as Postgres backends, are counted from when they are first seen).
+ */
+export async function cpuDuring<T>(groups: Record<string, () => number[]>, work: () => Promise<T>): Promise<{ result: T; cpu: Record<string, number> }> {
+  const read = () => Object.fromEntries(Object.entries(groups).map(([name, pids]) => [name, new Map(pids().map((pid) => [pid, cpuSeconds(pid)]))]));
+  const before = read();
+  const result = await work();
+  const after = read();
+  const cpu = Object.fromEntries(
+    Object.keys(groups).map((name) => [name, [...after[name]!].reduce((sum, [pid, seconds]) => sum + seconds - (before[name]!.get(pid) ?? 0), 0)]),
+  );
+  return { result, cpu };
 }

@@ -10,7 +10,7 @@ import { requestToken } from '../providers/simulators/identity-provider';
 import { freePort } from '../test/support/ports';
 import { workflowIds } from '../workflows/ids';
 import { benchDatabase } from './database';
-import { startServer, startService, stopProcess } from './lib';
+import { cpuDuring, pidsMatching, startServer, startService, stopProcess } from './lib';
 
 /**
  * Mobile money end to end, with the service as deployed: the API (api/server.ts) and the worker
@@ -168,9 +168,25 @@ export async function moneyBench(): Promise<void> {
 
     await closedLoop(CONCURRENCY, 2, async () => bare()); // warm both up
     await closedLoop(CONCURRENCY, 2, pushToPosted);
-    const rounds: { base: Loop; push: Loop }[] = [];
-    for (let r = 0; r < 3; r++) rounds.push({ base: await closedLoop(CONCURRENCY, SECONDS, bare), push: await closedLoop(CONCURRENCY, SECONDS, pushToPosted) });
-    const median = (pick: (x: { base: Loop; push: Loop }) => Loop) => [...rounds].map(pick).sort((a, b) => a.perSecond - b.perSecond)[1]!;
+    // CPU by process, to see where a push costs more than a bare run.
+    const temporalPort = temporalServer.address.split(':').at(-1)!;
+    const processes = {
+      'Temporal server': () => pidsMatching(`--port ${temporalPort}`),
+      Postgres: () => pidsMatching('postgres'),
+      'API': () => [api.pid!],
+      // The service's worker, or the bare one (a tsx child process) for the baseline.
+      'worker': () => [worker.pid!, ...pidsMatching('servers/trivial-worker.ts')],
+      'simulator': () => pidsMatching('servers/simulator.ts'),
+      'load generator': () => [process.pid],
+    };
+    type Measured = Loop & { cpu: Record<string, number> };
+    const measured = async (op: (i: number) => Promise<void>): Promise<Measured> => {
+      const { result, cpu } = await cpuDuring(processes, () => closedLoop(CONCURRENCY, SECONDS, op));
+      return { ...result, cpu };
+    };
+    const rounds: { base: Measured; push: Measured }[] = [];
+    for (let r = 0; r < 3; r++) rounds.push({ base: await measured(bare), push: await measured(pushToPosted) });
+    const median = (pick: (x: { base: Measured; push: Measured }) => Measured) => [...rounds].map(pick).sort((a, b) => a.perSecond - b.perSecond)[1]!;
     const b = median((x) => x.base);
     const p = median((x) => x.push);
     const ratio = p.perSecond / b.perSecond;
@@ -178,6 +194,8 @@ export async function moneyBench(): Promise<void> {
     console.log(line('baseline   trivial workflow, worker in its own process', b, 'runs'));
     console.log(line('candidate  STK push to POSTED (API, worker, simulator)', p, 'pushes'));
     console.log(`  ratio ${ratio.toFixed(2)} (goal at least 0.8) ${ratio >= 0.8 ? 'met' : 'NOT met'}`);
+    const perOp = (m: Measured, name: string) => (m.cpu[name]! * 1000) / (m.perSecond * SECONDS);
+    console.log(`  CPU per run / per push (ms): ${Object.keys(processes).map((name) => `${name} ${perOp(b, name).toFixed(1)} / ${perOp(p, name).toFixed(1)}`).join(', ')}`);
     const fixed = await openLoop(20, 10, pushToPosted);
     console.log(line('at a fixed 20 pushes/s for 10 s', fixed, 'pushes'));
     const { rows } = await db.raw(

@@ -26,7 +26,7 @@ export const DEMO = {
     second: { id: SECOND_ORG, name: 'Second Lender' },
   },
   users: {
-    customer: user('0b5a9c1e-0000-4000-8000-000000000001', DEMO_ORG, 'amina.customer@demo-lender.test', 'Amina Wanjiru', ['CUSTOMER'], { phone_number: '+254712000001' }),
+    customer: user('0b5a9c1e-0000-4000-8000-000000000001', DEMO_ORG, 'amina.customer@demo-lender.test', 'Amina Wanjiru', ['CUSTOMER'], { phone_number: '+254712000010' }),
     customerByAuthId: user('0b5a9c1e-0000-4000-8000-000000000002', DEMO_ORG, 'brian.customer@demo-lender.test', 'Brian Otieno', ['CUSTOMER'], { auth_id: 'idp|brian-otieno', phone_number: '+254712000002' }),
     waitingList: user('0b5a9c1e-0000-4000-8000-000000000003', DEMO_ORG, 'wanjiku.waiting@demo-lender.test', 'Wanjiku Kamau', ['CUSTOMER'], { status: 'WAITING_LIST', phone_number: '+254712000003' }),
     agent: user('0b5a9c1e-0000-4000-8000-000000000004', DEMO_ORG, 'juma.agent@demo-lender.test', 'Juma Mwangi', ['AGENT'], { phone_number: '+254712000004' }),

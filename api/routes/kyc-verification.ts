@@ -285,7 +285,7 @@ export function kycVerificationRoutes(deps: AppDeps, workflows: KycWorkflows, ho
           const timeout = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), config.KYC_STATUS_RECOVERY_TIMEOUT)));
           const recovered = await Promise.race([workflows.refreshStatus(application.id).catch(() => false), timeout]);
           clearTimeout(timer);
-          if (recovered) application = (await hotReads.kycApplicationStatus(caller.organizationId, application.id)) ?? application;
+          if (recovered) application = (await hotReads.kycApplicationStatus(caller.organizationId, application.id, { fresh: true })) ?? application;
         }
         ctx.body = view(application);
       },

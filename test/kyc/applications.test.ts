@@ -33,6 +33,23 @@ describe('KYC applications (extension: POST /v1/kyc/applications)', () => {
     assert.equal(row.user_id, DEMO.users.customer.id);
   });
 
+  it('GET status answers a change made a moment ago: a status kept in memory is dropped when Postgres announces the change', async () => {
+    const user = await newApplicant();
+    const { id } = await createApplication(user);
+    const headers = await as(user);
+    const status = () => call('GET', `/v1/kyc/applications/${id}/status`, { headers });
+    assert.equal((await status()).body.status, 'DRAFT');
+    assert.equal((await status()).body.status, 'DRAFT'); // now kept in memory
+    await harness().db('kyc_applications').where({ id }).update({ status: 'EXPIRED', reason: 'test' });
+    const deadline = Date.now() + 2_000; // far below the memory's safety-net lifetime (60 s)
+    let seen = (await status()).body.status;
+    while (seen !== 'EXPIRED' && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      seen = (await status()).body.status;
+    }
+    assert.equal(seen, 'EXPIRED');
+  });
+
   it('the seeded finished applications read through GET status: approved is final, rejected may be submitted again', async () => {
     const approved = await call('GET', `/v1/kyc/applications/${DEMO.kycHistory.approved.id}/status`, { headers: await as(DEMO.users.customerByAuthId) });
     assert.equal(approved.status, 200);

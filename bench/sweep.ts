@@ -25,6 +25,8 @@ const KYC = { KYC_PARTNER_ID: '2101', KYC_API_KEY: 'bench-kyc-api-key-not-a-secr
 const TASK_QUEUE = 'bench-kyc-sweep';
 /** The worker's heap bound as deployed (docker-compose.yml): memory stays flat as work grows. */
 const WORKER_NODE_ARGS = ['--max-old-space-size=384'];
+/** Worker processes sharing the sweep (BENCH_SWEEP_WORKERS; one by default). */
+const WORKERS = Number(process.env.BENCH_SWEEP_WORKERS ?? 1);
 
 export async function kycSweepBench(sizes = [10_000, 100_000]): Promise<void> {
   const cleanups: (() => Promise<unknown>)[] = [];
@@ -44,7 +46,7 @@ export async function kycSweepBench(sizes = [10_000, 100_000]): Promise<void> {
     const provider = createKycProviderClient({ baseUrl: simulator.info.url, partnerId: KYC.KYC_PARTNER_ID, apiKey: KYC.KYC_API_KEY });
 
     await db('organizations').insert(Array.from({ length: ORGANIZATIONS }, (_, o) => ({ id: organization(o), name: `Bench lender ${o}` })));
-    console.log(`\nKYC expiry sweep: ${ORGANIZATIONS} organizations, worker/main.ts in its own process, KYC_SWEEP_CONCURRENCY ${base.KYC_SWEEP_CONCURRENCY}, batches of ${base.KYC_SWEEP_BATCH_SIZE}`);
+    console.log(`\nKYC expiry sweep: ${ORGANIZATIONS} organizations, ${WORKERS} worker/main.ts process${WORKERS === 1 ? '' : 'es'}, KYC_SWEEP_CONCURRENCY ${base.KYC_SWEEP_CONCURRENCY}, batches of ${base.KYC_SWEEP_BATCH_SIZE}`);
     const peaks: number[] = [];
     for (const size of sizes) {
       const jobs = await populate(db, simulator.info.url, size);
@@ -127,7 +129,8 @@ const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/
 
 /** One sweep of every organization by a fresh worker process; its pace, counts and memory. */
 async function sweep(options: { db: Knex; client: Client; databaseUrl: string; address: string; simulatorUrl: string; size: number }) {
-  const worker = await startService(
+  const startWorker = async () =>
+    startService(
     'worker/main.ts',
     {
       ...KYC,
@@ -144,10 +147,13 @@ async function sweep(options: { db: Knex; client: Client; databaseUrl: string; a
     /worker running/,
     WORKER_NODE_ARGS,
   );
+  const workers = await Promise.all(Array.from({ length: WORKERS }, startWorker));
   try {
-    const startRssMb = rssMb(worker.pid!);
+    // Each worker's own resident memory; the peak of any of them.
+    const rss = () => Math.max(...workers.map((w) => rssMb(w.pid!)));
+    const startRssMb = rss();
     let peakRssMb = startRssMb;
-    const sampler = setInterval(() => (peakRssMb = Math.max(peakRssMb, rssMb(worker.pid!))), 100);
+    const sampler = setInterval(() => (peakRssMb = Math.max(peakRssMb, rss())), 100);
     const started = performance.now();
     const all = await options.client.workflow.execute('kycExpirySweepAll', { taskQueue: TASK_QUEUE, workflowId: `bench-sweep-all-${options.size}`, args: [{ batchSize: loadConfig().KYC_SWEEP_BATCH_SIZE }] });
     if ((all as { started: number }).started !== ORGANIZATIONS) throw new Error(`the sweep started ${JSON.stringify(all)} organization sweeps`);
@@ -170,7 +176,7 @@ async function sweep(options: { db: Knex; client: Client; databaseUrl: string; a
     const countsExact = counts.scanned === options.size && counts.expired === tenth && counts.completed === tenth && counts.still_pending === options.size - 2 * tenth && counts.failed === 0;
     return { ms, perSecond: options.size / (ms / 1000), counts, countsExact, peakRssMb, startRssMb };
   } finally {
-    await stopProcess(worker);
+    await Promise.all(workers.map(stopProcess));
   }
 }
 

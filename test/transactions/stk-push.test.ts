@@ -162,6 +162,27 @@ describe('spec 4.4: POST /v1/transactions/mobilemoney/stk-push', () => {
     });
   });
 
+  it('details: a paybill push by default; with MOBILE_MONEY_TILL_NUMBER set, a Buy Goods push to that till (type BUY_GOODS, till_number)', async () => {
+    const customer = await newCustomer(0);
+    const paybill = await pushAccepted(customer, { amount: 10_000 });
+    const { config } = harness();
+    config.MOBILE_MONEY_TILL_NUMBER = '654321';
+    let tillPush;
+    try {
+      tillPush = await pushAccepted(customer, { amount: 20_000 });
+    } finally {
+      config.MOBILE_MONEY_TILL_NUMBER = undefined;
+    }
+    const [paybillDone, tillDone] = await Promise.all([settled(customer.headers, paybill.id), settled(customer.headers, tillPush.id)]);
+    assert.equal(paybillDone.details.type, 'PAYBILL');
+    assert.equal(paybillDone.details.paybill_number, config.MOBILE_MONEY_SHORT_CODE);
+    assert.deepEqual([tillDone.status, tillDone.details.type, tillDone.details.till_number], ['POSTED', 'BUY_GOODS', '654321']);
+    const pushes = await pushesTo(customer.phone);
+    const byAmount = new Map(pushes.map((p) => [p.amount, p]));
+    assert.deepEqual([byAmount.get(100)?.transactionType, byAmount.get(100)?.partyB], ['CustomerPayBillOnline', config.MOBILE_MONEY_SHORT_CODE]);
+    assert.deepEqual([byAmount.get(200)?.transactionType, byAmount.get(200)?.partyB], ['CustomerBuyGoodsOnline', '654321']);
+  });
+
   it("GET /v1/transactions/{id} of another user's transaction: 404, and the owner still reads it", async () => {
     const [owner, other] = await Promise.all([newCustomer(0), newCustomer(0)]);
     const created = await pushAccepted(owner);

@@ -186,16 +186,22 @@ export function transactionRoutes(deps: AppDeps, workflows: TransactionWorkflows
       method: 'get',
       path: '/v1/transactions/{id}',
       operationId: 'getTransaction',
-      summary: 'One transaction, to follow a push prompt or payout to POSTED or FAILED',
+      summary: 'One transaction (by id or resource_id), to follow a push prompt or payout to POSTED or FAILED',
       description: "Not shown in the spec. A customer reads their own accounts' transactions; organization keys and partners their organization's.",
       tags: ['transactions'],
       extension: true,
       auth: READER,
-      request: { params: z.object({ id: z.uuid() }) },
+      request: {
+        params: z.object({
+          id: z.union([z.uuid(), z.string().regex(/^trx_[A-Za-z0-9_-]{1,64}$/)]).meta({ description: 'The transaction id (uuid) or its resource_id (trx_…)' }),
+        }),
+      },
       responses: { 200: { description: 'The transaction', schema: Transaction } },
       async handler(ctx, { params }) {
         const caller = ctx.state.caller as Caller;
-        const row = await findTransaction(db, params.id);
+        const row = params.id.startsWith('trx_')
+          ? await db('transactions').where({ resource_id: params.id }).first<TransactionRow | undefined>()
+          : await findTransaction(db, params.id);
         const account = row && (await db('accounts').where({ id: row.account_id }).first<AccountRow>());
         const visible = account && (caller.scheme === 'user' ? account.user_id === caller.userId : caller.organizationId === null || caller.organizationId === account.organization_id);
         if (!row || !visible) throw new ServiceError(ErrorCode.NOT_FOUND, 'No such transaction');

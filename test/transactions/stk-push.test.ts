@@ -183,7 +183,7 @@ describe('spec 4.4: POST /v1/transactions/mobilemoney/stk-push', () => {
     assert.deepEqual([byAmount.get(200)?.transactionType, byAmount.get(200)?.partyB], ['CustomerBuyGoodsOnline', '654321']);
   });
 
-  it("GET /v1/transactions/{id} of another user's transaction: 404, and the owner still reads it", async () => {
+  it("GET /v1/transactions/{id} (id or resource_id) of another user's transaction: 404, and the owner still reads it", async () => {
     const [owner, other] = await Promise.all([newCustomer(0), newCustomer(0)]);
     const created = await pushAccepted(owner);
     const foreign = await call('GET', `/v1/transactions/${created.id}`, { headers: other.headers });
@@ -193,6 +193,13 @@ describe('spec 4.4: POST /v1/transactions/mobilemoney/stk-push', () => {
     const done = await settled(owner.headers, created.id);
     assert.equal(done.status, 'POSTED');
     assert.equal((await call('GET', `/v1/transactions/${created.id}`, { headers: other.headers })).status, 404);
+    // The resource_id reads the same transaction, under the same rule.
+    const byResourceId = await call('GET', `/v1/transactions/${created.resource_id}`, { headers: owner.headers });
+    assert.equal(byResourceId.status, 200);
+    assert.equal(byResourceId.body.id, created.id);
+    assert.equal((await call('GET', `/v1/transactions/${created.resource_id}`, { headers: other.headers })).status, 404);
+    const malformed = await call('GET', '/v1/transactions/not-a-transaction', { headers: owner.headers });
+    assert.equal(malformed.status, 400, malformed.text);
   });
 });
 

@@ -1,4 +1,3 @@
-import type { Client } from '@temporalio/client';
 import type { Knex } from 'knex';
 import type { Config } from '../config';
 import type { Logger } from '../config/logger';
@@ -15,8 +14,6 @@ export interface ActivityDeps {
   providers: Providers;
   logger: Logger;
   clock: Clock;
-  /** For activities that signal other runs (the expiry sweep ends the verifications it settles). */
-  temporal?: Client;
 }
 
 /**

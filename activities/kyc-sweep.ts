@@ -1,10 +1,6 @@
 import { Context } from '@temporalio/activity';
-import type { Client } from '@temporalio/client';
-import { WorkflowNotFoundError } from '@temporalio/common';
 import { categoryOf, ResultCategory } from '../domain/kyc/result-codes';
 import { KycStatus } from '../domain/kyc/status';
-import { workflowIds } from '../workflows/ids';
-import { verificationClosedSignal } from '../workflows/kyc-messages';
 import { forEachConcurrently } from '../domain/concurrency';
 import type { ActivityDeps } from './index';
 
@@ -31,21 +27,12 @@ export type SweepStart = { due: true; startedAt: string; cutoff: string } | { du
 /**
  * The expiry sweep's I/O: the organization's lease and due-window, and the batches. The
  * provider is always asked first: final there → the application completes; unknown there →
- * EXPIRED; still running → left pending; a provider error → counted as failed.
+ * EXPIRED; still running → left pending; a provider error → counted as failed. The verification
+ * run of a settled application ends at its next wake, when its own lookup finds the application
+ * no longer pending (no signal per application: at sweep scale those cost more than the lookups).
  */
-export function createKycSweepActivities(deps: ActivityDeps & { temporal?: Client }) {
+export function createKycSweepActivities(deps: ActivityDeps) {
   const { db, config, clock, providers } = deps;
-
-  /** Ends the verification run of an application the sweep settled, if one still waits. */
-  async function closeVerification(applicationId: string) {
-    if (!deps.temporal) return;
-    await deps.temporal.workflow
-      .getHandle(workflowIds.kycVerification(applicationId))
-      .signal(verificationClosedSignal)
-      .catch((error) => {
-        if (!(error instanceof WorkflowNotFoundError)) throw error;
-      });
-  }
 
   return {
     async listOrganizations(): Promise<string[]> {
@@ -128,16 +115,14 @@ export function createKycSweepActivities(deps: ActivityDeps & { temporal?: Clien
       const stillPendingHere = () => db('kyc_applications').where({ organization_id: input.organizationId, status: KycStatus.ID_VERIFICATION_PENDING });
       if (stillPending.length > 0) await stillPendingHere().whereIn('id', stillPending).update({ provider_checked_at: now });
       // Only rows still pending change (a callback may have completed one meanwhile), and only those count.
-      const settled: string[] = [];
       if (unknown.length > 0) {
-        const expired = await stillPendingHere()
+        const expired: unknown[] = await stillPendingHere()
           .whereIn('id', unknown)
           .update({ status: KycStatus.EXPIRED, reason: 'The provider no longer knows the job', verification_completed_at: now, updated_at: now }, ['id']);
         counts.expired += expired.length;
-        settled.push(...expired.map((row: { id: string }) => row.id));
       }
       for (const group of verdicts.values()) {
-        const completed = await stillPendingHere()
+        const completed: unknown[] = await stillPendingHere()
           .whereIn('id', group.ids)
           .update(
             {
@@ -152,9 +137,7 @@ export function createKycSweepActivities(deps: ActivityDeps & { temporal?: Clien
             ['id'],
           );
         counts.completed += completed.length;
-        settled.push(...completed.map((row: { id: string }) => row.id));
       }
-      await forEachConcurrently(settled, config.KYC_SWEEP_CONCURRENCY, closeVerification);
       return { counts, lastId: applications.at(-1)?.id ?? null };
     },
 

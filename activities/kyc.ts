@@ -12,7 +12,8 @@ export interface ApplicationRef {
 }
 
 export interface ProviderStatus {
-  state: JobStatus['state'];
+  /** `closed`: the application is no longer pending here (the expiry sweep settled it); the provider was not asked. */
+  state: JobStatus['state'] | 'closed';
   category?: ResultCategory;
   resultCode?: string;
   resultText?: string;
@@ -106,6 +107,7 @@ export function createKycActivities(deps: ActivityDeps) {
     /** Where the provider stands on the application's job (a signed lookup for v2). */
     async checkProviderStatus(ref: ApplicationRef): Promise<ProviderStatus> {
       const application = await load(ref);
+      if (application.status !== KycStatus.ID_VERIFICATION_PENDING) return { state: 'closed' };
       const status = await providers.kyc
         .jobStatus({
           apiVersion: application.api_version ?? 'v2',

@@ -113,7 +113,7 @@ async function main() {
         workflowBundle: await bundleWorkflows(),
         shutdownGraceTimeMs: config.WORKER_SHUTDOWN_GRACE,
       },
-      { config, db, providers, logger, clock: systemClock, temporal },
+      { config, db, providers, logger, clock: systemClock },
     );
     const running = worker.run();
     stops.push(async () => {

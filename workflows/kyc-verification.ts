@@ -91,6 +91,8 @@ export async function kycVerification(input: KycVerificationInput, carried?: { p
   /** Applies what the provider says now: final → complete; provisional → under review. */
   async function ask(): Promise<void> {
     const status = await activities.checkProviderStatus(ref);
+    // Settled elsewhere (the expiry sweep): nothing left to wait for.
+    if (status.state === 'closed') completed = true;
     if (status.state === 'final') {
       if (status.category === 'PROVISIONAL' || status.isFinal === false) await activities.recordReview(ref);
       else await complete(status.resultCode!, status.resultText ?? '');

@@ -47,6 +47,22 @@ describe('spec 4.2: POST /v1/kyc/applications/{id}/verification, server_upload',
     await recordVerification(id, 'kycVerification-server-upload');
   });
 
+  it('a verification run ends at its next wake once its application was settled elsewhere (as the expiry sweep does)', async function () {
+    this.timeout(30_000);
+    await simulatorControl('/', 'PATCH', { holdJobs: true });
+    const user = await newApplicant();
+    const id = await newApplication(user);
+    const reply = await call('POST', verification(id), { headers: await applicantHeaders(user), json: upload() });
+    assert.equal(reply.status, 202, reply.text);
+    const handle = harness().client.workflow.getHandle(workflowIds.kycVerification(id));
+    for (let i = 0; i < 100 && !(await simulatorJob(user.id)); i++) await new Promise((resolve) => setTimeout(resolve, 50));
+    // What the sweep writes when the provider no longer knows the job.
+    await harness().db('kyc_applications').where({ id }).update({ status: 'EXPIRED', reason: 'The provider no longer knows the job' });
+    assert.equal(await handle.result(), 'CLOSED_BY_SWEEP');
+    await recordVerification(id, 'kycVerification-closed-by-sweep');
+    assert.equal((await harness().db('kyc_applications').where({ id }).first()).status, 'EXPIRED', 'the settled status stands');
+  });
+
   it('runs on v3 when negotiated, with the liveness frames (active check)', async () => {
     const user = await newApplicant();
     const id = await newApplication(user);

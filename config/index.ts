@@ -111,7 +111,7 @@ export const configSchema = z.object({
   KYC_STATUS_STALE_AFTER: duration('2m'),
   KYC_EXPIRY_SWEEP_INTERVAL: duration('15m'),
   /** Applications the sweep asks the provider about per batch (per activity). */
-  KYC_SWEEP_BATCH_SIZE: positiveInt(200),
+  KYC_SWEEP_BATCH_SIZE: positiveInt(500),
   /** Provider status lookups one sweep batch keeps in flight. */
   KYC_SWEEP_CONCURRENCY: positiveInt(8),
   /** The mobile-money provider (a simulator under npm start and the tests). */

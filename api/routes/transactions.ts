@@ -65,6 +65,14 @@ const IdempotencyHeader = z.object({
 });
 
 const PAYER: RouteAuth = { schemes: ['user'], permission: Permission.TRANSACTIONS_WRITE, refuseWaitingList: true };
+/** What both money-moving POSTs share: the payer, Idempotency-Key, the body, a 201 with the transaction. */
+const MONEY_MOVEMENT = {
+  tags: ['transactions'],
+  auth: PAYER,
+  idempotent: true as const,
+  request: { headers: IdempotencyHeader, body: MoneyMovement },
+  responses: { 201: { description: 'The transaction, PENDING', schema: Transaction } },
+};
 const READER: RouteAuth = { schemes: ['user', 'partner', 'api_key'], permission: Permission.ACCOUNTS_READ, refuseWaitingList: true };
 const KENYAN_MOBILE = /^\+254(7|1)\d{8}$/;
 
@@ -145,11 +153,7 @@ export function transactionRoutes(deps: AppDeps, workflows: TransactionWorkflows
       description:
         'Current-account deposits must come from the account owner\'s registered number; credit-account repayments from any payer number. ' +
         'Answers 201 with the PENDING transaction; follow it with GET /v1/transactions/{id} until POSTED or FAILED.',
-      tags: ['transactions'],
-      auth: PAYER,
-      idempotent: true,
-      request: { headers: IdempotencyHeader, body: MoneyMovement },
-      responses: { 201: { description: 'The transaction, PENDING', schema: Transaction } },
+      ...MONEY_MOVEMENT,
       async handler(ctx, { body }) {
         const caller = ctx.state.caller as Caller;
         const account = await checkMovement(caller, body);
@@ -167,11 +171,7 @@ export function transactionRoutes(deps: AppDeps, workflows: TransactionWorkflows
       description:
         'The amount and its fee are held (the available balance is checked), sent through B2C, then posted or released. ' +
         'Answers 201 with the PENDING transaction; 400 when the available balance cannot cover amount and fee.',
-      tags: ['transactions'],
-      auth: PAYER,
-      idempotent: true,
-      request: { headers: IdempotencyHeader, body: MoneyMovement },
-      responses: { 201: { description: 'The transaction, PENDING', schema: Transaction } },
+      ...MONEY_MOVEMENT,
       async handler(ctx, { body }) {
         const caller = ctx.state.caller as Caller;
         const account = await checkMovement(caller, body);

@@ -1,4 +1,5 @@
 import { ApplicationFailure } from '@temporalio/common';
+import type { Knex } from 'knex';
 import { accountBalance, ledgerAccounts, type Leg, postJournal } from '../db/ledger';
 import { findTransaction, type TransactionRow } from '../db/transactions';
 import { payoutFailureReason, pushFailureReason, TransactionStatus } from '../domain/mobile-money/transaction';
@@ -36,12 +37,17 @@ export function createMobileMoneyActivities(deps: ActivityDeps) {
     return row;
   }
   const total = (row: TransactionRow) => Number(row.amount) + Number(row.fee_amount);
+  /** The legs that move a transaction's amount and fee from one ledger account to another. */
+  const move = (row: TransactionRow, from: string, to: string): Leg[] => [
+    { account: from, amount: total(row) },
+    { account: to, amount: -total(row) },
+  ];
 
-  async function fail(transactionId: string, reason: string, resultCode?: string) {
+  /** A PENDING transaction FAILED with its reason (nothing changes once it is final). */
+  async function fail(q: Knex | Knex.Transaction, transactionId: string, reason: string, resultCode?: string) {
     const now = clock.now();
-    await db('transactions')
-      .where({ id: transactionId })
-      .whereIn('status', [TransactionStatus.PENDING])
+    await q('transactions')
+      .where({ id: transactionId, status: TransactionStatus.PENDING })
       .update({ status: TransactionStatus.FAILED, failure_reason: reason, result_code: resultCode ?? null, failed_at: now, updated_at: now });
     return reason;
   }
@@ -94,7 +100,7 @@ export function createMobileMoneyActivities(deps: ActivityDeps) {
 
     /** Records why the transaction failed (from the provider's result code when no reason is given). */
     async failTransaction(transactionId: string, input: { reason?: string; resultCode?: string }): Promise<string> {
-      return fail(transactionId, input.reason ?? pushFailureReason(input.resultCode ?? ''), input.resultCode);
+      return fail(db, transactionId, input.reason ?? pushFailureReason(input.resultCode ?? ''), input.resultCode);
     },
 
     /** The provider confirmed the money moved: its receipt (unique) and the time. */
@@ -140,21 +146,10 @@ export function createMobileMoneyActivities(deps: ActivityDeps) {
         if (row.status !== TransactionStatus.PENDING) return false;
         const { available } = await accountBalance(trx, row.account_id);
         if (available < total(row)) {
-          const now = clock.now();
-          await trx('transactions')
-            .where({ id: transactionId })
-            .update({ status: TransactionStatus.FAILED, failure_reason: 'INSUFFICIENT_FUNDS', failed_at: now, updated_at: now });
+          await fail(trx, transactionId, 'INSUFFICIENT_FUNDS');
           return false;
         }
-        await postJournal(trx, {
-          transactionId,
-          kind: 'HOLD',
-          currency: row.currency,
-          legs: [
-            { account: ledgerAccounts.customer(row.account_id), amount: total(row) },
-            { account: ledgerAccounts.hold(row.account_id), amount: -total(row) },
-          ],
-        });
+        await postJournal(trx, { transactionId, kind: 'HOLD', currency: row.currency, legs: move(row, ledgerAccounts.customer(row.account_id), ledgerAccounts.hold(row.account_id)) });
         return true;
       });
     },
@@ -193,20 +188,9 @@ export function createMobileMoneyActivities(deps: ActivityDeps) {
         if (!row || row.status !== TransactionStatus.PENDING) return;
         const held = await trx('journal_entries').where({ transaction_id: transactionId, kind: 'HOLD' }).first();
         if (held) {
-          await postJournal(trx, {
-            transactionId,
-            kind: 'RELEASE',
-            currency: row.currency,
-            legs: [
-              { account: ledgerAccounts.hold(row.account_id), amount: total(row) },
-              { account: ledgerAccounts.customer(row.account_id), amount: -total(row) },
-            ],
-          });
+          await postJournal(trx, { transactionId, kind: 'RELEASE', currency: row.currency, legs: move(row, ledgerAccounts.hold(row.account_id), ledgerAccounts.customer(row.account_id)) });
         }
-        const now = clock.now();
-        await trx('transactions')
-          .where({ id: transactionId })
-          .update({ status: TransactionStatus.FAILED, failure_reason: reason, result_code: input.resultCode ?? null, failed_at: now, updated_at: now });
+        await fail(trx, transactionId, reason, input.resultCode);
       });
       return reason;
     },

@@ -29,6 +29,8 @@ import type { AnyRoute } from '../route';
 export const IDEMPOTENCY_HEADER = 'idempotency-key';
 export const IDEMPOTENCY_KEY_MAX_LENGTH = 255;
 export const REPLAYED_HEADER = 'Idempotent-Replayed';
+/** Headers that belong to the answer and are stored and replayed with its body. */
+const STORED_HEADERS = ['Location'];
 const PURGE_INTERVAL_MS = 10 * 60_000;
 const PURGE_BATCH = 1_000;
 /** Batches per purge run: a large backlog is worked off over several runs, not in one burst. */
@@ -67,7 +69,7 @@ interface KeyRow {
   state: 'RUNNING' | 'DONE';
   response_status: number | null;
   response_body: string | null;
-  response_location: string | null;
+  response_headers: Record<string, string> | null;
   locked_until: Date;
   expires_at: Date;
 }
@@ -118,7 +120,7 @@ export function createIdempotency({ db, config, clock, logger }: IdempotencyDeps
        values (?, ?, ?, 'RUNNING', ?, ?, ?, ?)
        on conflict (scope, key) do update set
          fingerprint = excluded.fingerprint, state = 'RUNNING', lock_token = excluded.lock_token,
-         response_status = null, response_body = null, response_location = null, locked_until = excluded.locked_until,
+         response_status = null, response_body = null, response_headers = null, locked_until = excluded.locked_until,
          created_at = excluded.created_at, expires_at = excluded.expires_at
        where k.expires_at <= excluded.created_at
           or (k.state = 'RUNNING' and k.locked_until <= excluded.created_at and k.fingerprint = excluded.fingerprint)
@@ -130,10 +132,12 @@ export function createIdempotency({ db, config, clock, logger }: IdempotencyDeps
 
   const release = (scope: string, key: string, token: string) => db(TABLE).where({ scope, key, lock_token: token }).delete();
 
+  const storedHeaders = (ctx: Context) => Object.fromEntries(STORED_HEADERS.map((name) => [name, ctx.response.get(name)]).filter(([, value]) => value));
+
   function replay(ctx: Context, row: KeyRow) {
     ctx.status = row.response_status!;
     ctx.set(REPLAYED_HEADER, 'true');
-    if (row.response_location) ctx.set('Location', row.response_location);
+    for (const [name, value] of Object.entries(row.response_headers ?? {})) ctx.set(name, value);
     if (row.response_body !== null) {
       ctx.body = row.response_body;
       ctx.type = 'application/json';
@@ -182,7 +186,7 @@ export function createIdempotency({ db, config, clock, logger }: IdempotencyDeps
     try {
       const stored = await db(TABLE)
         .where({ scope, key, lock_token: token })
-        .update({ state: 'DONE', response_status: status, response_body: text, response_location: ctx.response.get('Location') || null, locked_until: clock.now() });
+        .update({ state: 'DONE', response_status: status, response_body: text, response_headers: storedHeaders(ctx), locked_until: clock.now() });
       if (stored === 0) logger.warn({ req_id: ctx.state.requestId, scope }, 'idempotency key was taken over while executing; answer not stored');
     } catch (error) {
       // The work is done: the client gets its answer. Retries see RUNNING until the lock runs out.

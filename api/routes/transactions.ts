@@ -2,7 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import type { Context } from 'koa';
 import { z } from 'zod';
 import { accountBalance } from '../../db/ledger';
-import { findTransaction, type TransactionRow, transactionView } from '../../db/transactions';
+import { type TransactionRow, transactionView } from '../../db/transactions';
 import { ErrorCode, ServiceError, SubCode } from '../../domain/errors';
 import { feeFor, MAX_AMOUNT_MINOR, MINOR_PER_SHILLING, PAYOUT_FEES, type TransactionType } from '../../domain/mobile-money/transaction';
 import { Permission } from '../../domain/rbac';
@@ -199,11 +199,12 @@ export function transactionRoutes(deps: AppDeps, workflows: TransactionWorkflows
       responses: { 200: { description: 'The transaction', schema: Transaction } },
       async handler(ctx, { params }) {
         const caller = ctx.state.caller as Caller;
-        const row = params.id.startsWith('trx_')
-          ? await db('transactions').where({ resource_id: params.id }).first<TransactionRow | undefined>()
-          : await findTransaction(db, params.id);
-        const account = row && (await db('accounts').where({ id: row.account_id }).first<AccountRow>());
-        const visible = account && (caller.scheme === 'user' ? account.user_id === caller.userId : caller.organizationId === null || caller.organizationId === account.organization_id);
+        // The transaction and its account's owner in one read: clients poll this until POSTED.
+        const row = await db('transactions')
+          .join('accounts', 'accounts.id', 'transactions.account_id')
+          .where(params.id.startsWith('trx_') ? { 'transactions.resource_id': params.id } : { 'transactions.id': params.id })
+          .first<(TransactionRow & { owner_id: string }) | undefined>('transactions.*', 'accounts.user_id as owner_id');
+        const visible = row && (caller.scheme === 'user' ? row.owner_id === caller.userId : caller.organizationId === null || caller.organizationId === row.organization_id);
         if (!row || !visible) throw new ServiceError(ErrorCode.NOT_FOUND, 'No such transaction');
         ctx.body = transactionView(row);
       },

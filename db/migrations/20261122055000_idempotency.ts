@@ -19,8 +19,8 @@ export async function up(knex: Knex): Promise<void> {
     t.integer('response_status');
     /** The response body exactly as sent (JSON text); null for a bodiless answer. */
     t.text('response_body');
-    /** The answer's Location header, replayed with it. */
-    t.text('response_location');
+    /** The answer's headers that are part of it (Location), replayed with it. */
+    t.jsonb('response_headers');
     /** A RUNNING row whose lock has passed belongs to an executor that died: it may be taken over. */
     t.timestamp('locked_until', { useTz: true }).notNullable();
     t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());

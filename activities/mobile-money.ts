@@ -43,6 +43,18 @@ export function createMobileMoneyActivities(deps: ActivityDeps) {
     { account: to, amount: -total(row) },
   ];
 
+  /** The collection's journal entry: the provider's clearing account pays the customer's account. */
+  const postCollectionEntry = (trx: Knex.Transaction, row: TransactionRow) =>
+    postJournal(trx, {
+      transactionId: row.id,
+      kind: 'COLLECTION',
+      currency: row.currency,
+      legs: [
+        { account: ledgerAccounts.collections, amount: Number(row.amount) },
+        { account: ledgerAccounts.customer(row.account_id), amount: -Number(row.amount) },
+      ],
+    });
+
   /** A PENDING transaction FAILED with its reason (nothing changes once it is final). */
   async function fail(q: Knex | Knex.Transaction, transactionId: string, reason: string, resultCode?: string) {
     const now = clock.now();
@@ -55,10 +67,15 @@ export function createMobileMoneyActivities(deps: ActivityDeps) {
   return {
     /** Sends the push prompt at most once; a second run reports what the first one learned. */
     async sendStkPush(transactionId: string): Promise<PushSent> {
-      const row = await load(transactionId);
-      if (row.checkout_request_id) return { state: 'accepted', checkoutRequestId: row.checkout_request_id };
-      if (row.provider_request_attempted_at) return { state: 'indeterminate' };
-      await db('transactions').where({ id: row.id }).update({ provider_request_attempted_at: clock.now() });
+      // Claims the one attempt and reads the row in one statement; a rerun finds it claimed.
+      const [row] = await db('transactions')
+        .where({ id: transactionId, provider_request_attempted_at: null, checkout_request_id: null })
+        .update({ provider_request_attempted_at: clock.now() })
+        .returning<TransactionRow[]>('*');
+      if (!row) {
+        const { checkout_request_id: checkoutRequestId } = await load(transactionId);
+        return checkoutRequestId ? { state: 'accepted', checkoutRequestId } : { state: 'indeterminate' };
+      }
       const details = row.details as { type?: string; till_number?: string };
       try {
         const accepted = await mm.stkPush({
@@ -103,7 +120,7 @@ export function createMobileMoneyActivities(deps: ActivityDeps) {
       return fail(db, transactionId, input.reason ?? pushFailureReason(input.resultCode ?? ''), input.resultCode);
     },
 
-    /** The provider confirmed the money moved: its receipt (unique) and the time. */
+    /** The provider confirmed the money moved: its receipt (unique) and the time (runs started before settleCollection). */
     async confirmTransaction(transactionId: string, input: { receipt?: string; transactionDate?: string; checkoutRequestId: string }) {
       const now = clock.now();
       await db('transactions')
@@ -111,22 +128,38 @@ export function createMobileMoneyActivities(deps: ActivityDeps) {
         .update({ status: TransactionStatus.CONFIRMED, mobilemoney_transaction_id: input.receipt ?? null, result_code: '0', confirmed_at: now, updated_at: now });
     },
 
-    /** A confirmed collection into the ledger: the provider's clearing account pays the customer's account. */
+    /**
+     * A paid push settled in one database transaction: confirmed with the provider's receipt and
+     * posted to the ledger (the provider's clearing account pays the customer's account).
+     */
+    async settleCollection(transactionId: string, input: { receipt?: string }) {
+      await db.transaction(async (trx) => {
+        const now = clock.now();
+        const [row] = await trx('transactions')
+          .where({ id: transactionId })
+          .whereIn('status', [TransactionStatus.PENDING, TransactionStatus.CONFIRMED])
+          .update({
+            status: TransactionStatus.POSTED,
+            mobilemoney_transaction_id: trx.raw('coalesce(?, mobilemoney_transaction_id)', [input.receipt ?? null]),
+            result_code: '0',
+            confirmed_at: trx.raw('coalesce(confirmed_at, ?)', [now]),
+            posted_at: now,
+            updated_at: now,
+          })
+          .returning<TransactionRow[]>('*');
+        if (row) return postCollectionEntry(trx, row);
+        const current = await findTransaction(trx, transactionId);
+        if (current?.status !== TransactionStatus.POSTED) throw ApplicationFailure.nonRetryable(`transaction ${transactionId} is ${current?.status ?? 'missing'}, not payable`, 'InvalidState');
+      });
+    },
+
+    /** A confirmed collection into the ledger (runs started before settleCollection took both steps). */
     async postCollection(transactionId: string) {
       await db.transaction(async (trx) => {
         const row = await trx('transactions').where({ id: transactionId }).forUpdate().first<TransactionRow>();
         if (!row || row.status === TransactionStatus.POSTED) return;
         if (row.status !== TransactionStatus.CONFIRMED) throw ApplicationFailure.nonRetryable(`transaction ${transactionId} is ${row.status}, not CONFIRMED`, 'InvalidState');
-        const amount = Number(row.amount);
-        await postJournal(trx, {
-          transactionId,
-          kind: 'COLLECTION',
-          currency: row.currency,
-          legs: [
-            { account: ledgerAccounts.collections, amount },
-            { account: ledgerAccounts.customer(row.account_id), amount: -amount },
-          ],
-        });
+        await postCollectionEntry(trx, row);
         const now = clock.now();
         await trx('transactions').where({ id: transactionId }).update({ status: TransactionStatus.POSTED, posted_at: now, updated_at: now });
       });

@@ -76,17 +76,21 @@ export async function postJournal(
     throw new Error('postJournal must be called inside a knex transaction (db.transaction(...))');
   }
   validateEntry(entry);
-  const inserted: { id: string }[] = await trx('journal_entries')
-    .insert({ transaction_id: entry.transactionId, kind: entry.kind, currency: entry.currency })
-    .onConflict(['transaction_id', 'kind'])
-    .ignore()
-    .returning('id');
-  const created = inserted[0];
-  if (!created) return false;
-  await trx('ledger_legs').insert(
-    entry.legs.map((leg, index) => ({ journal_entry_id: created.id, leg: index + 1, ledger_account: leg.account, amount: leg.amount })),
+  // The entry and its legs in one round trip: no legs are written when the entry already exists.
+  const { rows } = await trx.raw<{ rows: { inserted: boolean }[] }>(
+    `with entry as (
+       insert into journal_entries (transaction_id, kind, currency) values (?, ?, ?)
+       on conflict (transaction_id, kind) do nothing
+       returning id
+     ), legs as (
+       insert into ledger_legs (journal_entry_id, leg, ledger_account, amount)
+       select entry.id, leg.ordinality, leg.value ->> 'account', (leg.value ->> 'amount')::bigint
+         from entry, jsonb_array_elements(?::jsonb) with ordinality as leg(value, ordinality)
+     )
+     select exists (select 1 from entry) as inserted`,
+    [entry.transactionId, entry.kind, entry.currency, JSON.stringify(entry.legs.map((leg) => ({ account: leg.account, amount: String(leg.amount) })))],
   );
-  return true;
+  return rows[0]!.inserted;
 }
 
 /** pg returns bigint and numeric as strings; a value beyond 2^53 would lose cents, so it throws. */

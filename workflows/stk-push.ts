@@ -1,4 +1,4 @@
-import { condition, proxyLocalActivities, setHandler } from '@temporalio/workflow';
+import { condition, patched, proxyLocalActivities, setHandler } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { type MoneyMovementResult, type StkPushInput, type StkResult, stkResultSignal } from './mobile-money-messages';
 
@@ -8,6 +8,9 @@ import { type MoneyMovementResult, type StkPushInput, type StkResult, stkResultS
  * a bare start, signal and completion cost). Every step is safe to run again, which a local
  * activity needs: it reruns when the worker dies before the workflow task that ran it is saved.
  */
+/** Changes made while runs may be in flight; each branch keeps older histories replaying. */
+const PATCHES = { settleInOneStep: 'stk-push-settle-in-one-step' } as const;
+
 const money = proxyLocalActivities<Activities>({ startToCloseTimeout: '1 minute', retry: { maximumInterval: '30 seconds' } });
 
 /**
@@ -59,7 +62,12 @@ export async function stkPush(input: StkPushInput): Promise<MoneyMovementResult>
     const failureReason = await money.failTransaction(input.transactionId, { resultCode: result.resultCode });
     return { status: 'FAILED', failureReason };
   }
-  await money.confirmTransaction(input.transactionId, { receipt: result.receipt, transactionDate: result.transactionDate, checkoutRequestId: result.checkoutRequestId });
-  await money.postCollection(input.transactionId);
+  if (patched(PATCHES.settleInOneStep)) {
+    // Confirmed and posted in one step: one local activity, one workflow activation fewer.
+    await money.settleCollection(input.transactionId, { receipt: result.receipt });
+  } else {
+    await money.confirmTransaction(input.transactionId, { receipt: result.receipt, transactionDate: result.transactionDate, checkoutRequestId: result.checkoutRequestId });
+    await money.postCollection(input.transactionId);
+  }
   return { status: 'POSTED' };
 }

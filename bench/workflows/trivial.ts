@@ -1,4 +1,4 @@
-import { condition, defineSignal, setHandler } from '@temporalio/workflow';
+import { condition, defineSignal, proxyLocalActivities, setHandler } from '@temporalio/workflow';
 
 export const goSignal = defineSignal('go');
 
@@ -9,4 +9,23 @@ export async function signalledOnce(): Promise<void> {
     signalled = true;
   });
   await condition(() => signalled);
+}
+
+const standIn = proxyLocalActivities<{ push(): Promise<void>; settle(): Promise<void> }>({ startToCloseTimeout: '1 minute' });
+
+/**
+ * The STK push workflow's Temporal shape with stand-in activities that do no work: a local
+ * activity (the push, whose "callback" is this run's signal, sent while it runs), a wait for the
+ * signal under a timer, a local activity (the settlement). What it reaches against
+ * `signalledOnce` is the ceiling of any push built this way on the machine.
+ */
+export async function pushShaped(): Promise<{ status: string }> {
+  let signalled = false;
+  setHandler(goSignal, () => {
+    signalled = true;
+  });
+  await standIn.push();
+  await condition(() => signalled, '1 minute');
+  await standIn.settle();
+  return { status: 'POSTED' };
 }

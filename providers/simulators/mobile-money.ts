@@ -6,6 +6,7 @@ import { bodyParser } from '@koa/bodyparser';
 import Router from '@koa/router';
 import Koa, { type Context } from 'koa';
 import { z } from 'zod';
+import { request } from '../http';
 
 /**
  * Simulator of the mobile-money provider (protocols/mobile-money.md, Daraja-like) for
@@ -264,14 +265,9 @@ export async function startMobileMoneySimulator(options: MobileMoneySimulatorOpt
       if (payment) payment.callbacksSent += 1;
     }
     try {
-      const response = await fetch(delivery.url, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify(delivery.body),
-        signal: AbortSignal.timeout(5_000),
-      });
+      // Keep-alive node:http, as a provider's callback sender would pool its connections.
+      const response = await request(delivery.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(delivery.body) }, 5_000);
       entry.status = response.status;
-      await response.body?.cancel();
     } catch (error) {
       entry.error = (error as Error).message;
     }

@@ -10,7 +10,10 @@ import { harness } from './harness';
  */
 export async function recordHistory(workflowId: string, name: string): Promise<void> {
   if (!process.env.RECORD_HISTORIES) return;
-  const history = await harness().client.workflow.getHandle(workflowId).fetchHistory();
+  const handle = harness().client.workflow.getHandle(workflowId);
+  // The run's own end: its last step's effects can be visible before its last task is saved.
+  await handle.result().catch(() => undefined);
+  const history = await handle.fetchHistory();
   const dir = path.join(__dirname, '..', 'histories');
   await mkdir(dir, { recursive: true });
   await writeFile(path.join(dir, `${name}.json`), historyToJSON(history));

@@ -1,5 +1,7 @@
 import { strict as assert } from 'node:assert';
+import { createMobileMoneyActivities } from '../../activities/mobile-money';
 import { accountBalance, ledgerAccounts, ledgerIsBalanced } from '../../db/ledger';
+import { systemClock } from '../../domain/clock';
 import { workflowIds } from '../../workflows/ids';
 import { harness } from '../support/harness';
 import { recordHistory } from '../support/histories';
@@ -7,6 +9,7 @@ import { call, type Reply } from '../support/http';
 import {
   balanceOf,
   callbacksRecorded,
+  insertStkPushTransaction,
   journalOf,
   money,
   newCustomer,
@@ -47,7 +50,7 @@ describe('spec 4.4: POST /v1/transactions/mobilemoney/stk-push', () => {
     assert.equal(reply.headers.get('location'), `/v1/transactions/${reply.body.id}`);
     const done = await settled(customer.headers, reply.body.id);
     assert.equal(done.status, 'POSTED');
-    await recordHistory(workflowIds.stkPush(reply.body.id), 'stkPush-posted');
+    await recordHistory(workflowIds.stkPush(reply.body.id), 'stkPush-settled-in-one-step');
     assert.ok(done.mobilemoney_transaction_id);
     assert.ok(done.confirmed_at && done.posted_at);
     assert.equal(done.failed_at, null);
@@ -219,7 +222,7 @@ describe('protocol: when the push callback never comes, the status query settles
     };
     const [paid, cancelled] = await Promise.all([lostPush(0), lostPush(1)]);
     assert.equal(paid.done.status, 'POSTED', JSON.stringify(paid.done));
-    await recordHistory(workflowIds.stkPush(paid.created.id), 'stkPush-status-query');
+    await recordHistory(workflowIds.stkPush(paid.created.id), 'stkPush-status-query-settled-in-one-step');
     // Confirmed by the status query, which carries no receipt.
     assert.equal(paid.done.mobilemoney_transaction_id, null);
     assert.deepEqual((await journalOf(paid.created.id)).map((e) => e.kind), ['COLLECTION']);
@@ -252,5 +255,28 @@ describe('protocol: when the push callback never comes, the status query settles
     assert.deepEqual((await journalOf(created.id)).map((e) => e.kind), ['COLLECTION']);
     assert.deepEqual(await balanceOf(customer.current), { balance: 40_000, held: 0, available: 40_000 });
     assert.ok(await ledgerIsBalanced(harness().db));
+  });
+});
+
+describe('durability: the settle step of a paid push is safe to run again', () => {
+  it('settling twice posts one COLLECTION and keeps the receipt; a FAILED push cannot be settled', async () => {
+    const { db, config, logger } = harness();
+    const activities = createMobileMoneyActivities({ db, config, logger, clock: systemClock, providers: harness().deps.providers });
+    const customer = await newCustomer(0);
+    const row = await insertStkPushTransaction(customer, 70_000);
+    await activities.settleCollection(row.id, { receipt: 'SIMSETTLE01' });
+    await activities.settleCollection(row.id, { receipt: 'SIMSETTLE02' }); // a rerun after a lost workflow task
+    const posted = await transactionRow(row.id);
+    assert.equal(posted.status, 'POSTED');
+    assert.equal(posted.mobilemoney_transaction_id, 'SIMSETTLE01');
+    assert.ok(posted.confirmed_at && posted.posted_at);
+    assert.deepEqual((await journalOf(row.id)).map((e) => e.kind), ['COLLECTION']);
+    assert.deepEqual(await balanceOf(customer.current), { balance: 70_000, held: 0, available: 70_000 });
+
+    const failed = await insertStkPushTransaction(customer, 10_000);
+    await activities.failTransaction(failed.id, { resultCode: '1032' });
+    await assert.rejects(activities.settleCollection(failed.id, {}), (error: Error) => error.name === 'ApplicationFailure' && /FAILED/.test(error.message));
+    assert.deepEqual(await journalOf(failed.id), []);
+    assert.ok(await ledgerIsBalanced(db));
   });
 });

@@ -25,7 +25,8 @@ const Transaction = z
     status: z.enum(['PENDING', 'CONFIRMED', 'POSTED', 'FAILED']).meta({
       description:
         'PENDING (transacted_at set: accepted by this service) → CONFIRMED (confirmed_at: the provider reported the money moved) → ' +
-        'POSTED (posted_at: in the ledger; final). Or FAILED (failed_at and failure_reason; final, nothing left held).',
+        'POSTED (posted_at: in the ledger; final). Or FAILED (failed_at and failure_reason; final, nothing left held). ' +
+        'Pushes and payouts are confirmed and posted in one step today (PENDING → POSTED, both timestamps set); clients should still accept CONFIRMED.',
     }),
     mobilemoney_transaction_id: z.string().nullable().meta({ description: "The provider's receipt; null until confirmed, and when only a status query confirmed it" }),
     amount: Money,

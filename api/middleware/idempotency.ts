@@ -59,6 +59,27 @@ export function fingerprintOf(input: { params?: unknown; body?: unknown }): stri
     .digest('hex');
 }
 
+const EXECUTION_ID = 'idempotentExecutionId';
+
+/** A uuid (RFC 9562 version 8: custom) derived from the scope, key and request fingerprint. */
+function executionId(scope: string, key: string, fingerprint: string): string {
+  const bytes = createHash('sha256').update(JSON.stringify([scope, key, fingerprint])).digest().subarray(0, 16);
+  bytes[6] = (bytes[6]! & 0x0f) | 0x80;
+  bytes[8] = (bytes[8]! & 0x3f) | 0x80;
+  const hex = bytes.toString('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
+/**
+ * The id for what a request under an Idempotency-Key creates, the same for every execution of
+ * that key and request (caller, route, body); undefined without a key. A handler that creates
+ * its resource under this id finds its own earlier work when it runs again (the first execution
+ * died, or its answer could not be stored) instead of doing it twice.
+ */
+export function idempotentExecutionId(ctx: Context): string | undefined {
+  return ctx.state[EXECUTION_ID] as string | undefined;
+}
+
 /** The scope of a key: the caller and the organization it acts for, the method and the route template. */
 export function scopeOf(caller: Pick<Caller, 'id' | 'organizationId'>, route: Pick<AnyRoute, 'method' | 'path'>): string {
   return JSON.stringify([caller.id, caller.organizationId, route.method.toUpperCase(), route.path]);
@@ -189,7 +210,8 @@ export function createIdempotency({ db, config, clock, logger }: IdempotencyDeps
         .update({ state: 'DONE', response_status: status, response_body: text, response_headers: storedHeaders(ctx), locked_until: clock.now() });
       if (stored === 0) logger.warn({ req_id: ctx.state.requestId, scope }, 'idempotency key was taken over while executing; answer not stored');
     } catch (error) {
-      // The work is done: the client gets its answer. Retries see RUNNING until the lock runs out.
+      // The work is done: the client gets its answer. Retries see RUNNING until the lock runs out,
+      // then execute again, and find this execution's work under idempotentExecutionId.
       logger.error({ err: error, req_id: ctx.state.requestId, scope }, 'idempotent answer not stored');
     }
   }
@@ -218,6 +240,7 @@ export function createIdempotency({ db, config, clock, logger }: IdempotencyDeps
         const acquired = await acquire(scope, key, fingerprint, token);
         if (acquired) {
           if (!acquired.inserted) logger.warn({ req_id: ctx.state.requestId, scope }, 'idempotency key taken over (expired, or its executor stopped)');
+          ctx.state[EXECUTION_ID] = executionId(scope, key, fingerprint);
           return execute(ctx, scope, key, token, handler);
         }
         const row = await db(TABLE).where({ scope, key }).first<KeyRow | undefined>();

@@ -2,11 +2,12 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import type { Context } from 'koa';
 import { z } from 'zod';
 import { accountBalance } from '../../db/ledger';
-import { type TransactionRow, transactionView } from '../../db/transactions';
+import { findTransaction, type TransactionRow, transactionView } from '../../db/transactions';
 import { ErrorCode, ServiceError, SubCode } from '../../domain/errors';
 import { feeFor, MAX_AMOUNT_MINOR, MINOR_PER_SHILLING, PAYOUT_FEES, type TransactionType } from '../../domain/mobile-money/transaction';
 import { Permission } from '../../domain/rbac';
 import type { Caller } from '../auth/caller';
+import { idempotentExecutionId } from '../middleware/idempotency';
 import type { AppDeps } from '../deps';
 import { type AnyRoute, defineRoute, type RouteAuth } from '../route';
 import type { TransactionWorkflows } from '../transaction-workflows';
@@ -108,8 +109,13 @@ export function transactionRoutes(deps: AppDeps, workflows: TransactionWorkflows
     return account;
   }
 
-  async function create(account: AccountRow, type: TransactionType, body: z.output<typeof MoneyMovement>): Promise<TransactionRow> {
-    const id = randomUUID();
+  /**
+   * Stores the PENDING transaction. Under an Idempotency-Key its id comes from the key, so an
+   * execution repeated after a crash or a lost answer finds the transaction it created (and its
+   * workflow, whose id is the transaction's) rather than moving the money a second time.
+   */
+  async function create(ctx: Context, account: AccountRow, type: TransactionType, body: z.output<typeof MoneyMovement>): Promise<TransactionRow> {
+    const id = idempotentExecutionId(ctx) ?? randomUUID();
     const resourceId = `trx_${randomBytes(12).toString('base64url')}`;
     const details =
       type === 'SEND_MONEY'
@@ -133,8 +139,22 @@ export function transactionRoutes(deps: AppDeps, workflows: TransactionWorkflows
         callback_token: randomBytes(24).toString('base64url'),
         transacted_at: clock.now(),
       })
+      .onConflict('id')
+      .ignore()
       .returning('*');
-    return row as TransactionRow;
+    return (row as TransactionRow | undefined) ?? (await findTransaction(db, id))!;
+  }
+
+  /**
+   * A keyed request executed again (its first execution died or its answer was not stored) that
+   * already created its transaction: answered with it, its workflow started if it was not, and
+   * nothing checked again (the held money no longer counts as available, for one).
+   */
+  async function resumed(ctx: Context, start: (transactionId: string, organizationId: string) => Promise<void>): Promise<boolean> {
+    const id = idempotentExecutionId(ctx);
+    const row = id === undefined ? undefined : await findTransaction(db, id);
+    if (row) await accept(ctx, row, start);
+    return row !== undefined;
   }
 
   /** Starts the transaction's workflow and answers 201 with it, PENDING. */
@@ -156,12 +176,13 @@ export function transactionRoutes(deps: AppDeps, workflows: TransactionWorkflows
         'Answers 201 with the PENDING transaction; follow it with GET /v1/transactions/{id} until POSTED or FAILED.',
       ...MONEY_MOVEMENT,
       async handler(ctx, { body }) {
+        if (await resumed(ctx, workflows.startStkPush)) return;
         const caller = ctx.state.caller as Caller;
         const account = await checkMovement(caller, body);
         if (account.type === 'CURRENT' && account.owner_phone !== body.mobile_number) {
           throw badField('body.mobile_number', "Current-account deposits must come from the account owner's registered number", SubCode.NOT_ALLOWED);
         }
-        await accept(ctx, await create(account, 'STK_PUSH', body), workflows.startStkPush);
+        await accept(ctx, await create(ctx, account, 'STK_PUSH', body), workflows.startStkPush);
       },
     }),
     defineRoute({
@@ -174,13 +195,14 @@ export function transactionRoutes(deps: AppDeps, workflows: TransactionWorkflows
         'Answers 201 with the PENDING transaction; 400 when the available balance cannot cover amount and fee.',
       ...MONEY_MOVEMENT,
       async handler(ctx, { body }) {
+        if (await resumed(ctx, workflows.startSendMoney)) return;
         const caller = ctx.state.caller as Caller;
         const account = await checkMovement(caller, body);
         if (account.type !== 'CURRENT') throw badField('body.account_id', 'Money is sent from a current account', SubCode.NOT_ALLOWED);
         // Checked again under a lock when the workflow holds the money; this answers the common case at once.
         const { available } = await accountBalance(db, account.id);
         if (available < body.amount.value + feeFor('SEND_MONEY', body.amount.value)) throw badField('body.amount.value', 'INSUFFICIENT_FUNDS: the available balance does not cover the amount and its fee');
-        await accept(ctx, await create(account, 'SEND_MONEY', body), workflows.startSendMoney);
+        await accept(ctx, await create(ctx, account, 'SEND_MONEY', body), workflows.startSendMoney);
       },
     }),
     defineRoute({

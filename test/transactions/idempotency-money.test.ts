@@ -1,6 +1,7 @@
 import { strict as assert } from 'node:assert';
 import { randomUUID } from 'node:crypto';
 import { ledgerIsBalanced } from '../../db/ledger';
+import { feeFor } from '../../domain/mobile-money/transaction';
 import { harness } from '../support/harness';
 import type { Reply } from '../support/http';
 import { balanceOf, fund, journalKinds, money, newCustomer, payerNumber, paymentsTo, pushesTo, sendMoney, settled, stkPush } from '../support/money';
@@ -119,5 +120,43 @@ describe('spec 4.3 idempotency rule on the money routes (stk-push, send-money)',
     // 200_000 + 30_000 collected - 50_000 sent - 500 fee.
     assert.deepEqual(await balanceOf(customer.current), { balance: 179_500, held: 0, available: 179_500 });
     assert.ok(await ledgerIsBalanced(harness().db));
+  });
+
+  it('an execution repeated after its answer was lost (the API died before storing it) finds its own transaction: one push, one payout, the same id', async () => {
+    const { db } = harness();
+    const customer = await newCustomer(0);
+    const amount = 50_000;
+    await fund(customer.current, amount + feeFor('SEND_MONEY', amount)); // exactly one payout's worth
+    // As if the first execution had died after starting its workflow: its key still RUNNING, its lock run out.
+    const forgetAnswer = (key: string) => db('idempotency_keys').where({ key }).update({ state: 'RUNNING', response_status: null, response_body: null, response_headers: null, locked_until: new Date(Date.now() - 1_000) });
+
+    const pushKey = randomUUID();
+    const pushBody = { account_id: customer.current, amount: money(20_000), mobile_number: customer.phone };
+    const push = await stkPush(customer.headers, pushBody, pushKey);
+    assert.equal(push.status, 201, push.text);
+    const sendKey = randomUUID();
+    const sendBody = { account_id: customer.current, amount: money(amount), mobile_number: payerNumber(0) };
+    const payout = await sendMoney(customer.headers, sendBody, sendKey);
+    assert.equal(payout.status, 201, payout.text);
+    assert.equal((await settled(customer.headers, payout.body.id)).status, 'POSTED');
+    await forgetAnswer(pushKey);
+    await forgetAnswer(sendKey);
+
+    const pushAgain = await stkPush(customer.headers, pushBody, pushKey);
+    assert.equal(pushAgain.status, 201, pushAgain.text);
+    assert.equal(pushAgain.body.id, push.body.id, 'the same transaction');
+    assert.equal(pushAgain.headers.get('idempotent-replayed'), null, 'executed again, not replayed');
+    // The payout already spent the whole balance: executed again, it answers with that payout instead of 400.
+    const payoutAgain = await sendMoney(customer.headers, sendBody, sendKey);
+    assert.equal(payoutAgain.status, 201, payoutAgain.text);
+    assert.equal(payoutAgain.body.id, payout.body.id);
+    assert.equal(payoutAgain.body.status, 'POSTED');
+
+    assert.equal((await settled(customer.headers, push.body.id)).status, 'POSTED');
+    assert.equal((await transactionsOf(customer.current)).length, 2, 'one push and one payout');
+    assert.equal((await pushesTo(customer.phone)).length, 1, 'one push reached the provider');
+    assert.equal((await paymentsTo(sendBody.mobile_number)).length, 1, 'one payout reached the provider');
+    assert.deepEqual(await balanceOf(customer.current), { balance: 20_000, held: 0, available: 20_000 });
+    assert.ok(await ledgerIsBalanced(db));
   });
 });

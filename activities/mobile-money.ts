@@ -19,8 +19,12 @@ export function callbackUrls(publicBaseUrl: string | undefined, row: Pick<Transa
   };
 }
 
-/** A definite refusal of the request itself (not the OAuth step, not a transport failure). */
-const refused = (error: MobileMoneyError) => !error.indeterminate && error.operation !== 'oauth' && error.httpStatus !== undefined && error.httpStatus >= 400 && error.httpStatus < 500;
+/**
+ * A definite refusal of the request itself (not the OAuth step, not a transport failure, not the
+ * provider's rate limit: a 429 turns the request away before it is looked at, so it is retried).
+ */
+const refused = (error: MobileMoneyError) =>
+  !error.indeterminate && error.operation !== 'oauth' && error.httpStatus !== undefined && error.httpStatus >= 400 && error.httpStatus < 500 && error.httpStatus !== 429;
 
 /**
  * The mobile-money activities. Each is safe to run again: states only move forward (PENDING →
@@ -73,8 +77,10 @@ export function createMobileMoneyActivities(deps: ActivityDeps) {
         .update({ provider_request_attempted_at: clock.now() })
         .returning<TransactionRow[]>('*');
       if (!row) {
-        const { checkout_request_id: checkoutRequestId } = await load(transactionId);
-        return checkoutRequestId ? { state: 'accepted', checkoutRequestId } : { state: 'indeterminate' };
+        const earlier = await load(transactionId);
+        if (earlier.checkout_request_id) return { state: 'accepted', checkoutRequestId: earlier.checkout_request_id };
+        if (earlier.failure_reason === 'PUSH_REJECTED') return { state: 'rejected', errorCode: earlier.result_code ?? undefined };
+        return { state: 'indeterminate' };
       }
       const details = row.details as { type?: string; till_number?: string };
       try {
@@ -93,7 +99,11 @@ export function createMobileMoneyActivities(deps: ActivityDeps) {
         return { state: 'accepted', checkoutRequestId: accepted.checkoutRequestId };
       } catch (error) {
         if (!(error instanceof MobileMoneyError) || error.indeterminate) return { state: 'indeterminate' };
-        if (refused(error)) return { state: 'rejected', errorCode: error.errorCode };
+        if (refused(error)) {
+          // Recorded here, so a rerun of this step reports the refusal rather than an unknown fate.
+          await fail(db, row.id, 'PUSH_REJECTED', error.errorCode);
+          return { state: 'rejected', errorCode: error.errorCode };
+        }
         // Never sent (OAuth failed, connection refused): the next attempt may send it.
         await db('transactions').where({ id: row.id }).update({ provider_request_attempted_at: null });
         throw error;
@@ -190,10 +200,15 @@ export function createMobileMoneyActivities(deps: ActivityDeps) {
     /**
      * Sends the payout. Our transaction id is the provider's OriginatorConversationID and a
      * repeat is refused there, so after an indeterminate answer the request is simply sent again.
+     * The attempt is recorded before the request leaves: once one may have reached the provider,
+     * a later attempt's refusal says nothing of it, so only its result or queue timeout (or the
+     * wait running out) decides, and the hold is not released on that refusal.
      */
     async sendB2c(transactionId: string): Promise<PayoutSent> {
       const row = await load(transactionId);
       if (row.conversation_id) return { state: 'accepted' };
+      const triedBefore = row.provider_request_attempted_at !== null;
+      if (!triedBefore) await db('transactions').where({ id: row.id }).update({ provider_request_attempted_at: clock.now() });
       const urls = callbackUrls(config.PUBLIC_BASE_URL, row);
       try {
         const accepted = await mm.b2c({
@@ -204,11 +219,18 @@ export function createMobileMoneyActivities(deps: ActivityDeps) {
           queueTimeoutUrl: urls.b2cTimeout,
           remarks: `Payout ${row.resource_id}`,
         });
-        await db('transactions').where({ id: row.id }).update({ conversation_id: accepted.conversationId, provider_request_attempted_at: clock.now(), updated_at: clock.now() });
+        await db('transactions').where({ id: row.id }).update({ conversation_id: accepted.conversationId, updated_at: clock.now() });
         return { state: 'accepted' };
       } catch (error) {
-        if (error instanceof MobileMoneyError && error.duplicateRequest) return { state: 'accepted' };
-        if (error instanceof MobileMoneyError && refused(error)) return { state: 'rejected', errorCode: error.errorCode };
+        if (!(error instanceof MobileMoneyError)) throw error;
+        if (error.duplicateRequest) return { state: 'accepted' };
+        if (refused(error) && !triedBefore) return { state: 'rejected', errorCode: error.errorCode };
+        if (refused(error)) {
+          deps.logger.warn({ transaction_id: row.id, error_code: error.errorCode, http_status: error.httpStatus }, 'payout retry refused after an attempt of unknown fate; its result decides');
+          return { state: 'accepted' };
+        }
+        // Certainly not sent (OAuth failed, connection refused, rate limited): as if never tried.
+        if (!error.indeterminate && !triedBefore) await db('transactions').where({ id: row.id }).update({ provider_request_attempted_at: null });
         throw error;
       }
     },

@@ -68,6 +68,8 @@ const modeSchema = z
     failOAuth: z.boolean(),
     /** 0: answer pushes normally; an HTTP status; or 'timeout': hang past the client's timeout. */
     pushFailWith: z.union([z.literal(0), z.number().int().min(400).max(599), z.literal('timeout')]),
+    /** 0: answer payouts normally; or an HTTP status to refuse them with (the payment is not made). */
+    payoutFailWith: z.union([z.literal(0), z.number().int().min(400).max(599)]),
     /** A push answered 5xx or 'timeout' was still delivered to the phone: the indeterminate case. */
     failedPushesTakeEffect: z.boolean(),
     hangMs: z.number().int().min(0),
@@ -208,6 +210,7 @@ export async function startMobileMoneySimulator(options: MobileMoneySimulatorOpt
     processingForMs: 0,
     failOAuth: false,
     pushFailWith: 0,
+    payoutFailWith: 0,
     failedPushesTakeEffect: true,
     hangMs: 60_000,
     tokenTtlSeconds: 3599,
@@ -552,6 +555,7 @@ export async function startMobileMoneySimulator(options: MobileMoneySimulatorOpt
       ['Occasion', body.Occasion === undefined || (typeof body.Occasion === 'string' && body.Occasion.length <= 100)],
     ]);
     if (!valid || amount === undefined) return;
+    if (mode.payoutFailWith !== 0) return reject(ctx, mode.payoutFailWith, `${mode.payoutFailWith}.001.01`, 'Simulated failure');
     const originatorConversationId = String(body.OriginatorConversationID);
     if (originatorIds.has(originatorConversationId)) return reject(ctx, 400, BAD_REQUEST, 'Bad Request - Duplicate OriginatorConversationID');
     remember(originatorIds, originatorConversationId, true, LIMITS.ids);

@@ -1,5 +1,7 @@
 import { strict as assert } from 'node:assert';
+import { createMobileMoneyActivities } from '../../activities/mobile-money';
 import { ledgerAccounts, ledgerIsBalanced } from '../../db/ledger';
+import { systemClock } from '../../domain/clock';
 import { feeFor } from '../../domain/mobile-money/transaction';
 import { workflowIds } from '../../workflows/ids';
 import { harness } from '../support/harness';
@@ -8,14 +10,18 @@ import {
   balanceOf,
   callbacksRecorded,
   fund,
+  insertStkPushTransaction,
   journalKinds,
   journalOf,
   money,
   newCustomer,
   payerNumber,
   paymentsTo,
+  resetSimulator,
   sendMoney,
+  setSimulatorMode,
   settled,
+  transactionRow,
   until,
 } from '../support/money';
 
@@ -182,5 +188,26 @@ describe('spec 4.4: POST /v1/transactions/mobilemoney/send-money', () => {
     await assertReleased(customer, created.id, funded);
     const recorded = await until('timeout recorded', async () => (await callbacksRecorded(created.id)).at(0));
     assert.deepEqual([recorded.kind, recorded.disposition], ['B2C_TIMEOUT', 'SIGNALLED']);
+  });
+});
+
+describe('durability: a payout is never released on a retry\'s refusal while an earlier attempt may have paid', () => {
+  afterEach(resetSimulator);
+
+  it('a refused first attempt rejects the payout; the same refusal after an attempt of unknown fate leaves it to the result (accepted, hold kept)', async () => {
+    const { db, config, logger } = harness();
+    const activities = createMobileMoneyActivities({ db, config, logger, clock: systemClock, providers: harness().deps.providers });
+    const customer = await fundedCustomer(100_000);
+    await setSimulatorMode({ payoutFailWith: 400 }); // a definite refusal of each request
+    const payout = async (triedBefore: boolean) => {
+      const row = await insertStkPushTransaction(customer, 20_000);
+      await db('transactions').where({ id: row.id }).update({ type: 'SEND_MONEY', provider_request_attempted_at: triedBefore ? new Date() : null });
+      return row.id;
+    };
+    const fresh = await payout(false);
+    assert.deepEqual(await activities.sendB2c(fresh), { state: 'rejected', errorCode: '400.001.01' });
+    const retried = await payout(true);
+    assert.deepEqual(await activities.sendB2c(retried), { state: 'accepted' });
+    assert.equal((await transactionRow(retried)).status, 'PENDING', 'left to its result, its queue timeout or the wait');
   });
 });

@@ -280,3 +280,24 @@ describe('durability: the settle step of a paid push is safe to run again', () =
     assert.ok(await ledgerIsBalanced(db));
   });
 });
+
+describe('protocol: a push the provider refuses', () => {
+  afterEach(resetSimulator);
+
+  it('a push refused with a 4xx fails PUSH_REJECTED, nothing posted; the step run again reports the refusal, not an unknown fate, and sends nothing', async () => {
+    await setSimulatorMode({ pushFailWith: 400 });
+    const customer = await newCustomer(0);
+    const created = await pushAccepted(customer, { amount: 10_000 });
+    const done = await settled(customer.headers, created.id);
+    assert.equal(done.status, 'FAILED', JSON.stringify(done));
+    assert.equal(done.failure_reason, 'PUSH_REJECTED');
+    assert.deepEqual(await journalOf(created.id), []);
+
+    const { db, config, logger } = harness();
+    const activities = createMobileMoneyActivities({ db, config, logger, clock: systemClock, providers: harness().deps.providers });
+    const before = (await pushesTo(customer.phone)).length;
+    const again = await activities.sendStkPush(created.id);
+    assert.equal(again.state, 'rejected');
+    assert.equal((await pushesTo(customer.phone)).length, before, 'nothing sent again');
+  });
+});

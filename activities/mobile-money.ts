@@ -59,6 +59,24 @@ export function createMobileMoneyActivities(deps: ActivityDeps) {
       ],
     });
 
+  /**
+   * Records a paid transaction with the provider's receipt. A receipt already on another
+   * transaction (a provider anomaly, or two callbacks racing past the route's check) would fail
+   * the unique constraint on every retry and leave the money unposted: the provider still says
+   * this transaction paid, so it is recorded without the receipt (as a status query would) and
+   * the clash logged for reconciliation.
+   */
+  async function withReceipt(transactionId: string, receipt: string | undefined, record: (receipt: string | undefined) => Promise<void>) {
+    try {
+      await record(receipt);
+    } catch (error) {
+      const clash = error as { code?: string; constraint?: string };
+      if (receipt === undefined || clash.code !== '23505' || !clash.constraint?.includes('mobilemoney_transaction_id')) throw error;
+      deps.logger.error({ transaction_id: transactionId, receipt }, 'receipt already recorded on another transaction; recorded without it, to reconcile');
+      await record(undefined);
+    }
+  }
+
   /** A PENDING transaction FAILED with its reason (nothing changes once it is final). */
   async function fail(q: Knex | Knex.Transaction, transactionId: string, reason: string, resultCode?: string) {
     const now = clock.now();
@@ -132,10 +150,12 @@ export function createMobileMoneyActivities(deps: ActivityDeps) {
 
     /** The provider confirmed the money moved: its receipt (unique) and the time (runs started before settleCollection). */
     async confirmTransaction(transactionId: string, input: { receipt?: string; transactionDate?: string; checkoutRequestId: string }) {
-      const now = clock.now();
-      await db('transactions')
-        .where({ id: transactionId, status: TransactionStatus.PENDING })
-        .update({ status: TransactionStatus.CONFIRMED, mobilemoney_transaction_id: input.receipt ?? null, result_code: '0', confirmed_at: now, updated_at: now });
+      await withReceipt(transactionId, input.receipt, async (receipt) => {
+        const now = clock.now();
+        await db('transactions')
+          .where({ id: transactionId, status: TransactionStatus.PENDING })
+          .update({ status: TransactionStatus.CONFIRMED, mobilemoney_transaction_id: receipt ?? null, result_code: '0', confirmed_at: now, updated_at: now });
+      });
     },
 
     /**
@@ -143,24 +163,27 @@ export function createMobileMoneyActivities(deps: ActivityDeps) {
      * posted to the ledger (the provider's clearing account pays the customer's account).
      */
     async settleCollection(transactionId: string, input: { receipt?: string }) {
-      await db.transaction(async (trx) => {
+      await withReceipt(transactionId, input.receipt, (receipt) => db.transaction(async (trx) => {
         const now = clock.now();
         const [row] = await trx('transactions')
           .where({ id: transactionId })
           .whereIn('status', [TransactionStatus.PENDING, TransactionStatus.CONFIRMED])
           .update({
             status: TransactionStatus.POSTED,
-            mobilemoney_transaction_id: trx.raw('coalesce(?, mobilemoney_transaction_id)', [input.receipt ?? null]),
+            mobilemoney_transaction_id: trx.raw('coalesce(?, mobilemoney_transaction_id)', [receipt ?? null]),
             result_code: '0',
             confirmed_at: trx.raw('coalesce(confirmed_at, ?)', [now]),
             posted_at: now,
             updated_at: now,
           })
           .returning<TransactionRow[]>('*');
-        if (row) return postCollectionEntry(trx, row);
+        if (row) {
+          await postCollectionEntry(trx, row);
+          return;
+        }
         const current = await findTransaction(trx, transactionId);
         if (current?.status !== TransactionStatus.POSTED) throw ApplicationFailure.nonRetryable(`transaction ${transactionId} is ${current?.status ?? 'missing'}, not payable`, 'InvalidState');
-      });
+      }));
     },
 
     /** A confirmed collection into the ledger (runs started before settleCollection took both steps). */
@@ -252,7 +275,7 @@ export function createMobileMoneyActivities(deps: ActivityDeps) {
 
     /** The payout went through: the held money leaves to the provider, the fee to our income. */
     async postPayout(transactionId: string, input: { receipt?: string; completedAt?: string; conversationId?: string }) {
-      await db.transaction(async (trx) => {
+      await withReceipt(transactionId, input.receipt, (receipt) => db.transaction(async (trx) => {
         const row = await trx('transactions').where({ id: transactionId }).forUpdate().first<TransactionRow>();
         if (!row || row.status === TransactionStatus.POSTED) return;
         if (row.status !== TransactionStatus.PENDING) throw ApplicationFailure.nonRetryable(`transaction ${transactionId} is ${row.status}`, 'InvalidState');
@@ -269,14 +292,14 @@ export function createMobileMoneyActivities(deps: ActivityDeps) {
           .where({ id: transactionId })
           .update({
             status: TransactionStatus.POSTED,
-            mobilemoney_transaction_id: input.receipt ?? null,
+            mobilemoney_transaction_id: receipt ?? null,
             conversation_id: input.conversationId ?? row.conversation_id,
             result_code: '0',
             confirmed_at: now,
             posted_at: now,
             updated_at: now,
           });
-      });
+      }));
     },
   };
 }

@@ -11,7 +11,14 @@ import type { TransactionWorkflows } from '../transaction-workflows';
 const Acknowledged = z.object({ ResultCode: z.number().int(), ResultDesc: z.string() }).meta({ id: 'MobileMoneyCallbackAck' });
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-type Disposition = 'SIGNALLED' | 'LATE' | 'MISMATCH' | 'DUPLICATE_RECEIPT' | 'BAD_TOKEN' | 'MALFORMED';
+/**
+ * What was done with a callback. PAID_AFTER_FAILURE: the provider reports money moved for a
+ * transaction already FAILED here (a result after the wait ran out): nothing is posted, and it
+ * is logged as an error for reconciliation. NOT_DELIVERED: Temporal could not take the signal;
+ * the provider is answered 500 so it may send the callback again.
+ */
+type Disposition = 'SIGNALLED' | 'LATE' | 'PAID_AFTER_FAILURE' | 'MISMATCH' | 'DUPLICATE_RECEIPT' | 'BAD_TOKEN' | 'MALFORMED' | 'NOT_DELIVERED';
+type Kind = 'STK' | 'B2C_RESULT' | 'B2C_TIMEOUT';
 
 const digest = (value: string) => createHash('sha256').update(value).digest();
 /** Constant-time: how much of a guessed token is right must not show in the answer's timing. */
@@ -27,13 +34,28 @@ const sameToken = (given: string, expected: string) => timingSafeEqual(digest(gi
 export function mobileMoneyCallbackRoutes(deps: AppDeps, workflows: TransactionWorkflows): AnyRoute[] {
   const { db, logger } = deps;
 
-  async function record(kind: 'STK' | 'B2C_RESULT' | 'B2C_TIMEOUT', ref: string, raw: string, body: unknown, disposition: Disposition) {
+  async function record(kind: Kind, ref: string, raw: string, body: unknown, disposition: Disposition) {
     await db('mobile_money_callbacks').insert({ kind, transaction_ref: ref.slice(0, 64), raw, body: body === undefined ? null : JSON.stringify(body), disposition });
-    if (disposition !== 'SIGNALLED') logger.warn({ transaction_id: ref, kind, disposition }, 'mobile-money callback not acted on');
+    if (disposition === 'PAID_AFTER_FAILURE') logger.error({ transaction_id: ref, kind, disposition }, 'provider reports money moved for a FAILED transaction; reconcile');
+    else if (disposition !== 'SIGNALLED') logger.warn({ transaction_id: ref, kind, disposition }, 'mobile-money callback not acted on');
   }
 
+  /** The callback handed to its workflow: SIGNALLED, or LATE when the run has ended; recorded NOT_DELIVERED when Temporal cannot take it. */
+  async function deliver(kind: Kind, row: TransactionRow, raw: string, body: unknown, send: () => Promise<boolean>): Promise<Disposition> {
+    try {
+      return (await send()) ? 'SIGNALLED' : 'LATE';
+    } catch (error) {
+      await record(kind, row.id, raw, body, 'NOT_DELIVERED');
+      throw error;
+    }
+  }
+
+  /** A callback for a transaction that is already final: late, or a payment we gave up on. */
+  const afterFinal = (row: TransactionRow, resultCode: string): Disposition =>
+    row.status === 'FAILED' && resultCode === '0' ? 'PAID_AFTER_FAILURE' : 'LATE';
+
   /** The transaction the URL names, when its token matches; null (recorded) otherwise. */
-  async function addressed(ctx: { request: unknown }, params: { id: string; token: string }, kind: 'STK' | 'B2C_RESULT' | 'B2C_TIMEOUT') {
+  async function addressed(ctx: { request: unknown }, params: { id: string; token: string }, kind: Kind) {
     const raw = (ctx.request as { rawBody?: string }).rawBody ?? '';
     const { id, token } = params;
     const row = UUID.test(id) ? await findTransaction(db, id) : undefined;
@@ -78,21 +100,22 @@ export function mobileMoneyCallbackRoutes(deps: AppDeps, workflows: TransactionW
           throw new ServiceError(ErrorCode.BAD_REQUEST, 'Not a push-prompt callback');
         }
         let disposition: Disposition = 'SIGNALLED';
-        if (FINAL_STATUSES.includes(row.status)) disposition = 'LATE';
+        if (FINAL_STATUSES.includes(row.status)) disposition = afterFinal(row, callback.resultCode);
         else if ((row.checkout_request_id && callback.checkoutRequestId !== row.checkout_request_id) || (callback.resultCode === '0' && !matchesPush(row, callback.metadata))) {
           disposition = 'MISMATCH';
         } else if (callback.metadata?.receipt && (await db('transactions').where({ mobilemoney_transaction_id: callback.metadata.receipt }).whereNot({ id: row.id }).first())) {
           disposition = 'DUPLICATE_RECEIPT';
         } else {
-          const delivered = await workflows.stkResult(row.id, {
-            source: 'callback',
-            checkoutRequestId: callback.checkoutRequestId,
-            resultCode: callback.resultCode,
-            resultDesc: callback.resultDesc,
-            receipt: callback.metadata?.receipt,
-            transactionDate: callback.metadata?.transactionDate,
-          });
-          if (!delivered) disposition = 'LATE';
+          disposition = await deliver('STK', row, raw, body, () =>
+            workflows.stkResult(row.id, {
+              source: 'callback',
+              checkoutRequestId: callback.checkoutRequestId,
+              resultCode: callback.resultCode,
+              resultDesc: callback.resultDesc,
+              receipt: callback.metadata?.receipt,
+              transactionDate: callback.metadata?.transactionDate,
+            }),
+          );
         }
         await record('STK', row.id, raw, body, disposition);
         ctx.body = ack;
@@ -116,19 +139,20 @@ export function mobileMoneyCallbackRoutes(deps: AppDeps, workflows: TransactionW
           }
           const paidAmount = result.parameters.TransactionAmount;
           let disposition: Disposition = 'SIGNALLED';
-          if (FINAL_STATUSES.includes(row.status)) disposition = 'LATE';
+          if (FINAL_STATUSES.includes(row.status)) disposition = outcome === 'result' ? afterFinal(row, result.resultCode) : 'LATE';
           else if (result.originatorConversationId !== row.id || (paidAmount !== undefined && Number(paidAmount) * MINOR_PER_SHILLING !== Number(row.amount))) {
             disposition = 'MISMATCH';
           } else {
             const receipt = result.parameters.TransactionReceipt ?? result.transactionId;
-            const delivered = await workflows.b2cOutcome(row.id, {
-              kind: outcome,
-              resultCode: result.resultCode,
-              resultDesc: result.resultDesc,
-              conversationId: result.conversationId,
-              receipt: receipt === undefined ? undefined : String(receipt),
-            });
-            if (!delivered) disposition = 'LATE';
+            disposition = await deliver(kind, row, raw, body, () =>
+              workflows.b2cOutcome(row.id, {
+                kind: outcome,
+                resultCode: result.resultCode,
+                resultDesc: result.resultDesc,
+                conversationId: result.conversationId,
+                receipt: receipt === undefined ? undefined : String(receipt),
+              }),
+            );
           }
           await record(kind, row.id, raw, body, disposition);
           ctx.body = ack;

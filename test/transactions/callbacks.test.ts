@@ -101,7 +101,7 @@ describe('protocol: push-prompt callbacks (not signed: token in the URL, checked
     assert.deepEqual(await balanceOf(customer.current), { balance: 70_000, held: 0, available: 70_000 });
   });
 
-  it('a late callback after the push failed is recorded LATE: nothing is posted and the transaction stays FAILED', async () => {
+  it('a late callback after the push failed is recorded LATE, a late paid one PAID_AFTER_FAILURE (to reconcile): nothing is posted and the transaction stays FAILED', async () => {
     await setSimulatorMode({ callbacks: 'lose' });
     const customer = await newCustomer(1);
     const created = await pushAccepted(customer, { amount: 50_000 });
@@ -122,7 +122,7 @@ describe('protocol: push-prompt callbacks (not signed: token in the URL, checked
     });
     assert.equal(genuine.status, 200, 'a late callback is still acknowledged');
     assert.equal(paidLate.status, 200);
-    assert.deepEqual((await callbacksRecorded(created.id)).map((r) => r.disposition), ['LATE', 'LATE']);
+    assert.deepEqual((await callbacksRecorded(created.id)).map((r) => r.disposition), ['LATE', 'PAID_AFTER_FAILURE']);
 
     const after = await call('GET', `/v1/transactions/${created.id}`, { headers: customer.headers });
     assert.equal(after.body.status, 'FAILED');

@@ -259,7 +259,7 @@ describe('protocol: when the push callback never comes, the status query settles
 });
 
 describe('durability: the settle step of a paid push is safe to run again', () => {
-  it('settling twice posts one COLLECTION and keeps the receipt; a FAILED push cannot be settled', async () => {
+  it('settling twice posts one COLLECTION and keeps the receipt; a receipt already taken is left off, not retried forever; a FAILED push cannot be settled', async () => {
     const { db, config, logger } = harness();
     const activities = createMobileMoneyActivities({ db, config, logger, clock: systemClock, providers: harness().deps.providers });
     const customer = await newCustomer(0);
@@ -271,12 +271,20 @@ describe('durability: the settle step of a paid push is safe to run again', () =
     assert.equal(posted.mobilemoney_transaction_id, 'SIMSETTLE01');
     assert.ok(posted.confirmed_at && posted.posted_at);
     assert.deepEqual((await journalOf(row.id)).map((e) => e.kind), ['COLLECTION']);
-    assert.deepEqual(await balanceOf(customer.current), { balance: 70_000, held: 0, available: 70_000 });
+    // Another push paid with the same receipt (a provider anomaly): posted without it, not stuck retrying.
+    const clash = await insertStkPushTransaction(customer, 30_000);
+    await activities.settleCollection(clash.id, { receipt: 'SIMSETTLE01' });
+    const clashed = await transactionRow(clash.id);
+    assert.equal(clashed.status, 'POSTED');
+    assert.equal(clashed.mobilemoney_transaction_id, null);
+    assert.deepEqual((await journalOf(clash.id)).map((e) => e.kind), ['COLLECTION']);
+    assert.equal((await transactionRow(row.id)).mobilemoney_transaction_id, 'SIMSETTLE01', 'the first keeps its receipt');
 
     const failed = await insertStkPushTransaction(customer, 10_000);
     await activities.failTransaction(failed.id, { resultCode: '1032' });
     await assert.rejects(activities.settleCollection(failed.id, {}), (error: Error) => error.name === 'ApplicationFailure' && /FAILED/.test(error.message));
     assert.deepEqual(await journalOf(failed.id), []);
+    assert.deepEqual(await balanceOf(customer.current), { balance: 100_000, held: 0, available: 100_000 });
     assert.ok(await ledgerIsBalanced(db));
   });
 });

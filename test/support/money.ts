@@ -1,6 +1,8 @@
 import { strict as assert } from 'node:assert';
 import { randomBytes, randomInt, randomUUID } from 'node:crypto';
+import { createMobileMoneyActivities } from '../../activities/mobile-money';
 import { DEMO } from '../../db/seeds/demo';
+import { systemClock } from '../../domain/clock';
 import { accountBalance, ledgerAccounts, postJournal } from '../../db/ledger';
 import { findTransaction, type TransactionRow } from '../../db/transactions';
 import { feeFor } from '../../domain/mobile-money/transaction';
@@ -197,4 +199,10 @@ export async function pushAccepted(customer: { headers: Record<string, string>; 
   assert.equal(reply.status, 201, reply.text);
   assert.equal(reply.body.status, 'PENDING');
   return reply.body as { id: string; resource_id: string };
+}
+
+/** The mobile-money activities over the run's database and providers, to run a step directly (as a rerun would). */
+export function mobileMoneyActivities() {
+  const { db, config, logger, deps } = harness();
+  return createMobileMoneyActivities({ db, config, logger, clock: systemClock, providers: deps.providers });
 }

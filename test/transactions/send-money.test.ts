@@ -1,7 +1,5 @@
 import { strict as assert } from 'node:assert';
-import { createMobileMoneyActivities } from '../../activities/mobile-money';
 import { ledgerAccounts, ledgerIsBalanced } from '../../db/ledger';
-import { systemClock } from '../../domain/clock';
 import { feeFor } from '../../domain/mobile-money/transaction';
 import { workflowIds } from '../../workflows/ids';
 import { harness } from '../support/harness';
@@ -13,6 +11,7 @@ import {
   insertStkPushTransaction,
   journalKinds,
   journalOf,
+  mobileMoneyActivities,
   money,
   newCustomer,
   payerNumber,
@@ -195,8 +194,8 @@ describe('durability: a payout is never released on a retry\'s refusal while an 
   afterEach(resetSimulator);
 
   it('a refused first attempt rejects the payout; the same refusal after an attempt of unknown fate leaves it to the result (accepted, hold kept)', async () => {
-    const { db, config, logger } = harness();
-    const activities = createMobileMoneyActivities({ db, config, logger, clock: systemClock, providers: harness().deps.providers });
+    const { db } = harness();
+    const activities = mobileMoneyActivities();
     const customer = await fundedCustomer(100_000);
     await setSimulatorMode({ payoutFailWith: 400 }); // a definite refusal of each request
     const payout = async (triedBefore: boolean) => {

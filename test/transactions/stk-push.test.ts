@@ -1,7 +1,5 @@
 import { strict as assert } from 'node:assert';
-import { createMobileMoneyActivities } from '../../activities/mobile-money';
 import { accountBalance, ledgerAccounts, ledgerIsBalanced } from '../../db/ledger';
-import { systemClock } from '../../domain/clock';
 import { workflowIds } from '../../workflows/ids';
 import { harness } from '../support/harness';
 import { recordHistory } from '../support/histories';
@@ -11,6 +9,7 @@ import {
   callbacksRecorded,
   insertStkPushTransaction,
   journalOf,
+  mobileMoneyActivities,
   money,
   newCustomer,
   payerNumber,
@@ -260,8 +259,8 @@ describe('protocol: when the push callback never comes, the status query settles
 
 describe('durability: the settle step of a paid push is safe to run again', () => {
   it('settling twice posts one COLLECTION and keeps the receipt; a receipt already taken is left off, not retried forever; a FAILED push cannot be settled', async () => {
-    const { db, config, logger } = harness();
-    const activities = createMobileMoneyActivities({ db, config, logger, clock: systemClock, providers: harness().deps.providers });
+    const { db } = harness();
+    const activities = mobileMoneyActivities();
     const customer = await newCustomer(0);
     const row = await insertStkPushTransaction(customer, 70_000);
     await activities.settleCollection(row.id, { receipt: 'SIMSETTLE01' });
@@ -301,8 +300,7 @@ describe('protocol: a push the provider refuses', () => {
     assert.equal(done.failure_reason, 'PUSH_REJECTED');
     assert.deepEqual(await journalOf(created.id), []);
 
-    const { db, config, logger } = harness();
-    const activities = createMobileMoneyActivities({ db, config, logger, clock: systemClock, providers: harness().deps.providers });
+    const activities = mobileMoneyActivities();
     const before = (await pushesTo(customer.phone)).length;
     const again = await activities.sendStkPush(created.id);
     assert.equal(again.state, 'rejected');

@@ -1,6 +1,7 @@
 import { ApplicationFailure } from '@temporalio/common';
 import type { Knex } from 'knex';
 import { accountBalance, ledgerAccounts, type Leg, postJournal } from '../db/ledger';
+import { isUniqueViolation } from '../db/knex';
 import { findTransaction, type TransactionRow } from '../db/transactions';
 import { payoutFailureReason, pushFailureReason, TransactionStatus } from '../domain/mobile-money/transaction';
 import { MobileMoneyError, type StkQueryResult, toWholeShillings } from '../providers/mobile-money/client';
@@ -70,12 +71,14 @@ export function createMobileMoneyActivities(deps: ActivityDeps) {
     try {
       await record(receipt);
     } catch (error) {
-      const clash = error as { code?: string; constraint?: string };
-      if (receipt === undefined || clash.code !== '23505' || !clash.constraint?.includes('mobilemoney_transaction_id')) throw error;
+      if (receipt === undefined || !isUniqueViolation(error, 'transactions_mobilemoney_transaction_id_unique')) throw error;
       deps.logger.error({ transaction_id: transactionId, receipt }, 'receipt already recorded on another transaction; recorded without it, to reconcile');
       await record(undefined);
     }
   }
+
+  /** Certainly not sent (OAuth failed, connection refused, rate limited): the next attempt may send it. */
+  const forgetAttempt = (transactionId: string) => db('transactions').where({ id: transactionId }).update({ provider_request_attempted_at: null });
 
   /** A PENDING transaction FAILED with its reason (nothing changes once it is final). */
   async function fail(q: Knex | Knex.Transaction, transactionId: string, reason: string, resultCode?: string) {
@@ -122,8 +125,7 @@ export function createMobileMoneyActivities(deps: ActivityDeps) {
           await fail(db, row.id, 'PUSH_REJECTED', error.errorCode);
           return { state: 'rejected', errorCode: error.errorCode };
         }
-        // Never sent (OAuth failed, connection refused): the next attempt may send it.
-        await db('transactions').where({ id: row.id }).update({ provider_request_attempted_at: null });
+        await forgetAttempt(row.id);
         throw error;
       }
     },
@@ -247,13 +249,12 @@ export function createMobileMoneyActivities(deps: ActivityDeps) {
       } catch (error) {
         if (!(error instanceof MobileMoneyError)) throw error;
         if (error.duplicateRequest) return { state: 'accepted' };
-        if (refused(error) && !triedBefore) return { state: 'rejected', errorCode: error.errorCode };
         if (refused(error)) {
+          if (!triedBefore) return { state: 'rejected', errorCode: error.errorCode };
           deps.logger.warn({ transaction_id: row.id, error_code: error.errorCode, http_status: error.httpStatus }, 'payout retry refused after an attempt of unknown fate; its result decides');
           return { state: 'accepted' };
         }
-        // Certainly not sent (OAuth failed, connection refused, rate limited): as if never tried.
-        if (!error.indeterminate && !triedBefore) await db('transactions').where({ id: row.id }).update({ provider_request_attempted_at: null });
+        if (!error.indeterminate && !triedBefore) await forgetAttempt(row.id);
         throw error;
       }
     },

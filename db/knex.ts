@@ -62,3 +62,9 @@ export function withDatabase(url: string, name: string): string {
   parsed.pathname = `/${name}`;
   return parsed.toString();
 }
+
+/** A Postgres unique violation (23505), of the named constraint when one is given. */
+export function isUniqueViolation(error: unknown, constraint?: string): boolean {
+  const pg = error as { code?: string; constraint?: string } | null;
+  return pg?.code === '23505' && (constraint === undefined || pg.constraint === constraint);
+}

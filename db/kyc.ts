@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { ProviderApiVersion } from '../domain/kyc/provider-version';
 import { KycStatus } from '../domain/kyc/status';
+import { isUniqueViolation } from './knex';
 
 /** KYC queries; each takes the caller's organization first, so no query can cross tenants. */
 export interface KycApplicationRow {
@@ -48,7 +49,7 @@ export async function createApplication(db: Knex, organizationId: string, userId
       .returning('*');
     return row;
   } catch (error) {
-    if ((error as { code?: string }).code === '23505') return undefined; // kyc_applications_one_active
+    if (isUniqueViolation(error)) return undefined; // kyc_applications_one_active
     throw error;
   }
 }

@@ -3,6 +3,7 @@ import type { Config } from '../config';
 import type { Logger } from '../config/logger';
 import type { Clock } from '../domain/clock';
 import type { Providers } from '../providers';
+import { createCallbackActivities } from './callbacks';
 import { createKycActivities } from './kyc';
 import { createKycSweepActivities } from './kyc-sweep';
 import { createMobileMoneyActivities } from './mobile-money';
@@ -21,7 +22,7 @@ export interface ActivityDeps {
  * `proxyActivities<Activities>(...)`, so no I/O module enters the workflow bundle.
  */
 export function createActivities(deps: ActivityDeps) {
-  return { ...createKycActivities(deps), ...createKycSweepActivities(deps), ...createMobileMoneyActivities(deps) };
+  return { ...createKycActivities(deps), ...createKycSweepActivities(deps), ...createMobileMoneyActivities(deps), ...createCallbackActivities(deps) };
 }
 
 export type Activities = ReturnType<typeof createActivities>;

@@ -18,6 +18,8 @@ export interface ProviderStatus {
   resultCode?: string;
   resultText?: string;
   isFinal?: boolean;
+  /** The provider's job id, when the lookup found the job. */
+  providerJobId?: string;
 }
 
 export const KycFailure = {
@@ -104,8 +106,12 @@ export function createKycActivities(deps: ActivityDeps) {
       return { token: session.token, apiVersion: version };
     },
 
-    /** Where the provider stands on the application's job (a signed lookup for v2). */
-    async checkProviderStatus(ref: ApplicationRef): Promise<ProviderStatus> {
+    /**
+     * Where the provider stands on the application's job (a signed lookup for v2). A v3 job
+     * whose id no one reported is looked up by the id a signed v3 callback named, and that id
+     * is recorded only when the lookup finds the job.
+     */
+    async checkProviderStatus(ref: ApplicationRef, providerJobIdHint?: string): Promise<ProviderStatus> {
       const application = await load(ref);
       if (application.status !== KycStatus.ID_VERIFICATION_PENDING) return { state: 'closed' };
       const status = await providers.kyc
@@ -113,13 +119,14 @@ export function createKycActivities(deps: ActivityDeps) {
           apiVersion: application.api_version ?? 'v2',
           jobId: application.job_id!,
           userId: application.user_id,
-          providerJobId: application.provider_job_id ?? undefined,
+          providerJobId: application.provider_job_id ?? providerJobIdHint,
         })
         .catch(providerFailure);
       await update(ref, { provider_checked_at: clock.now() });
       if (status.state !== 'final') return { state: status.state };
-      if (status.providerJobId && !application.provider_job_id) await update(ref, { provider_job_id: status.providerJobId });
-      return { state: 'final', category: categoryOf(status.resultCode), resultCode: status.resultCode, resultText: status.resultText, isFinal: status.isFinal };
+      const providerJobId = status.providerJobId ?? application.provider_job_id ?? undefined;
+      if (providerJobId && !application.provider_job_id) await update(ref, { provider_job_id: providerJobId });
+      return { state: 'final', category: categoryOf(status.resultCode), resultCode: status.resultCode, resultText: status.resultText, isFinal: status.isFinal, providerJobId };
     },
 
     async recordProviderJobId(ref: ApplicationRef & { providerJobId: string }): Promise<void> {

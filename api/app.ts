@@ -6,6 +6,9 @@ import type { AppDeps } from './deps';
 import { accessLog } from './middleware/access-log';
 import { errorHandler } from './middleware/errors';
 import { jsonBody } from './middleware/json-body';
+import { requestGuard } from './middleware/input-guard';
+import { callbackSources } from './middleware/callback-sources';
+import { deprecationOf } from './middleware/deprecation';
 import { requestId } from './middleware/request-id';
 import { createHttpMetrics } from './metrics';
 import { buildOpenApiDocument } from './openapi';
@@ -27,7 +30,7 @@ import { mobileMoneyCallbackRoutes } from './routes/mobile-money-callbacks';
 import { systemRoutes } from './routes/system';
 import { transactionRoutes } from './routes/transactions';
 import { transactionWorkflows } from './transaction-workflows';
-import { validateRequest } from './validation';
+import { checkRequest, invalidParams } from './validation';
 
 export interface BuiltApp {
   app: Koa;
@@ -64,17 +67,18 @@ export function buildApp(deps: AppDeps, options: { extraRoutes?: AnyRoute[] } = 
   const kyc = kycWorkflows(deps.temporal, deps.config);
   const hotReads = createHotReads(deps.db, deps.config.DATABASE_POOL_MAX);
   routes.push(...kycVerificationRoutes(deps, kyc, hotReads));
-  routes.push(...kycCallbackRoutes(deps, kyc));
+  routes.push(...kycCallbackRoutes(deps, kyc, metrics));
   routes.push(...kycInternalRoutes(deps));
   routes.push(...kycSweepRoutes(kyc));
   const transactions = transactionWorkflows(deps.temporal, deps.config);
   routes.push(...transactionRoutes(deps, transactions));
-  routes.push(...mobileMoneyCallbackRoutes(deps, transactions));
+  routes.push(...mobileMoneyCallbackRoutes(deps, transactions, metrics));
   routes.push(...(options.extraRoutes ?? []));
 
   const parsers = {
     default: jsonBody(deps.config.BODY_LIMIT),
     verification: jsonBody(deps.config.BODY_LIMIT_VERIFICATION),
+    callback: jsonBody(deps.config.CALLBACK_BODY_LIMIT),
   };
   const router = new Router();
   for (const route of routes) {
@@ -85,17 +89,31 @@ export function buildApp(deps: AppDeps, options: { extraRoutes?: AnyRoute[] } = 
       BODY_METHODS.has(route.method) && !route.request?.body
         ? { ...route.request, body: NO_BODY }
         : (route.request ?? {});
+    const { body: bodySchema, ...beforeBody } = schemas;
+    const { callback } = route;
     router.register(routerPath(route.path), [route.method.toUpperCase()], [
+      ...deprecationOf(route, deps.config),
+      requestGuard(),
+      ...(callback ? callbackSources(callback.sources, () => metrics.callbackRefused(callback.provider, 'source')) : []),
       guard(route, authenticator, rateLimiter, deps.logger),
-      ...(BODY_METHODS.has(route.method) ? [parsers[route.bodyLimit ?? 'default']] : []),
+      // The permission is enforced before the body is read: a caller without it is refused before
+      // one byte of a large body is parsed. Path, query and header problems wait for the body's,
+      // so every offending field is named at once, unless authorization needs a bad path.
+      async (ctx, next) => {
+        const checked = checkRequest(beforeBody, { params: ctx.params, query: ctx.query, headers: ctx.headers, body: undefined });
+        const pathProblem = checked.problems.some((p) => p.path.startsWith('path.'));
+        if (pathProblem && (route.auth?.organizationParam || route.auth?.merchant)) throw invalidParams(checked.problems);
+        await authorize(route, ctx, checked.values as RouteInput<never>, merchants);
+        ctx.state.checked = checked;
+        await next();
+      },
+      ...(BODY_METHODS.has(route.method) ? [parsers[callback ? 'callback' : (route.bodyLimit ?? 'default')]] : []),
       async (ctx) => {
-        const input = validateRequest(schemas, {
-          params: ctx.params,
-          query: ctx.query,
-          headers: ctx.headers,
-          body: ctx.request.body,
-        }) as RouteInput<never>;
-        await authorize(route, ctx, input, merchants);
+        const checked = ctx.state.checked as ReturnType<typeof checkRequest>;
+        const body = checkRequest({ body: bodySchema }, { params: undefined, query: undefined, headers: undefined, body: ctx.request.body });
+        const problems = [...checked.problems, ...body.problems];
+        if (problems.length > 0) throw invalidParams(problems);
+        const input = { ...checked.values, body: body.values.body } as RouteInput<never>;
         // After validation and authorization: neither kind of refusal is ever stored.
         if (route.idempotent) await idempotency.run(ctx, route, input, () => route.handler(ctx, input));
         else await route.handler(ctx, input);

@@ -14,6 +14,7 @@ export const HTTP_STATUS: Record<ErrorCode, number> = {
   IDEMPOTENCY_REQUEST_IN_PROGRESS: 409,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
+  HEADERS_TOO_LARGE: 431,
   TOO_MANY_REQUESTS: 429,
   INTERNAL_SERVER_ERROR: 500,
   SERVICE_UNAVAILABLE: 503,
@@ -43,6 +44,16 @@ export interface ValidationErrorBody extends PlainErrorBody {
 }
 
 /**
+ * The code a family answers with: the validation family has no BAD_REQUEST (it names fields as
+ * INVALID_PARAMS); the plain family has no INVALID_PARAMS (its shape has no field list).
+ */
+export function codeInFamily(code: ErrorCode, family: ErrorFamily): ErrorCode {
+  if (family === 'validation' && code === ErrorCode.BAD_REQUEST) return ErrorCode.INVALID_PARAMS;
+  if (family === 'plain' && code === ErrorCode.INVALID_PARAMS) return ErrorCode.BAD_REQUEST;
+  return code;
+}
+
+/**
  * Shapes an error for its family. A field-level failure in the plain family is BAD_REQUEST with
  * the offending fields named in the description, since that shape has no field list.
  */
@@ -52,8 +63,7 @@ export function errorBody(
   requestId: string,
 ): PlainErrorBody | ValidationErrorBody {
   if (family === 'validation') {
-    const code = error.code === ErrorCode.BAD_REQUEST ? ErrorCode.INVALID_PARAMS : error.code;
-    return { code, description: error.message, identifier: requestId, invalid_params: error.invalidParams };
+    return { code: codeInFamily(error.code, family), description: error.message, identifier: requestId, invalid_params: error.invalidParams };
   }
   if (error.code === ErrorCode.INVALID_PARAMS) {
     const fields = error.invalidParams.map((p) => `${p.path}: ${p.reason}`).join('; ');

@@ -5,11 +5,10 @@ import {
   type RouteConfig,
 } from '@asteasolutions/zod-to-openapi';
 import { z } from 'zod';
-import { errorFamilyOf } from './errors';
+import { errorResponsesOf } from './openapi-errors';
 import { IDEMPOTENCY_HEADER, IDEMPOTENCY_KEY_MAX_LENGTH, REPLAYED_HEADER } from './middleware/idempotency';
 import type { AuthScheme } from './auth/caller';
 import type { AnyRoute } from './route';
-import { PlainError, ValidationError } from './schemas/errors';
 
 function responsesOf(route: AnyRoute): Record<string, ResponseConfig> {
   const out: Record<string, ResponseConfig> = {};
@@ -20,33 +19,25 @@ function responsesOf(route: AnyRoute): Record<string, ResponseConfig> {
         ? { description: response.description, content: { [response.mediaType]: { schema: { type: 'string' } } } }
         : { description: response.description };
   }
-  const errorSchema = errorFamilyOf(route.path) === 'validation' ? ValidationError : PlainError;
-  if (route.idempotent) {
-    for (const [status, response] of Object.entries(out)) {
-      if (/^2\d\d$/.test(status) && !('$ref' in response)) {
-        response.headers = {
-          ...response.headers,
-          [REPLAYED_HEADER]: {
-            description: '`true` when this answer is the stored one of an earlier request with the same Idempotency-Key.',
-            schema: { type: 'string', enum: ['true'] },
-          },
-        };
-      }
+  for (const [status, response] of Object.entries(out)) {
+    if (!/^2\d\d$/.test(status) || '$ref' in response) continue;
+    if (route.idempotent) {
+      response.headers = {
+        ...response.headers,
+        [REPLAYED_HEADER]: {
+          description: '`true` when this answer is the stored one of an earlier request with the same Idempotency-Key.',
+          schema: { type: 'string', enum: ['true'] },
+        },
+      };
     }
-    const conflict =
-      'Idempotency-Key conflict: `IDEMPOTENCY_KEY_REUSED` when the key was used with a different request ' +
-      '(path parameters or body); `IDEMPOTENCY_REQUEST_IN_PROGRESS` (with Retry-After) while the first request ' +
-      'with the key is still running.';
-    const own = out['409'];
-    out['409'] = own
-      ? { ...own, description: `${own.description ?? ''} ${conflict}`.trim() }
-      : { description: conflict, content: { 'application/json': { schema: errorSchema } } };
   }
-  out.default = { description: 'Error (see the README for the status of every code)', content: { 'application/json': { schema: errorSchema } } };
+  // A success status of the route's own (readiness's 503) keeps its description and schema.
+  const errors = errorResponsesOf(route);
+  for (const [status, response] of Object.entries(errors)) out[status] ??= response;
   return out;
 }
 
-const SECURITY_SCHEMES: Record<AuthScheme, { name: string; description: string }> = {
+const SECURITY_SCHEMES: Record<AuthScheme | 'partnerJwt', { name: string; description: string }> = {
   user: {
     name: 'backendBearer',
     description:
@@ -58,6 +49,10 @@ const SECURITY_SCHEMES: Record<AuthScheme, { name: string; description: string }
     description: 'An API key (spec 5.6), sent as `Authorization: Bearer lsk_...`; organization-scoped or platform.',
   },
   financing: { name: 'financingBearer', description: 'Financing bearer scheme (spec 5.5): an RS256 JWT from a trusted financing issuer.' },
+  partnerJwt: {
+    name: 'partnerJwt',
+    description: "A trusted partner's own RS256 JWT (iss: its registered issuer, aud: PARTNER_EXCHANGE_AUDIENCE), presented only to /v1/auth/exchange.",
+  },
 };
 
 const IDEMPOTENCY_NOTE =
@@ -112,6 +107,7 @@ export function buildOpenApiDocument(routes: readonly AnyRoute[], serverUrl?: st
       deprecated: route.deprecated,
       ...(route.extension ? { 'x-extension': true } : {}),
       ...(route.auth ? { security: route.auth.schemes.map((scheme) => ({ [SECURITY_SCHEMES[scheme].name]: [] })) } : {}),
+      ...(route.documentedSecurity ? { security: [{ [SECURITY_SCHEMES[route.documentedSecurity].name]: [] }] } : {}),
       request,
       responses: responsesOf(route),
     });

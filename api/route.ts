@@ -2,7 +2,10 @@ import type { Context } from 'koa';
 import type { z } from 'zod';
 import type { RequestSchemas } from './validation';
 
+import type { ErrorCode } from '../domain/errors';
 import type { AuthScheme } from './auth/caller';
+
+export type CallbackProvider = 'mobile_money' | 'kyc';
 
 export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete';
 
@@ -49,11 +52,22 @@ export interface Route<R extends RequestSchemas = RequestSchemas> {
   description?: string;
   tags: string[];
   deprecated?: boolean;
+  /**
+   * Deprecation details (api/middleware/deprecation.ts): the successor's path template for the
+   * `Link` of a deprecated operation, or `when`, for an operation that is not deprecated but one
+   * of whose channels is: true for a request body using the deprecated channel.
+   */
+  deprecation?: { successor?: string; when?: (body: unknown) => boolean };
   /** An operation the spec does not show that this service adds; marked `x-extension` in the document. */
   extension?: boolean;
   auth?: RouteAuth;
   /** Operations endpoints (health, metrics, documents) are not rate limited. */
   rateLimit?: false;
+  /**
+   * A provider's callback: its own rate limit per source address (not the caller budgets), its
+   * own small body limit, and, when the provider's source addresses are configured, only those.
+   */
+  callback?: { provider: CallbackProvider; sources: readonly string[] };
   /** Verification routes carry base64 images and get the larger body limit. */
   bodyLimit?: 'default' | 'verification';
   /**
@@ -64,6 +78,13 @@ export interface Route<R extends RequestSchemas = RequestSchemas> {
   idempotent?: true;
   request?: R;
   responses: Record<number, RouteResponse>;
+  /**
+   * The errors the handler itself raises, each with when (the OpenAPI document adds the ones
+   * the route's declaration implies: validation, authentication, rate limits, bodies...).
+   */
+  errors?: Partial<Record<ErrorCode, string>>;
+  /** Security schemes of a route that verifies its own credential (the partner exchange), for the document. */
+  documentedSecurity?: 'partnerJwt';
   handler: (ctx: Context, input: RouteInput<R>) => Promise<void> | void;
 }
 
@@ -82,7 +103,7 @@ export function routerPath(openApiPath: string): string {
 
 /**
  * A deprecated alias over the same engine: another path (and perhaps another request shape,
- * mapped onto the original's input), answering with Deprecation and a Link to the successor.
+ * mapped onto the original's input); the deprecation middleware announces it and its successor.
  */
 export function deprecatedAlias<R extends RequestSchemas, A extends RequestSchemas>(
   successor: Route<R>,
@@ -91,6 +112,8 @@ export function deprecatedAlias<R extends RequestSchemas, A extends RequestSchem
     operationId: string;
     summary: string;
     request?: A;
+    /** The alias's own answers when it serves only some of the successor's (one success status each). */
+    responses?: Record<number, RouteResponse>;
     toSuccessorInput?: (input: RouteInput<A>) => RouteInput<R>;
   },
 ): Route<A> {
@@ -101,10 +124,10 @@ export function deprecatedAlias<R extends RequestSchemas, A extends RequestSchem
     summary: alias.summary,
     description: `Deprecated alias of ${successor.method.toUpperCase()} ${successor.path}.`,
     deprecated: true,
+    deprecation: { successor: successor.path },
     request: alias.request ?? (successor.request as unknown as A),
+    responses: alias.responses ?? successor.responses,
     async handler(ctx, input) {
-      ctx.set('Deprecation', 'true');
-      ctx.set('Link', `<${successor.path.replace(/\{(\w+)\}/g, (_, name: string) => String(ctx.params[name]))}>; rel="successor-version"`);
       const mapped = alias.toSuccessorInput ? alias.toSuccessorInput(input) : (input as unknown as RouteInput<R>);
       await successor.handler(ctx, mapped);
     },

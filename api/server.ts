@@ -8,6 +8,7 @@ import { createDb, migrate } from '../db/knex';
 import { systemClock } from '../domain/clock';
 import { createProviders } from '../providers';
 import { type BuiltApp, buildApp } from './app';
+import { answerClientErrors } from './client-errors';
 import { loadServiceKeys } from './auth/service-keys';
 import type { AppDeps } from './deps';
 
@@ -20,6 +21,7 @@ export interface RunningApi {
 /** Serves a built app on host:port (0 picks a free port) until close() is called. */
 export async function startApi(built: Pick<BuiltApp, 'app' | 'close'>, host: string, port: number): Promise<RunningApi> {
   const server = built.app.listen(port, host);
+  answerClientErrors(server);
   await once(server, 'listening');
   const address = server.address() as AddressInfo;
   return {

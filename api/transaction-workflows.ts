@@ -2,7 +2,17 @@ import type { Client } from '@temporalio/client';
 import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/common';
 import type { Config } from '../config';
 import { workflowIds } from '../workflows/ids';
-import { type B2cOutcome, b2cOutcomeSignal, type SendMoneyInput, type StkPushInput, type StkResult, stkResultSignal } from '../workflows/mobile-money-messages';
+import {
+  type B2cOutcome,
+  b2cOutcomeSignal,
+  b2cQueueTimeoutSignal,
+  type SendMoneyInput,
+  type StkCallbackTrigger,
+  stkCallbackSignal,
+  type StkPushInput,
+  type StkResult,
+  stkResultSignal,
+} from '../workflows/mobile-money-messages';
 import { OrganizationId } from '../workflows/search-attributes';
 
 /**
@@ -50,7 +60,9 @@ export function transactionWorkflows(temporal: Client, config: Config) {
     startSendMoney: (transactionId: string, organizationId: string) =>
       start('sendMoney', workflowIds.sendMoney(transactionId), { transactionId, resultWaitMs: config.B2C_RESULT_WAIT }, organizationId),
     stkResult: (transactionId: string, result: StkResult) => signal(workflowIds.stkPush(transactionId), (h) => h.signal(stkResultSignal, result)),
+    stkCallback: (transactionId: string, trigger: StkCallbackTrigger) => signal(workflowIds.stkPush(transactionId), (h) => h.signal(stkCallbackSignal, trigger)),
     b2cOutcome: (transactionId: string, outcome: B2cOutcome) => signal(workflowIds.sendMoney(transactionId), (h) => h.signal(b2cOutcomeSignal, outcome)),
+    b2cQueueTimeout: (transactionId: string) => signal(workflowIds.sendMoney(transactionId), (h) => h.signal(b2cQueueTimeoutSignal)),
   };
 }
 export type TransactionWorkflows = ReturnType<typeof transactionWorkflows>;

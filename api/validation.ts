@@ -65,20 +65,28 @@ export function toInvalidParams(part: RequestPart, error: z.ZodError, input: unk
 export type RequestSchemas = Partial<Record<RequestPart, z.ZodType>>;
 export type RawRequest = Record<RequestPart, unknown>;
 
-/**
- * Validates every declared part of a request and reports all offending fields at once, so a
- * client fixes its request in one round trip.
- */
-export function validateRequest(schemas: RequestSchemas, raw: RawRequest): Record<RequestPart, unknown> {
-  const out: Record<RequestPart, unknown> = { ...raw };
+/** Every declared part of a request checked: the parsed values, and every offending field. */
+export function checkRequest(schemas: RequestSchemas, raw: RawRequest): { values: Record<RequestPart, unknown>; problems: InvalidParam[] } {
+  const values: Record<RequestPart, unknown> = { ...raw };
   const problems: InvalidParam[] = [];
   for (const part of Object.keys(REQUEST_PARTS) as RequestPart[]) {
     const schema = schemas[part];
     if (!schema) continue;
     const result = schema.safeParse(raw[part]);
-    if (result.success) out[part] = result.data;
+    if (result.success) values[part] = result.data;
     else problems.push(...toInvalidParams(part, result.error, raw[part]));
   }
-  if (problems.length > 0) throw new ServiceError(ErrorCode.INVALID_PARAMS, 'Invalid parameters', problems);
-  return out;
+  return { values, problems };
+}
+
+export const invalidParams = (problems: InvalidParam[]) => new ServiceError(ErrorCode.INVALID_PARAMS, 'Invalid parameters', problems);
+
+/**
+ * Validates every declared part of a request and reports all offending fields at once, so a
+ * client fixes its request in one round trip.
+ */
+export function validateRequest(schemas: RequestSchemas, raw: RawRequest): Record<RequestPart, unknown> {
+  const { values, problems } = checkRequest(schemas, raw);
+  if (problems.length > 0) throw invalidParams(problems);
+  return values;
 }

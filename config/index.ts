@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { z } from 'zod';
 import { parseByteSize, parseDuration } from './duration';
 
@@ -33,6 +34,31 @@ const flag = (fallback: boolean) =>
     .enum(['true', 'false', '1', '0'])
     .default(fallback ? 'true' : 'false')
     .transform((v) => v === 'true' || v === '1');
+
+/** A calendar date (YYYY-MM-DD), as the midnight UTC it starts at. */
+const date = (fallback: string) =>
+  z.iso
+    .date()
+    .default(fallback)
+    .transform((day) => new Date(`${day}T00:00:00Z`));
+
+/** Comma-separated IP addresses and CIDR blocks (`196.201.214.0/24`); empty means no list. */
+const addressList = z
+  .string()
+  .default('')
+  .transform((text, ctx) => {
+    const entries = text.split(',').map((entry) => entry.trim()).filter(Boolean);
+    for (const entry of entries) {
+      const [address = '', prefix] = entry.split('/');
+      const family = isIP(address);
+      const bits = family === 6 ? 128 : 32;
+      if (family === 0 || (prefix !== undefined && !(/^\d+$/.test(prefix) && Number(prefix) <= bits))) {
+        ctx.addIssue({ code: 'custom', message: `expected IP addresses or CIDR blocks, got "${entry}"` });
+        return z.NEVER;
+      }
+    }
+    return entries;
+  });
 
 const financingIssuers = z
   .string()
@@ -133,6 +159,24 @@ export const configSchema = z.object({
    * one). Past it the payout is FAILED with NO_RESULT and its hold released.
    */
   B2C_RESULT_WAIT: duration('24h'),
+  /**
+   * Require the provider's status query before every paid push, even when its callback is
+   * complete and consistent (a failure is always confirmed that way). Costs one provider call
+   * per push; see the money benchmark.
+   */
+  STK_PUSH_CONFIRM_SUCCESS: flag(false),
+  /** When set, mobile-money callbacks are taken only from these source addresses (the provider's published ones). */
+  MOBILE_MONEY_CALLBACK_SOURCES: addressList,
+  /** When set, identity-verification callbacks are taken only from these source addresses. */
+  KYC_CALLBACK_SOURCES: addressList,
+  /** Largest provider callback body (413 beyond): a real one is under 4 kB. */
+  CALLBACK_BODY_LIMIT: byteSize('16kb'),
+  /** Callbacks stored raw per transaction or KYC application; more are counted and logged, not stored. */
+  CALLBACKS_STORED_PER_RESOURCE: positiveInt(20),
+  /** How long raw provider callbacks are kept; older ones are purged by the callback-retention schedule. */
+  CALLBACK_RETENTION: duration('90d'),
+  /** How often the callback-retention schedule runs. */
+  CALLBACK_PURGE_INTERVAL: duration('1h'),
   OTP_LIFETIME: duration('5m'),
   IDEMPOTENCY_KEY_TTL: duration('24h'),
   /**
@@ -145,6 +189,13 @@ export const configSchema = z.object({
   RATE_LIMIT_CALLER_POINTS: positiveInt(300),
   RATE_LIMIT_ORGANIZATION_POINTS: positiveInt(3000),
   RATE_LIMIT_WINDOW: duration('1m'),
+  /** Provider callbacks per RATE_LIMIT_WINDOW from one source address (a budget of their own). */
+  RATE_LIMIT_CALLBACK_POINTS: positiveInt(600),
+  /**
+   * Failed authentications per RATE_LIMIT_WINDOW from one source address, and against one target
+   * (a user, an API key prefix) from all addresses together; past it, 429 before any verification.
+   */
+  RATE_LIMIT_AUTH_FAILURE_POINTS: positiveInt(20),
   /** How often an API instance adds its spending to the shared counters and reads theirs back. */
   RATE_LIMIT_SYNC_INTERVAL: duration('100ms'),
 
@@ -163,6 +214,10 @@ export const configSchema = z.object({
   /** Financing bearer scheme: the trusted issuers, as JSON. */
   FINANCING_ISSUERS: financingIssuers,
   FINANCING_AUDIENCE: z.string().min(1).default('lending-service'),
+
+  /** Deprecated operations and channels: when they were deprecated (RFC 9745) and their sunset (RFC 8594). */
+  DEPRECATED_SINCE: date('2026-07-01'),
+  DEPRECATION_SUNSET: date('2027-07-01'),
 
   /** Tokens this service issues (partner exchange, sessions and refresh). */
   SERVICE_TOKEN_ISSUER: z.string().min(1).default('lending-service'),

@@ -62,3 +62,13 @@ export function findActiveApplication(db: Knex, organizationId: string, userId: 
 export async function recordNegotiatedVersion(db: Knex, organizationId: string, id: string, version: ProviderApiVersion): Promise<void> {
   await db('kyc_applications').where({ organization_id: organizationId, id }).update({ negotiated_api_version: version, updated_at: db.fn.now() });
 }
+
+/**
+ * The application a provider callback names by our job id. The one lookup without an
+ * organization: a callback carries none, and job ids are uuids we minted, unique across
+ * organizations (a unique index). Only a well-formed uuid reaches the query.
+ */
+export function findApplicationByJobId(db: Knex, jobId: string): Promise<Pick<KycApplicationRow, 'id' | 'organization_id'> | undefined> {
+  if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(jobId)) return Promise.resolve(undefined);
+  return db('kyc_applications').where({ job_id: jobId }).first('id', 'organization_id');
+}

@@ -50,3 +50,13 @@ export function transactionView(row: TransactionRow) {
 export type TransactionView = ReturnType<typeof transactionView>;
 
 export const findTransaction = (db: Knex | Knex.Transaction, id: string) => db('transactions').where({ id }).first<TransactionRow | undefined>();
+
+/** Whether a receipt is recorded on a transaction other than `exceptId` (receipts are unique). */
+export async function receiptTaken(db: Knex, receipt: string, exceptId: string): Promise<boolean> {
+  return (await db('transactions').where({ mobilemoney_transaction_id: receipt }).whereNot({ id: exceptId }).first('id')) !== undefined;
+}
+
+/** Whether a CheckoutRequestID belongs to a transaction other than `exceptId`. */
+export async function checkoutRequestTaken(db: Knex, checkoutRequestId: string, exceptId: string): Promise<boolean> {
+  return (await db('transactions').where({ checkout_request_id: checkoutRequestId }).whereNot({ id: exceptId }).first('id')) !== undefined;
+}

@@ -17,6 +17,8 @@ export const ErrorCode = {
   IDEMPOTENCY_REQUEST_IN_PROGRESS: 'IDEMPOTENCY_REQUEST_IN_PROGRESS',
   PAYLOAD_TOO_LARGE: 'PAYLOAD_TOO_LARGE',
   UNSUPPORTED_MEDIA_TYPE: 'UNSUPPORTED_MEDIA_TYPE',
+  /** 431: the request's headers are larger than the server reads (Node's limit, 16 kB). */
+  HEADERS_TOO_LARGE: 'HEADERS_TOO_LARGE',
   TOO_MANY_REQUESTS: 'TOO_MANY_REQUESTS',
   INTERNAL_SERVER_ERROR: 'INTERNAL_SERVER_ERROR',
   SERVICE_UNAVAILABLE: 'SERVICE_UNAVAILABLE',
@@ -37,6 +39,12 @@ export const SubCode = {
   UNKNOWN_FIELD: 'UNKNOWN_FIELD',
   MALFORMED_JSON: 'MALFORMED_JSON',
   NOT_ALLOWED: 'NOT_ALLOWED',
+  /** A NUL character, a lone UTF-16 surrogate or bytes that are not UTF-8: nothing downstream can store them. */
+  INVALID_CHARACTERS: 'INVALID_CHARACTERS',
+  /** JSON nested deeper than the input guard allows. */
+  TOO_DEEP: 'TOO_DEEP',
+  /** `__proto__`, `constructor` or `prototype` as a JSON key: refused, never merged into an object. */
+  RESERVED_KEY: 'RESERVED_KEY',
 } as const;
 export type SubCode = (typeof SubCode)[keyof typeof SubCode];
 
@@ -75,6 +83,7 @@ export const DEFAULT_DESCRIPTION: Record<ErrorCode, string> = {
   IDEMPOTENCY_REQUEST_IN_PROGRESS: 'A request with this Idempotency-Key is still in progress; retry later',
   PAYLOAD_TOO_LARGE: 'Payload Too Large',
   UNSUPPORTED_MEDIA_TYPE: 'Unsupported Media Type: send application/json',
+  HEADERS_TOO_LARGE: 'Request Header Fields Too Large',
   TOO_MANY_REQUESTS: 'Too Many Requests',
   INTERNAL_SERVER_ERROR: 'Internal Server Error',
   SERVICE_UNAVAILABLE: 'Service Unavailable',

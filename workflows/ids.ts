@@ -15,4 +15,5 @@ export const workflowIds = {
 /** Schedule ids: the schedule's own runs get a timestamp suffix, so they are never business keys. */
 export const scheduleIds = {
   kycExpirySweep: 'kyc-expiry-sweep',
+  callbackRetention: 'callback-retention',
 };

@@ -2,6 +2,7 @@
  * The workflow bundle's entry point: every workflow of the service is re-exported here, and the
  * exported function's name is its workflow type.
  */
+export { callbackRetention } from './callback-retention';
 export { kycExpirySweep, kycExpirySweepAll } from './kyc-expiry-sweep';
 export { kycVerification } from './kyc-verification';
 export { sendMoney } from './send-money';

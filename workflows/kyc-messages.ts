@@ -11,13 +11,19 @@ export interface KycVerificationInput {
   callbackWaitMs: number;
 }
 
-/** A verified provider callback, as the callback route hands it to the workflow. */
+/**
+ * A provider callback as the callback route hands it over: a trigger to ask the provider (a
+ * signed lookup) now. Nothing it says is recorded as it is: not its verdict, not a review flag.
+ */
 export interface ProviderEvent {
   eventId: string;
-  resultCode: string;
-  resultText: string;
-  isFinal: boolean;
+  /** Only from a v3 callback, whose signature covers its body: the job to look up when none is known. */
   providerJobId?: string;
+  /**
+   * Always true. Runs started before callbacks became triggers flag a provisional event for
+   * review without a lookup and look up on a final one: sent final, they look up.
+   */
+  isFinal: true;
 }
 
 export interface SdkSession {

@@ -1,4 +1,4 @@
-import { ApplicationFailure, condition, continueAsNew, proxyActivities, setHandler } from '@temporalio/workflow';
+import { ApplicationFailure, condition, continueAsNew, patched, proxyActivities, setHandler } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import type { ProviderStatus } from '../activities/kyc';
 import {
@@ -19,14 +19,21 @@ const activities = proxyActivities<Activities>({
   retry: { initialInterval: '1 second', maximumInterval: '1 minute', nonRetryableErrorTypes: ['SUBMISSION_INDETERMINATE', 'PROVIDER_REJECTED_REQUEST'] },
 });
 
+/** Changes made while runs may be in flight; each branch keeps older histories replaying. */
+const PATCHES = {
+  /** Every callback is a trigger for one signed lookup; none is taken as a review flag or a job id by itself. */
+  callbacksAreTriggers: 'kyc-callbacks-are-triggers',
+} as const;
+
 /** Each ask of the provider is one loop; a long wait continues as new to keep history small. */
 const LOOPS_BEFORE_CONTINUE_AS_NEW = 200;
 
 /**
  * One verification of a KYC application: submit (server_upload) or mint the SDK session
- * (provider_sdk), then wait for the provider's verdict. Callbacks are only triggers: a final
- * verdict is confirmed with a status lookup before the application completes, and duplicates
- * (same event id) change nothing. With no callback in callbackWaitMs, the provider is asked.
+ * (provider_sdk), then wait for the provider's verdict. Callbacks are only triggers: every one
+ * makes the run ask the provider (a signed lookup), and only the lookup's answer is recorded
+ * (verdict, review flag, provider job id); duplicates (same event id) change nothing. With no
+ * callback in callbackWaitMs, the provider is asked.
  */
 export async function kycVerification(input: KycVerificationInput, carried?: { providerJobId?: string; session?: SdkSession }): Promise<string> {
   const ref = { organizationId: input.organizationId, applicationId: input.applicationId };
@@ -89,8 +96,10 @@ export async function kycVerification(input: KycVerificationInput, carried?: { p
   }
 
   /** Applies what the provider says now: final → complete; provisional → under review. */
-  async function ask(): Promise<void> {
-    const status = await activities.checkProviderStatus(ref);
+  async function ask(providerJobIdHint?: string): Promise<void> {
+    const status = providerJobIdHint ? await activities.checkProviderStatus(ref, providerJobIdHint) : await activities.checkProviderStatus(ref);
+    // A job id is known here only once a lookup found the job (the write-once report relies on it).
+    if (status.providerJobId) providerJobId ??= status.providerJobId;
     // Settled elsewhere (the expiry sweep): nothing left to wait for.
     if (status.state === 'closed') completed = true;
     if (status.state === 'final') {
@@ -115,6 +124,11 @@ export async function kycVerification(input: KycVerificationInput, carried?: { p
     const events = pending.splice(0);
     if (!woke || events.length === 0) {
       await ask(); // no callback in time, or a status read found the state stale
+      continue;
+    }
+    if (patched(PATCHES.callbacksAreTriggers)) {
+      // One signed lookup however many callbacks came together; only what it says is recorded.
+      await ask(events.find((event) => event.providerJobId)?.providerJobId);
       continue;
     }
     for (const event of events) {

@@ -11,7 +11,10 @@ export interface StkPushInput {
   queryDeadlineMs: number;
 }
 
-/** A push prompt's result, from a checked callback or from a status query. */
+/**
+ * A push prompt's result, from a status query, or from a callback complete and consistent with
+ * the push (both request ids, amount, phone, an unused well-formed receipt): final either way.
+ */
 export interface StkResult {
   source: 'callback' | 'query';
   checkoutRequestId: string;
@@ -21,6 +24,18 @@ export interface StkResult {
   receipt?: string;
   /** When the provider says the money moved (callback TransactionDate), ISO 8601. */
   transactionDate?: string;
+}
+
+/**
+ * A push callback that does not settle the push by itself: a refusal, anything incomplete or
+ * inconsistent, or any callback at all under STK_PUSH_CONFIRM_SUCCESS. The run asks the
+ * provider's status query now instead of at its next interval.
+ */
+export interface StkCallbackTrigger {
+  /** What the callback names: asked about when the run never learned its own (the push's answer was lost). */
+  checkoutRequestId: string;
+  /** The callback's receipt when its amount, phone and receipt were right: kept if the query confirms the payment. */
+  receipt?: string;
 }
 
 export interface SendMoneyInput {
@@ -45,4 +60,11 @@ export interface MoneyMovementResult {
 }
 
 export const stkResultSignal = defineSignal<[StkResult]>('stkResult');
+/** Runs started before callbacks became triggers have no handler for it and ignore it. */
+export const stkCallbackSignal = defineSignal<[StkCallbackTrigger]>('stkCallback');
 export const b2cOutcomeSignal = defineSignal<[B2cOutcome]>('b2cOutcome');
+/**
+ * The provider reported a queue timeout: the payout's fate is unknown (protocol note), so it is
+ * noted, never applied; the result or the end of the wait decides.
+ */
+export const b2cQueueTimeoutSignal = defineSignal('b2cQueueTimeout');

@@ -1,6 +1,6 @@
-import { condition, proxyLocalActivities, setHandler } from '@temporalio/workflow';
+import { condition, patched, proxyLocalActivities, setHandler } from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import { type B2cOutcome, b2cOutcomeSignal, type MoneyMovementResult, type SendMoneyInput } from './mobile-money-messages';
+import { type B2cOutcome, b2cOutcomeSignal, b2cQueueTimeoutSignal, type MoneyMovementResult, type SendMoneyInput } from './mobile-money-messages';
 
 /**
  * Local activities: each step is a short database write or one provider call, so running it in
@@ -8,19 +8,34 @@ import { type B2cOutcome, b2cOutcomeSignal, type MoneyMovementResult, type SendM
  * a bare start, signal and completion cost). Every step is safe to run again, which a local
  * activity needs: it reruns when the worker dies before the workflow task that ran it is saved.
  */
+/** Changes made while runs may be in flight; each branch keeps older histories replaying. */
+const PATCHES = {
+  /** A queue timeout says the payout's fate is unknown: noted, never applied (the result or the wait decides). */
+  queueTimeoutIsNoResult: 'send-money-queue-timeout-is-not-a-result',
+} as const;
+
 const money = proxyLocalActivities<Activities>({ startToCloseTimeout: '1 minute', retry: { maximumInterval: '30 seconds' } });
 
 /**
  * A payout (`send-money/<transaction id>`): hold the amount and fee (available balance checked
  * under a lock), send it through B2C with the transaction id as the provider's originator id
  * (a repeat is refused there, so retrying the request can never send twice), wait for the
- * result or the queue timeout, then post the payout or release the hold. Every path ends with
- * nothing held.
+ * result, then post the payout or release the hold. Every path ends with nothing held.
+ *
+ * The callback route hands over only results consistent with the payout (there is no status
+ * query to ask instead). A queue timeout leaves the fate unknown: the run keeps waiting for the
+ * result, and releases the hold (QUEUE_TIMEOUT) only when the wait ends without one.
  */
 export async function sendMoney(input: SendMoneyInput): Promise<MoneyMovementResult> {
   let outcome: B2cOutcome | undefined;
+  let timedOut = false;
+  const timeoutIsNoResult = patched(PATCHES.queueTimeoutIsNoResult);
   setHandler(b2cOutcomeSignal, (incoming) => {
-    outcome ??= incoming;
+    if (timeoutIsNoResult && incoming.kind === 'timeout') timedOut = true;
+    else outcome ??= incoming;
+  });
+  setHandler(b2cQueueTimeoutSignal, () => {
+    timedOut = true;
   });
 
   const held = await money.holdFunds(input.transactionId);
@@ -33,8 +48,9 @@ export async function sendMoney(input: SendMoneyInput): Promise<MoneyMovementRes
   }
   await condition(() => outcome !== undefined, input.resultWaitMs);
   if (!outcome) {
-    await money.releaseFunds(input.transactionId, { reason: 'NO_RESULT' });
-    return { status: 'FAILED', failureReason: 'NO_RESULT' };
+    const reason = timedOut ? 'QUEUE_TIMEOUT' : 'NO_RESULT';
+    await money.releaseFunds(input.transactionId, { reason });
+    return { status: 'FAILED', failureReason: reason };
   }
   if (outcome.kind === 'timeout') {
     await money.releaseFunds(input.transactionId, { reason: 'QUEUE_TIMEOUT', resultCode: outcome.resultCode });

@@ -12,6 +12,7 @@ import type { Config } from '../../config';
 import type { Logger } from '../../config/logger';
 import { ErrorCode, ServiceError } from '../../domain/errors';
 import { type Grant, grantsOfRoles, parseGrant, Scope } from '../../domain/rbac';
+import { unstorableText } from '../../domain/text';
 import { API_KEY_PREFIX, findApiKey } from './api-keys';
 import type { Caller, FinancingCaller, UserCaller } from './caller';
 import { hashSecret } from './secrets';
@@ -20,6 +21,10 @@ import type { ServiceKeys } from './service-keys';
 /** Header parameters that would let a token bring its own key: never honoured, always refused. */
 const KEY_CARRYING_HEADERS = ['jwk', 'jku', 'x5u', 'x5c'] as const;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** A claim fit for a query: a non-empty string of at most 255 characters that Postgres can store. */
+const isClaimText = (value: unknown): value is string =>
+  typeof value === 'string' && value.length > 0 && value.length <= 255 && unstorableText(value) === undefined;
 
 /** What our own tokens say they are. */
 export const TokenUse = { ID: 'id', ACCESS: 'access' } as const;
@@ -37,6 +42,23 @@ export function bearerToken(authorization: string | undefined, maxBytes: number)
   const match = /^Bearer ([A-Za-z0-9._~+/-]+=*)$/.exec(authorization);
   if (!match) throw unauthorised('not a bearer token');
   return match[1]!;
+}
+
+/**
+ * Who a presented credential claims to be, read without verifying it, as a rate-limit key for
+ * failed authentications: a token's issuer and subject, an API key's prefix. Hashed, so nothing
+ * a caller sent reaches the rate-limit store as it is.
+ */
+export function credentialTarget(authorization: string | undefined): string | undefined {
+  const token = /^Bearer (\S+)$/.exec(authorization ?? '')?.[1];
+  if (!token) return undefined;
+  if (token.startsWith(API_KEY_PREFIX)) return `target:${hashSecret(token.slice(0, API_KEY_PREFIX.length + 6))}`;
+  try {
+    const { iss, sub } = decodeJwt(token);
+    return typeof sub === 'string' ? `target:${hashSecret(JSON.stringify([iss ?? null, sub]))}` : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 interface Verifier {
@@ -205,7 +227,10 @@ export function createAuthenticator(deps: AuthenticatorDeps) {
     }
     const now = Date.now() / 1000;
     if (typeof payload.iat !== 'number' || payload.iat > now + config.AUTH_CLOCK_TOLERANCE / 1000) throw unauthorised('iat in the future');
-    if (typeof payload.sub !== 'string' || payload.sub === '') throw unauthorised('sub');
+    // Verified claims still reach queries (users, access, merchants): only text Postgres can take.
+    if (!isClaimText(payload.sub)) throw unauthorised('sub');
+    const organizationClaim = payload.organization_id;
+    if (organizationClaim !== undefined && organizationClaim !== null && organizationClaim !== '' && !isClaimText(organizationClaim)) throw unauthorised('organization_id');
     const caller = await verifier.resolve(payload as JWTPayload & { sub: string });
     const lifetime = Math.min(config.AUTH_CALLER_CACHE_TTL, (payload.exp! - now) * 1000);
     if (lifetime > 0) verified.set(token, caller, { ttl: lifetime });
@@ -233,6 +258,15 @@ export function createAuthenticator(deps: AuthenticatorDeps) {
     async authenticate(authorization: string | undefined): Promise<Caller> {
       const token = bearerToken(authorization, config.AUTH_MAX_HEADER_BYTES);
       return token.startsWith(API_KEY_PREFIX) ? authenticateApiKey(token) : authenticateJwt(token);
+    },
+    /**
+     * Whether this exact credential verified recently (it is cached): it passes a failed-
+     * authentication lockout, so guessing against a user cannot lock out her working session.
+     */
+    recognises(authorization: string | undefined): boolean {
+      const token = /^Bearer (\S+)$/.exec(authorization ?? '')?.[1];
+      if (!token) return false;
+      return token.startsWith(API_KEY_PREFIX) ? cache.has(`key|${hashSecret(token)}`) : verified.has(token);
     },
     /** Issuers that authenticate callers directly: a partner may never be registered with one. */
     isTrustedIssuer: (issuer: string) => verifiers.has(issuer),

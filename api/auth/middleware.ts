@@ -3,26 +3,32 @@ import type { Logger } from '../../config/logger';
 import { ErrorCode, ServiceError } from '../../domain/errors';
 import type { RateLimiter } from '../middleware/rate-limit';
 import type { AnyRoute, RouteInput } from '../route';
-import type { Authenticator } from './authenticator';
+import { type Authenticator, credentialTarget } from './authenticator';
 import type { Caller } from './caller';
 import { requirePermission } from './policy';
 import type { ResourceAccessProvider } from './resource-access';
 
 /**
  * Per-route authentication and rate limiting: runs before the body is read, so an anonymous or
- * throttled request costs little. The caller is left in ctx.state.caller.
+ * throttled request costs little. A source address or a target (the user a token names, an API
+ * key's prefix) that failed authentication too often is refused 429 before any verification,
+ * unless it presents a credential that verified recently.
+ * The caller is left in ctx.state.caller.
  */
 export function guard(route: AnyRoute, authenticator: Authenticator, rateLimiter: RateLimiter, logger: Logger): Middleware {
   return async (ctx, next) => {
     let caller: Caller | undefined;
     if (route.auth) {
+      const authorization = ctx.get('Authorization') || undefined;
+      const target = credentialTarget(authorization);
+      const budgets = target ? [`ip:${ctx.ip}`, target] : [`ip:${ctx.ip}`];
+      if (!authenticator.recognises(authorization)) await rateLimiter.refuseWhileLockedOut(budgets);
       try {
-        caller = await authenticator.authenticate(ctx.get('Authorization') || undefined);
+        caller = await authenticator.authenticate(authorization);
       } catch (error) {
         const reason = (error as { reason?: string }).reason;
         if (reason) logger.debug({ req_id: ctx.state.requestId, reason }, 'authentication refused');
-        // Failed attempts spend the client address's budget: guessing credentials gets 429.
-        await rateLimiter.consume(ctx, `ip:${ctx.ip}`, null);
+        await rateLimiter.countFailedAuthentication(budgets);
         throw error;
       }
       if (!route.auth.schemes.includes(caller.scheme)) {
@@ -35,7 +41,8 @@ export function guard(route: AnyRoute, authenticator: Authenticator, rateLimiter
       ctx.state.caller = caller;
       ctx.state.organizationId = caller.organizationId;
     }
-    if (route.rateLimit !== false) await rateLimiter.consume(ctx, caller?.id ?? `ip:${ctx.ip}`, caller?.organizationId ?? null);
+    if (route.callback) await rateLimiter.consumeCallback(ctx);
+    else if (route.rateLimit !== false) await rateLimiter.consume(ctx, caller?.id ?? `ip:${ctx.ip}`, caller?.organizationId ?? null);
     await next();
   };
 }

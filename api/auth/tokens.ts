@@ -75,6 +75,21 @@ export function createTokenService(deps: {
     return key;
   }
 
+  /**
+   * Active partners by issuer. The issuer of a token not yet verified is only ever looked up
+   * here, never in a query: the table (a few rows) is read whole, kept AUTH_CALLER_CACHE_TTL, and
+   * read again on a miss at most once a second, so a new partner is known at once.
+   */
+  let partners: { byIssuer: Map<string, PartnerRow>; readAt: number } | undefined;
+  async function activePartner(issuer: string): Promise<PartnerRow | undefined> {
+    const age = partners ? Date.now() - partners.readAt : Infinity;
+    if (age > config.AUTH_CALLER_CACHE_TTL || (age > 1_000 && !partners?.byIssuer.has(issuer))) {
+      const rows = await db('partners').where({ status: 'ACTIVE' }).select<PartnerRow[]>();
+      partners = { byIssuer: new Map(rows.map((row) => [row.issuer, row])), readAt: Date.now() };
+    }
+    return partners?.byIssuer.get(issuer);
+  }
+
   async function newRefreshToken(trx: Knex, user: { userId: string; organizationId: string }, familyId: string) {
     const refreshToken = randomSecret();
     await trx('refresh_tokens').insert({
@@ -105,7 +120,7 @@ export function createTokenService(deps: {
       // A partner registered under a caller-facing issuer would turn any of its tokens into
       // partner access; such a registration is never honoured.
       if (deps.isTrustedIssuer(issuer)) throw unauthorised('partner issuer collides with a trusted issuer');
-      const partner = await db('partners').where({ issuer, status: 'ACTIVE' }).first<PartnerRow | undefined>();
+      const partner = await activePartner(issuer);
       if (!partner) throw unauthorised('unknown partner');
       try {
         await jwtVerify(assertion, partnerKey(partner), {

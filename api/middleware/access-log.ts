@@ -3,9 +3,14 @@ import type { Logger } from '../../config/logger';
 import type { HttpMetrics } from '../metrics';
 
 /**
- * One JSON line and one metrics observation per request. Only the path is logged, never the
- * query string, headers or body, which is where tokens, OTPs and images travel.
+ * One JSON line and one metrics observation per request. Only the path is logged (callback
+ * tokens masked), never the query string, headers or body, which is where tokens, OTPs and
+ * images travel.
  */
+/** Callback URLs carry their unguessable token as a path segment: it never reaches a log line. */
+const withoutSecrets = (path: string, params: Record<string, string> | undefined) =>
+  params?.token ? path.split('/').map((segment) => (segment === params.token ? '[token]' : segment)).join('/') : path;
+
 export function accessLog(logger: Logger, metrics: HttpMetrics): Middleware {
   return async (ctx, next) => {
     const started = process.hrtime.bigint();
@@ -21,7 +26,7 @@ export function accessLog(logger: Logger, metrics: HttpMetrics): Middleware {
         {
           req_id: ctx.state.requestId,
           method: ctx.method,
-          path: ctx.path,
+          path: withoutSecrets(ctx.path, (ctx as { params?: Record<string, string> }).params),
           route,
           status: ctx.status,
           duration_ms: Math.round(seconds * 1e6) / 1e3,

@@ -6,6 +6,7 @@ import { errorBody, errorFamilyOf, HTTP_STATUS, toServiceError } from '../errors
 /**
  * Every error leaves in the spec's shape for its family. Unexpected exceptions are logged with
  * the request id and answered as INTERNAL_SERVER_ERROR; a stack never reaches the client.
+ * Headers set before the error (deprecation, rate limits) stay on the answer.
  */
 export function errorHandler(logger: Logger): Middleware {
   return async (ctx, next) => {
@@ -18,6 +19,10 @@ export function errorHandler(logger: Logger): Middleware {
       }
       ctx.status = HTTP_STATUS[error.code];
       for (const [name, value] of Object.entries(error.headers)) ctx.set(name, value);
+      // Every 401 names the scheme to use (RFC 9110); presented credentials were refused (RFC 6750).
+      if (ctx.status === 401 && !ctx.response.get('WWW-Authenticate')) {
+        ctx.set('WWW-Authenticate', ctx.get('Authorization') ? 'Bearer error="invalid_token"' : 'Bearer');
+      }
       ctx.body = errorBody(error, errorFamilyOf(ctx.path), String(ctx.state.requestId));
     }
   };

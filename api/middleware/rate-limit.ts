@@ -15,6 +15,8 @@ interface Decision {
 interface Budget {
   readonly points: number;
   take(key: string): Promise<Decision>;
+  /** Whether the key's budget is spent, without spending any of it. */
+  spent(key: string): Promise<Decision>;
   /** Writes what is pending and stops syncing. */
   close(): Promise<void>;
 }
@@ -32,6 +34,11 @@ function memoryBudget(keyPrefix: string, points: number, duration: number): Budg
         const res = rejection as { msBeforeNext: number };
         return { allowed: false, remaining: 0, msBeforeReset: res.msBeforeNext };
       }
+    },
+    async spent(key) {
+      const res = await limiter.get(key);
+      const used = res?.consumedPoints ?? 0;
+      return { allowed: used < points, remaining: Math.max(0, points - used), msBeforeReset: res?.msBeforeNext ?? duration * 1000 };
     },
     close: async () => {},
   };
@@ -107,29 +114,41 @@ function sharedBudget(store: RateLimiterAbstract, points: number, windowMs: numb
   }, syncMs);
   timer.unref();
 
+  /** The key's current state, read again when older than one interval; a new window when the last one is over. */
+  async function current(key: string): Promise<KeyState> {
+    let state = keys.get(key);
+    if (!state) {
+      state = { consumed: 0, pending: 0, resetAt: Date.now() + windowMs, syncedAt: 0 };
+      keys.set(key, state);
+    }
+    // A view older than one interval is read again before deciding: busy keys are synced by
+    // the flush anyway, and a key seen now and then costs one read, not a row lock.
+    if (Date.now() - state.syncedAt > syncMs || state.syncing) await sync(key, state);
+    const now = Date.now();
+    if (state.resetAt <= now) {
+      // The window is over: what was counted in it no longer matters, written or not; the
+      // store starts a new window on the next write.
+      state.consumed = 0;
+      state.pending = 0;
+      state.resetAt = now + windowMs;
+    }
+    return state;
+  }
+
   return {
     points,
     async take(key) {
-      let state = keys.get(key);
-      if (!state) {
-        state = { consumed: 0, pending: 0, resetAt: Date.now() + windowMs, syncedAt: 0 };
-        keys.set(key, state);
-      }
-      // A view older than one interval is read again before deciding: busy keys are synced by
-      // the flush anyway, and a key seen now and then costs one read, not a row lock.
-      if (Date.now() - state.syncedAt > syncMs || state.syncing) await sync(key, state);
-      const now = Date.now();
-      if (state.resetAt <= now) {
-        // The window is over: what was counted in it no longer matters, written or not; the
-        // store starts a new window on the next write.
-        state.consumed = 0;
-        state.pending = 0;
-        state.resetAt = now + windowMs;
-      }
+      const state = await current(key);
       const used = state.consumed + state.pending;
-      if (used >= points) return { allowed: false, remaining: 0, msBeforeReset: state.resetAt - now };
+      const msBeforeReset = state.resetAt - Date.now();
+      if (used >= points) return { allowed: false, remaining: 0, msBeforeReset };
       state.pending += 1;
-      return { allowed: true, remaining: points - used - 1, msBeforeReset: state.resetAt - now };
+      return { allowed: true, remaining: points - used - 1, msBeforeReset };
+    },
+    async spent(key) {
+      const state = await current(key);
+      const used = state.consumed + state.pending;
+      return { allowed: used < points, remaining: Math.max(0, points - used), msBeforeReset: state.resetAt - Date.now() };
     },
     async close() {
       clearInterval(timer);
@@ -139,10 +158,23 @@ function sharedBudget(store: RateLimiterAbstract, points: number, windowMs: numb
   };
 }
 
+/** 429 with Retry-After and the refusing budget's RateLimit-* headers. */
+function tooMany(budget: Budget, decision: Decision): ServiceError {
+  const retryAfter = String(Math.max(1, Math.ceil(decision.msBeforeReset / 1000)));
+  return new ServiceError(ErrorCode.TOO_MANY_REQUESTS, undefined, [], {
+    'Retry-After': retryAfter,
+    'RateLimit-Limit': String(budget.points),
+    'RateLimit-Remaining': '0',
+    'RateLimit-Reset': retryAfter,
+  });
+}
+
 /**
- * Two budgets per window: one per caller and one per organization (all its callers together),
- * so one caller's burst cannot exhaust another organization's budget. 429 answers carry
- * Retry-After; every answer carries the caller budget's RateLimit-* headers.
+ * Budgets per window: one per caller and one per organization (all its callers together), so
+ * one caller's burst cannot exhaust another organization's budget; failed authentications per
+ * source address and per target (checked before any verification, so guessing stops rather than
+ * merely getting another answer); provider callbacks per source address. 429 answers carry
+ * Retry-After; every admitted answer carries the caller budget's RateLimit-* headers.
  */
 export function createRateLimiter(config: Config, db: Knex, logger: Logger) {
   const duration = Math.max(1, Math.round(config.RATE_LIMIT_WINDOW / 1000));
@@ -158,28 +190,38 @@ export function createRateLimiter(config: Config, db: Knex, logger: Logger) {
         );
   const perCaller = make('caller', config.RATE_LIMIT_CALLER_POINTS);
   const perOrganization = make('org', config.RATE_LIMIT_ORGANIZATION_POINTS);
+  const authFailures = make('authfail', config.RATE_LIMIT_AUTH_FAILURE_POINTS);
+  const callbacks = make('callback', config.RATE_LIMIT_CALLBACK_POINTS);
 
   return {
     /** Spends one point of the caller's and the organization's budgets, or throws TOO_MANY_REQUESTS. */
     async consume(ctx: Context, callerKey: string, organizationId: string | null): Promise<void> {
       const caller = await perCaller.take(callerKey);
-      const organization = caller.allowed && organizationId ? await perOrganization.take(organizationId) : undefined;
-      const refused = !caller.allowed ? { budget: perCaller, decision: caller } : organization && !organization.allowed ? { budget: perOrganization, decision: organization } : undefined;
-      if (refused) {
-        const retryAfter = String(Math.max(1, Math.ceil(refused.decision.msBeforeReset / 1000)));
-        throw new ServiceError(ErrorCode.TOO_MANY_REQUESTS, undefined, [], {
-          'Retry-After': retryAfter,
-          'RateLimit-Limit': String(refused.budget.points),
-          'RateLimit-Remaining': '0',
-          'RateLimit-Reset': retryAfter,
-        });
-      }
+      if (!caller.allowed) throw tooMany(perCaller, caller);
+      const organization = organizationId ? await perOrganization.take(organizationId) : undefined;
+      if (organization && !organization.allowed) throw tooMany(perOrganization, organization);
       ctx.set('RateLimit-Limit', String(perCaller.points));
       ctx.set('RateLimit-Remaining', String(caller.remaining));
       ctx.set('RateLimit-Reset', String(Math.ceil(caller.msBeforeReset / 1000)));
     },
+    /** Before verifying a credential: 429 when its source address or its target has failed too often. */
+    async refuseWhileLockedOut(keys: string[]): Promise<void> {
+      for (const key of keys) {
+        const decision = await authFailures.spent(key);
+        if (!decision.allowed) throw tooMany(authFailures, decision);
+      }
+    },
+    /** A credential that failed verification spends its address's and its target's budgets. */
+    async countFailedAuthentication(keys: string[]): Promise<void> {
+      await Promise.all(keys.map((key) => authFailures.take(key)));
+    },
+    /** One provider callback from the request's source address, or TOO_MANY_REQUESTS. */
+    async consumeCallback(ctx: Context): Promise<void> {
+      const decision = await callbacks.take(`ip:${ctx.ip}`);
+      if (!decision.allowed) throw tooMany(callbacks, decision);
+    },
     async close() {
-      await Promise.all([perCaller.close(), perOrganization.close()]);
+      await Promise.all([perCaller, perOrganization, authFailures, callbacks].map((budget) => budget.close()));
     },
   };
 }

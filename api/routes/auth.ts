@@ -65,7 +65,10 @@ export function authRoutes(deps: AppDeps, tokens: TokenService): AnyRoute[] {
         'The partner sends its own RS256 JWT (iss = its registered issuer, aud = PARTNER_EXCHANGE_AUDIENCE, exp, iat, sub) ' +
         'as the bearer token and the body {}. The answer is a service access token for the partner\'s organization.',
       tags: ['auth'],
+      documentedSecurity: 'partnerJwt',
+      request: { body: z.strictObject({}).optional().meta({ description: 'The empty object {} (or no body).' }) },
       responses: { 200: { description: 'Service access token', schema: AccessToken } },
+      errors: { UNAUTHORISED: 'the partner JWT is missing, malformed, expired, not signed by a registered active partner, or for another audience' },
       async handler(ctx) {
         ctx.body = await tokens.exchangePartnerToken(bearerToken(ctx.get('Authorization') || undefined, deps.config.AUTH_MAX_HEADER_BYTES));
       },
@@ -82,6 +85,7 @@ export function authRoutes(deps: AppDeps, tokens: TokenService): AnyRoute[] {
       tags: ['auth'],
       request: { body: RefreshRequest },
       responses: { 200: { description: 'New tokens', schema: SessionTokens } },
+      errors: { UNAUTHORISED: 'an unknown, expired, already used or revoked refresh token (sign in again)' },
       async handler(ctx, { body }) {
         ctx.body = await tokens.refresh(body.refresh_token);
       },
@@ -96,6 +100,7 @@ export function authRoutes(deps: AppDeps, tokens: TokenService): AnyRoute[] {
       extension: true,
       auth: { schemes: ['user'] },
       responses: { 201: { description: 'A new session', schema: SessionTokens } },
+      errors: { UNAUTHORISED: "a token this service issued: only the identity provider's tokens sign in" },
       async handler(ctx) {
         const caller = ctx.state.caller as Caller;
         // Only the identity provider signs users in; a session token cannot mint more sessions.

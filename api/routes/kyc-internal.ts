@@ -10,6 +10,9 @@ import { type AnyRoute, defineRoute, type RouteAuth } from '../route';
 
 /** Backend user tokens or API keys (organization or platform), as spec 4.2 says for these lookups. */
 const INTERNAL: RouteAuth = { schemes: ['user', 'api_key'] };
+const LOOKUP_FORBIDDEN = 'organization_id passed by a caller other than a platform API key, or neither the user themself nor kyc.read for the organization';
+/** An organization id as a query parameter: the organizations table's ids are short text. */
+const OrganizationId = z.string().min(1).max(255);
 
 const Subject = z
   .object({
@@ -110,8 +113,9 @@ export function kycInternalRoutes(deps: AppDeps): AnyRoute[] {
           'The caller is the user themself or holds kyc.read for the organization.',
         tags: ['kyc internal'],
         auth: INTERNAL,
-        request: { query: z.strictObject({ user_id: z.uuid(), organization_id: z.string().min(1).optional() }) },
+        request: { query: z.strictObject({ user_id: z.uuid(), organization_id: OrganizationId.optional() }) },
         responses: { 200: { description: 'Status', schema: InternalStatus } },
+        errors: { NOT_FOUND: 'the user has no KYC application in the organization', FORBIDDEN: LOOKUP_FORBIDDEN },
         async handler(ctx, { query }) {
           const organizationId = authorizeLookup(ctx.state.caller as Caller, query.organization_id, query.user_id);
           const application = await latestApplication(organizationId, query.user_id);
@@ -144,8 +148,9 @@ export function kycInternalRoutes(deps: AppDeps): AnyRoute[] {
         description: 'For a bank onboarding during current-account self-activation. 404 when the user has no provisioned subject yet.',
         tags: ['kyc internal'],
         auth: INTERNAL,
-        request: { params: z.object({ user_id: z.uuid() }), query: z.strictObject({ organization_id: z.string().min(1).optional() }) },
+        request: { params: z.object({ user_id: z.uuid() }), query: z.strictObject({ organization_id: OrganizationId.optional() }) },
         responses: { 200: { description: 'Subject details', schema: SubjectDetails } },
+        errors: { NOT_FOUND: 'the user has no provisioned KYC subject yet', FORBIDDEN: LOOKUP_FORBIDDEN },
         async handler(ctx, { params, query }) {
           const organizationId = authorizeLookup(ctx.state.caller as Caller, query.organization_id, params.user_id);
           const subject = await subjectOf(organizationId, params.user_id);
@@ -195,8 +200,9 @@ export function kycSweepRoutes(workflows: KycWorkflows): AnyRoute[] {
       summary: 'Run the stale-session expiry sweep for the caller organization',
       tags: ['kyc internal'],
       auth: { schemes: ['user'], permission: Permission.ACCOUNTS_WRITE },
-      request: { query: z.strictObject({ organization_id: z.string().optional().meta({ description: 'Refused: the organization comes from the token.' }) }) },
+      request: { query: z.strictObject({ organization_id: OrganizationId.optional().meta({ description: 'Refused: the organization comes from the token.' }) }) },
       responses: { 200: { description: 'Sweep result', schema: SweepResultSchema } },
+      errors: { FORBIDDEN: 'organization_id passed (the organization comes from the token)' },
       async handler(ctx, { query }) {
         const organizationId = actingOrganization(ctx.state.caller as Caller, query.organization_id);
         ctx.body = await workflows.runExpirySweep(organizationId);

@@ -12,7 +12,7 @@ import type { AppDeps } from '../deps';
 import { type DecodedImage, decodeImage, isInvalid, KycSubCode } from '../kyc-images';
 import type { KycWorkflows } from '../kyc-workflows';
 import { type AnyRoute, defineRoute, deprecatedAlias } from '../route';
-import { APPLICANT, ApplicationPath, ApplicationStatus, callersOwn, ownApplication, VersionsHeader } from './kyc';
+import { APPLICANT, ApplicationPath, ApplicationStatus, callersOwn, NO_SUCH_APPLICATION, ownApplication, VersionsHeader } from './kyc';
 
 const image = z.string().min(1).meta({ description: 'Base64 JPEG or PNG (a data: URL prefix is accepted).' });
 
@@ -46,6 +46,9 @@ const Capture = ServerUpload.omit({ channel: true }).meta({ id: 'CaptureRequest'
 const Session = z.strictObject({ consent: z.boolean().optional() }).optional();
 
 const ReportJobId = z.strictObject({ provider_job_id: z.string().min(1).max(100) }).meta({ id: 'ReportProviderJobId' });
+
+const SUBMITTED = { description: 'Submitted (server_upload)', schema: ApplicationStatus };
+const SESSION_CREATED = { description: 'Provider session (provider_sdk, web_sdk)', schema: ProviderSession };
 
 /** Applications that may take a (new) submission. */
 const SUBMITTABLE = [KycStatus.DRAFT, KycStatus.REJECTED, KycStatus.EXPIRED];
@@ -171,10 +174,17 @@ export function kycVerificationRoutes(deps: AppDeps, workflows: KycWorkflows, ho
       tags: ['kyc'],
       auth: APPLICANT,
       bodyLimit: 'verification',
+      // The legacy web_sdk channel is announced deprecated on its answers (provider_sdk succeeds it).
+      deprecation: { when: (body) => (body as { channel?: unknown } | undefined)?.channel === 'web_sdk' },
       request: { params: ApplicationPath, headers: VersionsHeader, body: VerificationRequest },
+      errors: {
+        NOT_FOUND: NO_SUCH_APPLICATION,
+        CONFLICT: 'the application cannot take a submission now (pending, approved, or blocked from reapplying)',
+        INVALID_PARAMS: 'an image that is not base64 JPEG or PNG or is too large, an unsupported document, missing consent, a liveness frame count out of range, or X-Provider-Api-Versions differing from the GET\'s',
+      },
       responses: {
-        202: { description: 'Submitted (server_upload)', schema: ApplicationStatus },
-        201: { description: 'Provider session (provider_sdk, web_sdk)', schema: ProviderSession },
+        202: SUBMITTED,
+        201: SESSION_CREATED,
       },
       async handler(ctx, { params, headers, body }) {
         const caller = ctx.state.caller as UserCaller;
@@ -201,7 +211,6 @@ export function kycVerificationRoutes(deps: AppDeps, workflows: KycWorkflows, ho
         if (config.KYC_CONSENT_REQUIRED && body.consent === false) {
           throw new ServiceError(ErrorCode.INVALID_PARAMS, 'Invalid parameters', [{ path: 'body.consent', reason: 'the applicant must consent', sub_code: KycSubCode.CONSENT_REQUIRED }]);
         }
-        if (body.channel === 'web_sdk') ctx.set('Deprecation', 'true');
         const pending = await beginSubmission(application, { channel: body.channel, apiVersion });
         const input: KycVerificationInput = { organizationId: caller.organizationId, applicationId: application.id, channel: 'provider_sdk', callbackWaitMs: config.KYC_CALLBACK_WAIT };
         const session = await workflows.startProviderSdk(input, caller.userId).catch(async (error) => {
@@ -223,6 +232,7 @@ export function kycVerificationRoutes(deps: AppDeps, workflows: KycWorkflows, ho
       operationId: 'captureVerification',
       summary: 'Server-side capture (deprecated alias of the server_upload channel)',
       request: { params: ApplicationPath, headers: VersionsHeader, body: Capture },
+      responses: { 202: SUBMITTED },
       toSuccessorInput: (input) => ({ ...input, body: { ...input.body, channel: 'server_upload' as const } }),
     }),
     deprecatedAlias(verify, {
@@ -230,6 +240,7 @@ export function kycVerificationRoutes(deps: AppDeps, workflows: KycWorkflows, ho
       operationId: 'createVerificationSession',
       summary: 'Provider SDK session (deprecated alias of the provider_sdk channel)',
       request: { params: ApplicationPath, headers: VersionsHeader, body: Session },
+      responses: { 201: SESSION_CREATED },
       toSuccessorInput: (input) => ({ ...input, body: { consent: input.body?.consent, channel: 'provider_sdk' as const } }),
     }),
     defineRoute({
@@ -243,6 +254,7 @@ export function kycVerificationRoutes(deps: AppDeps, workflows: KycWorkflows, ho
       tags: ['kyc'],
       auth: APPLICANT,
       request: { params: ApplicationPath, body: ReportJobId },
+      errors: { NOT_FOUND: NO_SUCH_APPLICATION, CONFLICT: 'a different provider job id is already recorded, or the verification is not pending' },
       responses: { 200: { description: 'Recorded', schema: z.object({ application_id: z.uuid(), provider_job_id: z.string() }).meta({ id: 'ProviderJobId' }) } },
       async handler(ctx, { params, body }) {
         const caller = ctx.state.caller as UserCaller;
@@ -275,6 +287,7 @@ export function kycVerificationRoutes(deps: AppDeps, workflows: KycWorkflows, ho
       auth: APPLICANT,
       request: { params: ApplicationPath },
       responses: { 200: { description: 'Status', schema: ApplicationStatus } },
+      errors: { NOT_FOUND: NO_SUCH_APPLICATION },
       async handler(ctx, { params }) {
         const caller = ctx.state.caller as UserCaller;
         let application = callersOwn(await hotReads.kycApplicationStatus(caller.organizationId, params.id), caller);

@@ -61,6 +61,9 @@ export function callersOwn<T extends { user_id: string }>(application: T | undef
   return application;
 }
 
+/** The 404 of every route that reads one of the caller's applications. */
+export const NO_SUCH_APPLICATION = 'no such KYC application of the caller (another user\'s or organization\'s included)';
+
 const APPLICANT_FIELDS = ['name', 'phone_number'] as const;
 
 export function kycRoutes(deps: AppDeps): AnyRoute[] {
@@ -78,6 +81,7 @@ export function kycRoutes(deps: AppDeps): AnyRoute[] {
       auth: APPLICANT,
       request: { params: ApplicationPath, headers: VersionsHeader },
       responses: { 200: { description: 'Verification requirements', schema: Requirements } },
+      errors: { NOT_FOUND: NO_SUCH_APPLICATION },
       async handler(ctx, { params, headers }) {
         const caller = ctx.state.caller as UserCaller;
         const application = await ownApplication(deps, caller, params.id);
@@ -110,6 +114,7 @@ export function kycRoutes(deps: AppDeps): AnyRoute[] {
       extension: true,
       auth: APPLICANT,
       responses: { 201: { description: 'The new application', schema: ApplicationStatus } },
+      errors: { CONFLICT: 'the user already has an active (DRAFT or ID_VERIFICATION_PENDING) application' },
       async handler(ctx) {
         const caller = ctx.state.caller as UserCaller;
         const created = await createApplication(db, caller.organizationId, caller.userId);

@@ -1,24 +1,35 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
+import type { Context } from 'koa';
 import { z } from 'zod';
-import { findTransaction, type TransactionRow } from '../../db/transactions';
+import { storedMobileMoneyCallbacks, storeMobileMoneyCallback, type MobileMoneyCallbackRecord } from '../../db/callbacks';
+import { checkoutRequestTaken, findTransaction, receiptTaken, type TransactionRow } from '../../db/transactions';
 import { ErrorCode, ServiceError } from '../../domain/errors';
-import { FINAL_STATUSES, MINOR_PER_SHILLING } from '../../domain/mobile-money/transaction';
+import { type Assessment, assessPayoutResult, assessPushCallback, RECEIPT } from '../../domain/mobile-money/callbacks';
+import { FINAL_STATUSES } from '../../domain/mobile-money/transaction';
 import { MalformedCallbackError, parseB2cResult, parseStkCallback } from '../../providers/mobile-money/client';
 import type { AppDeps } from '../deps';
+import type { HttpMetrics } from '../metrics';
 import { type AnyRoute, defineRoute } from '../route';
 import type { TransactionWorkflows } from '../transaction-workflows';
 
 const Acknowledged = z.object({ ResultCode: z.number().int(), ResultDesc: z.string() }).meta({ id: 'MobileMoneyCallbackAck' });
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const CallbackAddress = z.object({ id: z.string().max(64), token: z.string().max(64) });
 
 /**
- * What was done with a callback. PAID_AFTER_FAILURE: the provider reports money moved for a
- * transaction already FAILED here (a result after the wait ran out): nothing is posted, and it
- * is logged as an error for reconciliation. NOT_DELIVERED: Temporal could not take the signal;
- * the provider is answered 500 so it may send the callback again.
+ * What was done with a callback (stored with it; the README lists them):
+ * - SIGNALLED: complete and consistent, handed to the run as the result;
+ * - CONFIRMING: handed to the run as a trigger: it asks the provider's status query now;
+ * - NOTED: a B2C queue timeout, noted by the run (the payout's fate is unknown; never applied);
+ * - UNVERIFIED: a B2C result inconsistent with the payout, or a refusal that cannot be told from
+ *   a forged one: not applied, logged as an error for reconciliation (there is no query to ask);
+ * - MISMATCH: names another push than ours (not handed over);
+ * - LATE, PAID_AFTER_FAILURE: the transaction is already final (the second logged as an error);
+ * - MALFORMED; NOT_DELIVERED: Temporal could not take the signal (answered 500, so the provider
+ *   may send it again).
  */
-type Disposition = 'SIGNALLED' | 'LATE' | 'PAID_AFTER_FAILURE' | 'MISMATCH' | 'DUPLICATE_RECEIPT' | 'BAD_TOKEN' | 'MALFORMED' | 'NOT_DELIVERED';
-type Kind = 'STK' | 'B2C_RESULT' | 'B2C_TIMEOUT';
+type Disposition = 'SIGNALLED' | 'CONFIRMING' | 'NOTED' | 'UNVERIFIED' | 'MISMATCH' | 'LATE' | 'PAID_AFTER_FAILURE' | 'MALFORMED' | 'NOT_DELIVERED';
+type Kind = MobileMoneyCallbackRecord['kind'];
 
 const digest = (value: string) => createHash('sha256').update(value).digest();
 /** Constant-time: how much of a guessed token is right must not show in the answer's timing. */
@@ -27,43 +38,64 @@ const sameToken = (given: string, expected: string) => timingSafeEqual(digest(gi
 /**
  * The mobile-money provider's callbacks: push-prompt results, B2C results and B2C queue
  * timeouts. The provider signs nothing, so each URL carries the transaction id and its
- * unguessable token; a callback is also checked against the pending request (amount, phone,
- * the provider's request id) before its transaction's workflow hears of it. Every callback is
- * recorded raw with what was done with it, and answered quickly: the workflow does the work.
+ * unguessable token, and a callback is a trigger, never proof: only one complete and
+ * consistent with the pending request moves money (domain/mobile-money/callbacks.ts); every
+ * other push callback makes the run ask the status query, and every other B2C result is
+ * recorded and escalated. A callback to an unknown address is counted and logged, never
+ * stored; a transaction's callbacks are stored up to CALLBACKS_STORED_PER_RESOURCE.
  */
-export function mobileMoneyCallbackRoutes(deps: AppDeps, workflows: TransactionWorkflows): AnyRoute[] {
-  const { db, logger } = deps;
+export function mobileMoneyCallbackRoutes(deps: AppDeps, workflows: TransactionWorkflows, metrics: HttpMetrics): AnyRoute[] {
+  const { db, logger, config } = deps;
+  const cap = config.CALLBACKS_STORED_PER_RESOURCE;
 
-  async function record(kind: Kind, ref: string, raw: string, body: unknown, disposition: Disposition) {
-    await db('mobile_money_callbacks').insert({ kind, transaction_ref: ref.slice(0, 64), raw, body: body === undefined ? null : JSON.stringify(body), disposition });
-    if (disposition === 'PAID_AFTER_FAILURE') logger.error({ transaction_id: ref, kind, disposition }, 'provider reports money moved for a FAILED transaction; reconcile');
-    else if (disposition !== 'SIGNALLED') logger.warn({ transaction_id: ref, kind, disposition }, 'mobile-money callback not acted on');
+  interface Received {
+    kind: Kind;
+    row: TransactionRow;
+    raw: string;
+    body: unknown;
   }
 
-  /** The callback handed to its workflow: SIGNALLED, or LATE when the run has ended; recorded NOT_DELIVERED when Temporal cannot take it. */
-  async function deliver(kind: Kind, row: TransactionRow, raw: string, body: unknown, send: () => Promise<boolean>): Promise<Disposition> {
+  async function record(received: Received, disposition: Disposition, problems: string[] = []) {
+    const { kind, row, raw, body } = received;
+    const note = problems.length > 0 ? problems.join('; ') : undefined;
+    const stored = await storeMobileMoneyCallback(db, cap, { kind, transactionId: row.id, raw, body, disposition, note });
+    const meta = { transaction_id: row.id, kind, disposition, note };
+    if (!stored) {
+      metrics.callbackRefused('mobile_money', 'over_cap');
+      logger.warn(meta, 'mobile-money callback not stored: the transaction has its share of stored callbacks');
+    }
+    if (disposition === 'PAID_AFTER_FAILURE') logger.error(meta, 'provider reports money moved for a FAILED transaction; reconcile');
+    else if (disposition === 'UNVERIFIED') logger.error(meta, 'B2C result not applied: inconsistent with the payout or unverifiable; reconcile');
+    else if (disposition !== 'SIGNALLED' && disposition !== 'CONFIRMING' && disposition !== 'NOTED') logger.warn(meta, 'mobile-money callback not acted on');
+  }
+
+  /** Hands the callback to its run: the disposition, LATE when the run has ended; recorded NOT_DELIVERED when Temporal cannot take it. */
+  async function deliver(received: Received, disposition: Disposition, send: () => Promise<boolean>, problems: string[] = []): Promise<void> {
+    let delivered: boolean;
     try {
-      return (await send()) ? 'SIGNALLED' : 'LATE';
+      delivered = await send();
     } catch (error) {
-      await record(kind, row.id, raw, body, 'NOT_DELIVERED');
+      await record(received, 'NOT_DELIVERED', problems);
       throw error;
     }
+    await record(received, delivered ? disposition : 'LATE', problems);
   }
 
   /** A callback for a transaction that is already final: late, or a payment we gave up on. */
   const afterFinal = (row: TransactionRow, resultCode: string): Disposition =>
     row.status === 'FAILED' && resultCode === '0' ? 'PAID_AFTER_FAILURE' : 'LATE';
 
-  /** The transaction the URL names, when its token matches; null (recorded) otherwise. */
-  async function addressed(ctx: { request: unknown }, params: { id: string; token: string }, kind: Kind) {
-    const raw = (ctx.request as { rawBody?: string }).rawBody ?? '';
-    const { id, token } = params;
-    const row = UUID.test(id) ? await findTransaction(db, id) : undefined;
-    if (!row || !sameToken(token, row.callback_token)) {
-      await record(kind, id, raw, (ctx.request as { body?: unknown }).body, 'BAD_TOKEN');
+  /** The transaction the URL names, when its token matches; otherwise counted and logged (never stored) and 404. */
+  async function addressed(ctx: Context, params: { id: string; token: string }, kind: Kind): Promise<Received> {
+    const raw = ctx.request.rawBody ?? '';
+    const row = UUID.test(params.id) ? await findTransaction(db, params.id) : undefined;
+    if (!row || !sameToken(params.token, row.callback_token)) {
+      metrics.callbackRefused('mobile_money', 'token');
+      // Metadata only: never the token, never the body.
+      logger.warn({ kind, transaction_id: UUID.test(params.id) ? params.id : 'not a uuid', source: ctx.ip, bytes: raw.length }, 'mobile-money callback to an unknown address refused');
       throw new ServiceError(ErrorCode.NOT_FOUND, 'No such callback address');
     }
-    return { row, raw, body: (ctx.request as { body?: unknown }).body };
+    return { kind, row, raw, body: ctx.request.body };
   }
 
   function parsed<T>(parse: () => T) {
@@ -75,12 +107,20 @@ export function mobileMoneyCallbackRoutes(deps: AppDeps, workflows: TransactionW
     }
   }
 
+  /** A receipt (well-formed, else there is nothing to look up) already on another transaction. */
+  const receiptClash = async (receipt: string | undefined, row: TransactionRow) =>
+    receipt !== undefined && RECEIPT.test(receipt) && (await receiptTaken(db, receipt, row.id));
+
   const common = {
     tags: ['transactions'],
     extension: true as const,
-    // The provider is not a client to throttle; a guessed address is refused by its token.
-    rateLimit: false as const,
+    callback: { provider: 'mobile_money' as const, sources: config.MOBILE_MONEY_CALLBACK_SOURCES },
     responses: { 200: { description: 'Received (duplicates and late ones too)', schema: Acknowledged } },
+    errors: {
+      NOT_FOUND: 'no transaction with this id and token (counted and logged, not stored)',
+      BAD_REQUEST: 'not a callback of this kind',
+      INTERNAL_SERVER_ERROR: 'Temporal could not take the callback: send it again',
+    },
   };
   const ack = { ResultCode: 0, ResultDesc: 'Accepted' };
 
@@ -91,80 +131,101 @@ export function mobileMoneyCallbackRoutes(deps: AppDeps, workflows: TransactionW
       path: '/v1/transactions/mobilemoney/callbacks/stk/{id}/{token}',
       operationId: 'receiveStkPushCallback',
       summary: 'Push-prompt result callback (the provider calls it; not for clients)',
-      request: { params: z.object({ id: z.string(), token: z.string() }), body: z.record(z.string(), z.unknown()) },
+      request: { params: CallbackAddress, body: z.record(z.string(), z.unknown()) },
       async handler(ctx, { params }) {
-        const { row, raw, body } = await addressed(ctx, params, 'STK');
-        const callback = parsed(() => parseStkCallback(body));
+        const received = await addressed(ctx, params, 'STK');
+        const { row } = received;
+        const callback = parsed(() => parseStkCallback(received.body));
         if (!callback) {
-          await record('STK', row.id, raw, body, 'MALFORMED');
+          await record(received, 'MALFORMED');
           throw new ServiceError(ErrorCode.BAD_REQUEST, 'Not a push-prompt callback');
         }
-        let disposition: Disposition = 'SIGNALLED';
-        if (FINAL_STATUSES.includes(row.status)) disposition = afterFinal(row, callback.resultCode);
-        else if ((row.checkout_request_id && callback.checkoutRequestId !== row.checkout_request_id) || (callback.resultCode === '0' && !matchesPush(row, callback.metadata))) {
-          disposition = 'MISMATCH';
-        } else if (callback.metadata?.receipt && (await db('transactions').where({ mobilemoney_transaction_id: callback.metadata.receipt }).whereNot({ id: row.id }).first())) {
-          disposition = 'DUPLICATE_RECEIPT';
-        } else {
-          disposition = await deliver('STK', row, raw, body, () =>
+        ctx.body = ack;
+        if (FINAL_STATUSES.includes(row.status)) return record(received, afterFinal(row, callback.resultCode));
+        // A callback naming another push changes nothing: the run would not hear of it either.
+        const ownPush = row.checkout_request_id ? callback.checkoutRequestId === row.checkout_request_id : !(await checkoutRequestTaken(db, callback.checkoutRequestId, row.id));
+        if (!ownPush) return record(received, 'MISMATCH', ['another CheckoutRequestID']);
+
+        const { receipt } = callback.metadata ?? {};
+        const assessment: Assessment = assessPushCallback(
+          { checkoutRequestId: row.checkout_request_id, merchantRequestId: row.merchant_request_id, amountMinor: Number(row.amount), phone: row.mobile_number },
+          { ...callback, ...callback.metadata },
+        );
+        if (await receiptClash(receipt, row)) {
+          assessment.problems.push('a receipt already recorded on another transaction');
+          assessment.paymentMatches = false;
+        }
+        const settles = assessment.problems.length === 0 && !config.STK_PUSH_CONFIRM_SUCCESS;
+        if (settles) {
+          return deliver(received, 'SIGNALLED', () =>
             workflows.stkResult(row.id, {
               source: 'callback',
               checkoutRequestId: callback.checkoutRequestId,
               resultCode: callback.resultCode,
               resultDesc: callback.resultDesc,
-              receipt: callback.metadata?.receipt,
+              receipt,
               transactionDate: callback.metadata?.transactionDate,
             }),
           );
         }
-        await record('STK', row.id, raw, body, disposition);
-        ctx.body = ack;
+        if (config.STK_PUSH_CONFIRM_SUCCESS && assessment.problems.length === 0) assessment.problems.push('STK_PUSH_CONFIRM_SUCCESS: every payment is confirmed by the status query');
+        // Enough triggers for this push are stored: the run's own queries settle it from here.
+        if ((await storedMobileMoneyCallbacks(db, row.id)) >= cap) return record(received, 'CONFIRMING', assessment.problems);
+        const trusted = assessment.paymentMatches ? receipt : undefined;
+        return deliver(received, 'CONFIRMING', () => workflows.stkCallback(row.id, { checkoutRequestId: callback.checkoutRequestId, receipt: trusted }), assessment.problems);
       },
     }),
-    ...(['result', 'timeout'] as const).map((outcome) =>
-      defineRoute({
-        ...common,
-        method: 'post',
-        path: `/v1/transactions/mobilemoney/callbacks/b2c/{id}/{token}/${outcome}`,
-        operationId: outcome === 'result' ? 'receiveB2cResult' : 'receiveB2cQueueTimeout',
-        summary: `B2C ${outcome === 'result' ? 'result' : 'queue timeout'} callback (the provider calls it; not for clients)`,
-        request: { params: z.object({ id: z.string(), token: z.string() }), body: z.record(z.string(), z.unknown()) },
-        async handler(ctx, { params }) {
-          const kind = outcome === 'result' ? 'B2C_RESULT' : 'B2C_TIMEOUT';
-          const { row, raw, body } = await addressed(ctx, params, kind);
-          const result = parsed(() => parseB2cResult(body));
-          if (!result) {
-            await record(kind, row.id, raw, body, 'MALFORMED');
-            throw new ServiceError(ErrorCode.BAD_REQUEST, 'Not a B2C result');
-          }
-          const paidAmount = result.parameters.TransactionAmount;
-          let disposition: Disposition = 'SIGNALLED';
-          if (FINAL_STATUSES.includes(row.status)) disposition = outcome === 'result' ? afterFinal(row, result.resultCode) : 'LATE';
-          else if (result.originatorConversationId !== row.id || (paidAmount !== undefined && Number(paidAmount) * MINOR_PER_SHILLING !== Number(row.amount))) {
-            disposition = 'MISMATCH';
-          } else {
-            const receipt = result.parameters.TransactionReceipt ?? result.transactionId;
-            disposition = await deliver(kind, row, raw, body, () =>
-              workflows.b2cOutcome(row.id, {
-                kind: outcome,
-                resultCode: result.resultCode,
-                resultDesc: result.resultDesc,
-                conversationId: result.conversationId,
-                receipt: receipt === undefined ? undefined : String(receipt),
-              }),
-            );
-          }
-          await record(kind, row.id, raw, body, disposition);
-          ctx.body = ack;
-        },
-      }),
-    ),
+    defineRoute({
+      ...common,
+      method: 'post',
+      path: '/v1/transactions/mobilemoney/callbacks/b2c/{id}/{token}/result',
+      operationId: 'receiveB2cResult',
+      summary: 'B2C result callback (the provider calls it; not for clients)',
+      request: { params: CallbackAddress, body: z.record(z.string(), z.unknown()) },
+      async handler(ctx, { params }) {
+        const received = await addressed(ctx, params, 'B2C_RESULT');
+        const { row } = received;
+        const result = parsed(() => parseB2cResult(received.body));
+        if (!result) {
+          await record(received, 'MALFORMED');
+          throw new ServiceError(ErrorCode.BAD_REQUEST, 'Not a B2C result');
+        }
+        ctx.body = ack;
+        if (FINAL_STATUSES.includes(row.status)) return record(received, afterFinal(row, result.resultCode));
+        const { TransactionAmount: amount, TransactionReceipt, ReceiverPartyPublicName: receiver } = result.parameters;
+        const receipt = String(TransactionReceipt ?? result.transactionId ?? '') || undefined;
+        const assessment = assessPayoutResult(
+          { id: row.id, conversationId: row.conversation_id, amountMinor: Number(row.amount), phone: row.mobile_number },
+          { ...result, amount: amount === undefined ? undefined : Number(amount), receipt, receiver: receiver === undefined ? undefined : String(receiver) },
+        );
+        if (result.resultCode === '0' && (await receiptClash(receipt, row))) assessment.problems.push('a receipt already recorded on another transaction');
+        if (assessment.problems.length > 0) return record(received, 'UNVERIFIED', assessment.problems);
+        return deliver(received, 'SIGNALLED', () =>
+          workflows.b2cOutcome(row.id, { kind: 'result', resultCode: result.resultCode, resultDesc: result.resultDesc, conversationId: result.conversationId, receipt }),
+        );
+      },
+    }),
+    defineRoute({
+      ...common,
+      method: 'post',
+      path: '/v1/transactions/mobilemoney/callbacks/b2c/{id}/{token}/timeout',
+      operationId: 'receiveB2cQueueTimeout',
+      summary: 'B2C queue timeout callback (the provider calls it; not for clients)',
+      request: { params: CallbackAddress, body: z.record(z.string(), z.unknown()) },
+      async handler(ctx, { params }) {
+        const received = await addressed(ctx, params, 'B2C_TIMEOUT');
+        const { row } = received;
+        const result = parsed(() => parseB2cResult(received.body));
+        if (!result) {
+          await record(received, 'MALFORMED');
+          throw new ServiceError(ErrorCode.BAD_REQUEST, 'Not a B2C queue timeout');
+        }
+        ctx.body = ack;
+        if (FINAL_STATUSES.includes(row.status)) return record(received, 'LATE');
+        if (result.originatorConversationId !== row.id) return record(received, 'MISMATCH', ['another OriginatorConversationID']);
+        // The payout's fate is unknown: the run notes it and keeps waiting for the result.
+        return deliver(received, 'NOTED', () => workflows.b2cQueueTimeout(row.id));
+      },
+    }),
   ];
-}
-
-/** A paid callback's amount and phone, when given, are the pushed request's. */
-function matchesPush(row: TransactionRow, metadata: { amount?: number; phone?: string } | undefined): boolean {
-  if (metadata?.amount !== undefined && metadata.amount * MINOR_PER_SHILLING !== Number(row.amount)) return false;
-  if (metadata?.phone !== undefined && metadata.phone !== row.mobile_number) return false;
-  return true;
 }

@@ -74,6 +74,11 @@ const MONEY_MOVEMENT = {
   idempotent: true as const,
   request: { headers: IdempotencyHeader, body: MoneyMovement },
   responses: { 201: { description: 'The transaction, PENDING', schema: Transaction } },
+  errors: {
+    BAD_REQUEST:
+      'no such active account of the caller, another currency, an amount that is not a whole number of shillings or over the limit, a number the provider does not carry, ' +
+      "a deposit from a number other than the owner's, a payout from a credit account, or an available balance short of the amount and fee (INSUFFICIENT_FUNDS)",
+  },
 };
 const READER: RouteAuth = { schemes: ['user', 'partner', 'api_key'], permission: Permission.ACCOUNTS_READ, refuseWaitingList: true };
 const KENYAN_MOBILE = /^\+254(7|1)\d{8}$/;
@@ -220,6 +225,7 @@ export function transactionRoutes(deps: AppDeps, workflows: TransactionWorkflows
         }),
       },
       responses: { 200: { description: 'The transaction', schema: Transaction } },
+      errors: { NOT_FOUND: "no such transaction visible to the caller (another customer's or organization's included)" },
       async handler(ctx, { params }) {
         const caller = ctx.state.caller as Caller;
         // The transaction and its account's owner in one read: clients poll this until POSTED.

@@ -81,7 +81,7 @@ export interface StkCallback {
     receipt?: string;
     /** `YYYYMMDDHHmmss`, Nairobi time (fromProviderTimestamp). */
     transactionDate?: string;
-    /** `+254...`; left out when the provider sends a masked or unusable number. */
+    /** As the provider sent it (`2547...`, sometimes masked): checked by domain/mobile-money/callbacks.ts. */
     phone?: string;
   };
 }
@@ -157,19 +157,11 @@ export class MalformedCallbackError extends Error {
 // Conversions at the edge
 
 const KENYAN_MOBILE = /^\+254[17]\d{8}$/;
-const PROVIDER_PHONE = /^254[17]\d{8}$/;
 
 /** `+254712345678` → `254712345678`; anything else (other countries, 07..., spaces) is refused. */
 export function toProviderPhone(phone: string): string {
   if (!KENYAN_MOBILE.test(phone)) throw new RangeError('phone must be a Kenyan mobile number, +2547XXXXXXXX or +2541XXXXXXXX');
   return phone.slice(1);
-}
-
-/** `254712345678` (string or number, as callbacks send it) → `+254712345678`. */
-export function fromProviderPhone(phone: string | number): string {
-  const digits = String(phone);
-  if (!PROVIDER_PHONE.test(digits)) throw new RangeError('provider phone must be 2547XXXXXXXX or 2541XXXXXXXX');
-  return `+${digits}`;
 }
 
 /** Money.value (integer cents) → whole shillings; the provider cannot move cents, so none may be lost. */
@@ -290,7 +282,7 @@ export function parseStkCallback(body: unknown): StkCallback {
     ...(amount !== undefined && { amount: Number(amount) }),
     ...(receipt !== undefined && { receipt: String(receipt) }),
     ...(date !== undefined && { transactionDate: String(date) }),
-    ...(phone !== undefined && PROVIDER_PHONE.test(String(phone)) && { phone: fromProviderPhone(phone) }),
+    ...(phone !== undefined && { phone: String(phone) }),
   };
   return result;
 }

@@ -118,7 +118,7 @@ describe('authorization hardening', () => {
 
   it('failed authentications spend the client address budget and end in 429', async () => {
     const { deps } = harness();
-    const config = { ...deps.config, RATE_LIMIT_CALLER_POINTS: 3 };
+    const config = { ...deps.config, RATE_LIMIT_AUTH_FAILURE_POINTS: 3 };
     const api = await startApi(buildApp({ ...deps, config }, { extraRoutes: testRoutes() }), '127.0.0.1', 0);
     try {
       const statuses = [];

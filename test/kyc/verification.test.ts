@@ -2,7 +2,7 @@ import { strict as assert } from 'node:assert';
 import { workflowIds } from '../../workflows/ids';
 import { harness } from '../support/harness';
 import { recordHistory } from '../support/histories';
-import { call } from '../support/http';
+import { assertDeprecated, call } from '../support/http';
 import { applicantHeaders, JPEG_BASE64, newApplicant, newApplication, settledStatus, simulatorControl } from '../support/kyc';
 
 const verification = (id: string) => `/v1/kyc/applications/${id}/verification`;
@@ -25,7 +25,7 @@ const recordVerification = (applicationId: string, name: string) => recordHistor
 
 describe('spec 4.2: POST /v1/kyc/applications/{id}/verification, server_upload', () => {
   afterEach(async () => {
-    await simulatorControl('/', 'PATCH', { callbacks: 'normal', holdJobs: false, failWith: 0 });
+    await simulatorControl('/', 'PATCH', { callbacks: 'normal', holdJobs: false, failWith: 0, reviewMs: 200 });
   });
 
   it('answers 202 with the status shape in ID_VERIFICATION_PENDING; the provider callback completes it (v2)', async () => {
@@ -44,7 +44,7 @@ describe('spec 4.2: POST /v1/kyc/applications/{id}/verification, server_upload',
     const row = await harness().db('kyc_applications').where({ id }).first();
     assert.equal(row.result_code, '0810');
     assert.match(row.provider_job_id, /^\d{10}$/);
-    await recordVerification(id, 'kycVerification-server-upload');
+    await recordVerification(id, 'kycVerification-server-upload-callbacks-are-triggers');
   });
 
   it('a verification run ends at its next wake once its application was settled elsewhere (as the expiry sweep does)', async function () {
@@ -59,7 +59,7 @@ describe('spec 4.2: POST /v1/kyc/applications/{id}/verification, server_upload',
     // What the sweep writes when the provider no longer knows the job.
     await harness().db('kyc_applications').where({ id }).update({ status: 'EXPIRED', reason: 'The provider no longer knows the job' });
     assert.equal(await handle.result(), 'CLOSED_BY_SWEEP');
-    await recordVerification(id, 'kycVerification-closed-by-sweep');
+    await recordVerification(id, 'kycVerification-closed-by-sweep-callbacks-are-triggers');
     assert.equal((await harness().db('kyc_applications').where({ id }).first()).status, 'EXPIRED', 'the settled status stands');
   });
 
@@ -89,7 +89,9 @@ describe('spec 4.2: POST /v1/kyc/applications/{id}/verification, server_upload',
     assert.equal((await harness().db('kyc_applications').where({ id }).first()).resubmission_count, 1);
   });
 
-  it('human review: needs_review while the provisional result stands, then the final verdict', async () => {
+  it('human review: needs_review while the provisional result stands (confirmed by a signed lookup), then the final verdict', async () => {
+    // The provisional callback is only a trigger: the run's lookup must find the review still on.
+    await simulatorControl('/', 'PATCH', { reviewMs: 1_500 });
     const user = await newApplicant();
     const id = await newApplication(user);
     await call('POST', verification(id), { headers: await applicantHeaders(user), json: upload({ id_number: '12345674' }) });
@@ -226,7 +228,7 @@ describe('spec 4.2: provider_sdk (and legacy web_sdk), and reporting the provide
     const { reply } = await startSdk('web_sdk');
     assert.equal(reply.status, 201);
     assert.equal(reply.body.config.api_version, 'v2');
-    assert.equal(reply.headers.get('deprecation'), 'true');
+    assertDeprecated(reply);
   });
 
   it('the job id is write-once: the same id succeeds unchanged, a different one is 409, and after completion 409', async () => {
@@ -242,7 +244,7 @@ describe('spec 4.2: provider_sdk (and legacy web_sdk), and reporting the provide
     assert.equal(different.body.code, 'CONFLICT');
     assert.equal((await settledStatus(user, id)).body.status, 'APPROVED');
     assert.equal((await report(submitted.job_id)).status, 409, 'no longer pending');
-    await recordVerification(id, 'kycVerification-provider-sdk');
+    await recordVerification(id, 'kycVerification-provider-sdk-callbacks-are-triggers');
   });
 });
 
@@ -288,8 +290,7 @@ describe('spec 4.2 and 9: deprecated aliases over the same engine', () => {
     const reply = await call('POST', `${verification(id)}/capture`, { headers: await applicantHeaders(user), json: body });
     assert.equal(reply.status, 202, reply.text);
     assert.equal(reply.body.status, 'ID_VERIFICATION_PENDING');
-    assert.equal(reply.headers.get('deprecation'), 'true');
-    assert.equal(reply.headers.get('link'), `</v1/kyc/applications/${id}/verification>; rel="successor-version"`);
+    assertDeprecated(reply, `/v1/kyc/applications/${id}/verification`);
     assert.equal((await settledStatus(user, id)).body.status, 'APPROVED');
     assert.equal((await simulatorJob(user.id))?.received.livenessImages, 2);
   });
@@ -310,7 +311,7 @@ describe('spec 4.2 and 9: deprecated aliases over the same engine', () => {
     const reply = await call('POST', `${verification(id)}/session`, { headers: await applicantHeaders(user), json: {} });
     assert.equal(reply.status, 201, reply.text);
     assert.ok(reply.body.config.token);
-    assert.equal(reply.headers.get('deprecation'), 'true');
+    assertDeprecated(reply, `/v1/kyc/applications/${id}/verification`);
   });
 
   it('the older GET capture form answers the requirements with Deprecation', async () => {
@@ -319,6 +320,6 @@ describe('spec 4.2 and 9: deprecated aliases over the same engine', () => {
     const reply = await call('GET', `${verification(id)}/capture`, { headers: await applicantHeaders(user) });
     assert.equal(reply.status, 200);
     assert.equal(reply.body.requires_selfie, true);
-    assert.equal(reply.headers.get('deprecation'), 'true');
+    assertDeprecated(reply, `/v1/kyc/applications/${id}/verification`);
   });
 });

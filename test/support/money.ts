@@ -136,8 +136,9 @@ export async function journalOf(transactionId: string) {
 export const journalKinds = async (transactionId: string) => (await journalOf(transactionId)).map((e) => e.kind).sort();
 
 /** The callbacks recorded for one transaction (or for what a URL named), oldest first. */
-export async function callbacksRecorded(transactionRef: string): Promise<{ kind: string; disposition: string; raw: string }[]> {
-  return harness().db('mobile_money_callbacks').where({ transaction_ref: transactionRef }).orderBy('id').select('kind', 'disposition', 'raw');
+export async function callbacksRecorded(transactionRef: string): Promise<{ kind: string; disposition: string; raw: string; note: string | null; received_at: string }[]> {
+  const rows = await harness().db('mobile_money_callbacks').where({ transaction_ref: transactionRef }).orderBy('id').select('kind', 'disposition', 'raw', 'note', 'received_at');
+  return rows.map((row: { received_at: Date }) => ({ ...row, received_at: row.received_at.toISOString() }));
 }
 
 export async function transactionRow(id: string): Promise<TransactionRow> {
@@ -205,4 +206,11 @@ export async function pushAccepted(customer: { headers: Record<string, string>; 
 export function mobileMoneyActivities() {
   const { db, config, logger, deps } = harness();
   return createMobileMoneyActivities({ db, config, logger, clock: systemClock, providers: deps.providers });
+}
+
+/** provider_callbacks_refused_total of the test API for mobile money and one reason, from /metrics. */
+export async function refusedCallbacks(reason: string, provider = 'mobile_money'): Promise<number> {
+  const text = (await call('GET', '/metrics')).text;
+  const line = text.split('\n').find((l) => l.startsWith(`provider_callbacks_refused_total{provider="${provider}",reason="${reason}"}`));
+  return line ? Number(line.split(' ').pop()) : 0;
 }

@@ -13,6 +13,7 @@ import {
   providerPhone,
   pushAccepted,
   pushesTo,
+  refusedCallbacks,
   resetSimulator,
   sendCallbackNow,
   setSimulatorMode,
@@ -61,7 +62,7 @@ describe('protocol: push-prompt callbacks (not signed: token in the URL, checked
     assert.ok(await ledgerIsBalanced(harness().db));
   });
 
-  it('a callback sent the moment the push is accepted (callback delay 0) settles the push once', async () => {
+  it('a callback sent the moment the push is accepted (callback delay 0) settles the push once, with its receipt', async () => {
     await setSimulatorMode({ callbackDelayMs: 0 });
     const customer = await newCustomer(0);
     const created = await pushAccepted(customer, { amount: 60_000 });
@@ -70,12 +71,16 @@ describe('protocol: push-prompt callbacks (not signed: token in the URL, checked
     const [push, ...others] = await pushesTo(customer.phone);
     assert.equal(others.length, 0);
     assert.equal(done.mobilemoney_transaction_id, push!.receipt);
-    assert.equal(push!.queries, 0, 'the callback settled it, not the status query');
+    // Before the push's answer recorded its request ids, a callback cannot be matched on them:
+    // it is then confirmed by one status query (its receipt kept), else it settles by itself.
+    const [recorded] = await callbacksRecorded(created.id);
+    assert.ok(recorded, 'the callback is recorded');
+    assert.equal(push!.queries, recorded.disposition === 'CONFIRMING' ? 1 : 0, recorded.disposition);
     assert.deepEqual((await journalOf(created.id)).map((e) => e.kind), ['COLLECTION']);
     assert.deepEqual(await balanceOf(customer.current), { balance: 60_000, held: 0, available: 60_000 });
   });
 
-  it('a callback that arrives before the push request was answered (then answered 504: indeterminate) settles the push; it is never pushed again', async () => {
+  it('a callback that arrives before the push request was answered (then answered 504: indeterminate) is confirmed by the status query and settles the push with its receipt; it is never pushed again', async () => {
     const hangMs = 1_500;
     await setSimulatorMode({ pushFailWith: 'timeout', hangMs, failedPushesTakeEffect: true, callbackDelayMs: 50 });
     const customer = await newCustomer(0);
@@ -87,7 +92,7 @@ describe('protocol: push-prompt callbacks (not signed: token in the URL, checked
     assert.equal(pushes.length, 1, 'pushed once, not again after the indeterminate answer');
     const push = pushes[0]!;
     assert.equal(push.answeredWith, 'timeout');
-    assert.equal(push.queries, 0);
+    assert.equal(push.queries, 1, 'the request ids are unknown here: the callback is confirmed by one query');
     const [callback] = (await simulatorCallbacks()).filter((c) => c.id === push.checkoutRequestId);
     assert.ok(callback && callback.status === 200, 'the callback was delivered');
     assert.ok(Date.parse(callback.at) < Date.parse(push.receivedAt) + hangMs, 'the callback came while the push request was still unanswered');
@@ -96,7 +101,7 @@ describe('protocol: push-prompt callbacks (not signed: token in the URL, checked
     assert.equal(row.checkout_request_id, null, 'the push activity never learned the CheckoutRequestID');
     assert.ok(row.provider_request_attempted_at);
     assert.equal(done.mobilemoney_transaction_id, push.receipt);
-    assert.deepEqual((await callbacksRecorded(created.id)).map((r) => r.disposition), ['SIGNALLED']);
+    assert.deepEqual((await callbacksRecorded(created.id)).map((r) => r.disposition), ['CONFIRMING']);
     assert.deepEqual((await journalOf(created.id)).map((e) => e.kind), ['COLLECTION']);
     assert.deepEqual(await balanceOf(customer.current), { balance: 70_000, held: 0, available: 70_000 });
   });
@@ -134,7 +139,7 @@ describe('protocol: push-prompt callbacks (not signed: token in the URL, checked
     assert.deepEqual(await balanceOf(customer.current), { balance: 0, held: 0, available: 0 });
   });
 
-  it('a paid callback with a wrong amount (or another phone) is recorded MISMATCH and not acted on; the status query settles the push', async () => {
+  it('a paid callback with a wrong amount (or another phone) moves no money by itself: recorded CONFIRMING, the status query settles the push (without its receipt)', async () => {
     // The decision is far off: only the callbacks sent below, and then the status query (whose
     // first answers are "being processed", leaving time to look at the PENDING transaction), exist.
     await setSimulatorMode({ callbackDelayMs: 60_000, processingQueries: 2 });
@@ -149,7 +154,7 @@ describe('protocol: push-prompt callbacks (not signed: token in the URL, checked
         const checkoutRequestId = await accepted(created.id);
         const sent = await sendCallbackNow(checkoutRequestId, overrides);
         assert.equal(sent.status, 200, name);
-        assert.deepEqual((await callbacksRecorded(created.id)).map((r) => r.disposition), ['MISMATCH'], name);
+        assert.deepEqual((await callbacksRecorded(created.id)).map((r) => r.disposition), ['CONFIRMING'], name);
         const meanwhile = await call('GET', `/v1/transactions/${created.id}`, { headers: customer.headers });
         assert.equal(meanwhile.body.status, 'PENDING', `${name}: not acted on`);
 
@@ -167,7 +172,7 @@ describe('protocol: push-prompt callbacks (not signed: token in the URL, checked
     assert.ok(await ledgerIsBalanced(harness().db));
   });
 
-  it('a callback with a wrong token is refused 404 and recorded BAD_TOKEN; the push is settled by its real result', async () => {
+  it('a callback with a wrong token is refused 404, counted and not stored; the push is settled by its real result', async () => {
     await setSimulatorMode({ callbacks: 'lose' });
     const customer = await newCustomer(1); // cancels
     const created = await pushAccepted(customer, { amount: 50_000 });
@@ -192,6 +197,7 @@ describe('protocol: push-prompt callbacks (not signed: token in the URL, checked
       },
     };
     const base = '/v1/transactions/mobilemoney/callbacks/stk';
+    const refusedBefore = await refusedCallbacks('token');
     const wrongToken = await call('POST', `${base}/${created.id}/${randomBytes(24).toString('base64url')}`, { json: forged });
     assert.equal(wrongToken.status, 404, wrongToken.text);
     const nearlyRight = await call('POST', `${base}/${created.id}/${row.callback_token.slice(0, -1)}x`, { json: forged });
@@ -199,14 +205,9 @@ describe('protocol: push-prompt callbacks (not signed: token in the URL, checked
     const unknownId = randomUUID();
     const noSuchTransaction = await call('POST', `${base}/${unknownId}/${row.callback_token}`, { json: forged });
     assert.equal(noSuchTransaction.status, 404, noSuchTransaction.text);
-    assert.deepEqual(
-      (await callbacksRecorded(created.id)).map((r) => [r.kind, r.disposition]),
-      [
-        ['STK', 'BAD_TOKEN'],
-        ['STK', 'BAD_TOKEN'],
-      ],
-    );
-    assert.deepEqual((await callbacksRecorded(unknownId)).map((r) => r.disposition), ['BAD_TOKEN']);
+    assert.deepEqual(await callbacksRecorded(created.id), [], 'nothing stored');
+    assert.deepEqual(await callbacksRecorded(unknownId), []);
+    assert.equal(await refusedCallbacks('token'), refusedBefore + 3, 'each refusal counted');
 
     const done = await settled(customer.headers, created.id);
     assert.equal(done.status, 'FAILED', 'the forged payment was not acted on');

@@ -89,7 +89,7 @@ describe('spec 4.4: POST /v1/transactions/mobilemoney/send-money', () => {
         ]);
         const result = await until('B2C result recorded', async () => (await callbacksRecorded(created.id)).at(0));
         assert.deepEqual([result.kind, result.disposition], ['B2C_RESULT', 'SIGNALLED']);
-        if (fee > 0 && amount === 100_000) await recordHistory(workflowIds.sendMoney(created.id), 'sendMoney-posted');
+        if (fee > 0 && amount === 100_000) await recordHistory(workflowIds.sendMoney(created.id), 'sendMoney-posted-queue-timeout-is-not-a-result');
       }),
     );
     assert.ok(await ledgerIsBalanced(harness().db));
@@ -173,20 +173,23 @@ describe('spec 4.4: POST /v1/transactions/mobilemoney/send-money', () => {
     );
   });
 
-  it('protocol: a queue timeout (sent to QueueTimeOutURL) fails the payout QUEUE_TIMEOUT and releases the hold', async () => {
+  it('protocol: a queue timeout (sent to QueueTimeOutURL) is noted, never applied: with no result by B2C_RESULT_WAIT the payout fails QUEUE_TIMEOUT and the hold is released', async () => {
     const funded = 500_000;
     const customer = await fundedCustomer(funded);
     const recipient = payerNumber(7);
     const created = await sendAccepted(customer, 200_000, recipient);
+    const recorded = await until('timeout recorded', async () => (await callbacksRecorded(created.id)).at(0));
+    assert.deepEqual([recorded.kind, recorded.disposition], ['B2C_TIMEOUT', 'NOTED']);
+    assert.equal((await transactionRow(created.id)).status, 'PENDING', 'the fate is unknown: the hold stays while the result may still come');
     const done = await settled(customer.headers, created.id);
     assert.equal(done.status, 'FAILED', JSON.stringify(done));
     assert.equal(done.failure_reason, 'QUEUE_TIMEOUT');
-    await recordHistory(workflowIds.sendMoney(created.id), 'sendMoney-queue-timeout');
+    const [timedOut, failed] = [Date.parse(recorded.received_at), Date.parse(done.failed_at)];
+    assert.ok(failed - timedOut >= harness().config.B2C_RESULT_WAIT - 1_500, 'released when the wait ended, not on the timeout');
+    await recordHistory(workflowIds.sendMoney(created.id), 'sendMoney-queue-timeout-noted');
     const [payment] = await paymentsTo(recipient);
     assert.equal(payment!.state, 'timed_out');
     await assertReleased(customer, created.id, funded);
-    const recorded = await until('timeout recorded', async () => (await callbacksRecorded(created.id)).at(0));
-    assert.deepEqual([recorded.kind, recorded.disposition], ['B2C_TIMEOUT', 'SIGNALLED']);
   });
 });
 

@@ -49,7 +49,7 @@ describe('spec 4.4: POST /v1/transactions/mobilemoney/stk-push', () => {
     assert.equal(reply.headers.get('location'), `/v1/transactions/${reply.body.id}`);
     const done = await settled(customer.headers, reply.body.id);
     assert.equal(done.status, 'POSTED');
-    await recordHistory(workflowIds.stkPush(reply.body.id), 'stkPush-settled-in-one-step');
+    await recordHistory(workflowIds.stkPush(reply.body.id), 'stkPush-callbacks-are-triggers');
     assert.ok(done.mobilemoney_transaction_id);
     assert.ok(done.confirmed_at && done.posted_at);
     assert.equal(done.failed_at, null);
@@ -77,7 +77,7 @@ describe('spec 4.4: POST /v1/transactions/mobilemoney/stk-push', () => {
     assert.deepEqual([recorded.kind, recorded.disposition], ['STK', 'SIGNALLED']);
   });
 
-  it('protocol: each refusal result fails the push with its failure_reason and posts nothing (1032 CANCELLED_BY_USER, 1037 PHONE_UNREACHABLE, 1 INSUFFICIENT_FUNDS, 2001 WRONG_PIN, 1019 EXPIRED)', async () => {
+  it('protocol: each refusal result, confirmed by the status query, fails the push with its failure_reason and posts nothing (1032 CANCELLED_BY_USER, 1037 PHONE_UNREACHABLE, 1 INSUFFICIENT_FUNDS, 2001 WRONG_PIN, 1019 EXPIRED)', async () => {
     const cases = [
       { digit: 1, resultCode: '1032', reason: 'CANCELLED_BY_USER' },
       { digit: 2, resultCode: '1037', reason: 'PHONE_UNREACHABLE' },
@@ -102,10 +102,14 @@ describe('spec 4.4: POST /v1/transactions/mobilemoney/stk-push', () => {
         assert.deepEqual(await journalOf(created.id), [], `${reason}: nothing is posted`);
         assert.deepEqual(await balanceOf(customer.current), { balance: 0, held: 0, available: 0 }, reason);
         const recorded = await until(`${reason} callback recorded`, async () => (await callbacksRecorded(created.id)).at(0));
-        assert.equal(recorded.disposition, 'SIGNALLED', reason);
+        // A refusal callback is a trigger: the run asked the status query before failing the push.
+        assert.equal(recorded.disposition, 'CONFIRMING', reason);
+        assert.match(recorded.note ?? '', /a refusal is confirmed by the status query/, reason);
         const pushes = await pushesTo(customer.phone);
         assert.equal(pushes.length, 1, `${reason}: pushed once`);
         assert.equal(String(pushes[0]!.resultCode), resultCode);
+        assert.equal(pushes[0]!.queries, 1, `${reason}: asked once, at once`);
+        if (digit === 1) await recordHistory(workflowIds.stkPush(created.id), 'stkPush-refusal-confirmed-by-query');
       }),
     );
     assert.ok(await ledgerIsBalanced(harness().db));
@@ -221,7 +225,7 @@ describe('protocol: when the push callback never comes, the status query settles
     };
     const [paid, cancelled] = await Promise.all([lostPush(0), lostPush(1)]);
     assert.equal(paid.done.status, 'POSTED', JSON.stringify(paid.done));
-    await recordHistory(workflowIds.stkPush(paid.created.id), 'stkPush-status-query-settled-in-one-step');
+    await recordHistory(workflowIds.stkPush(paid.created.id), 'stkPush-status-query-callbacks-are-triggers');
     // Confirmed by the status query, which carries no receipt.
     assert.equal(paid.done.mobilemoney_transaction_id, null);
     assert.deepEqual((await journalOf(paid.created.id)).map((e) => e.kind), ['COLLECTION']);

@@ -1,0 +1,122 @@
+import type { Middleware } from 'koa';
+import { ErrorCode, type InvalidParam, ServiceError, SubCode } from '../../domain/errors';
+import { unstorableText } from '../../domain/text';
+
+/**
+ * The one guard at the edge: bytes that Postgres, the JSON parser or a workflow cannot take are
+ * refused with 400 in the route's error family before any handler, query or workflow sees them.
+ * The limits are the README's (Errors, "Input the service refuses at the edge").
+ */
+export const INPUT_LIMITS = {
+  /** Objects and arrays inside one another in a JSON body; our deepest body (a provider callback) uses 6. */
+  jsonDepth: 32,
+  /** Characters of one decoded path segment; the longest identifier the spec allows is 255. */
+  pathSegment: 1024,
+  /** Offending fields listed in one answer: enough to fix a request, bounded for a hostile one. */
+  problems: 20,
+} as const;
+
+/** Keys that would reach an object's prototype if anything ever merged a body into an object. */
+const RESERVED_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
+
+const refused = (problems: InvalidParam[]) => new ServiceError(ErrorCode.INVALID_PARAMS, 'Invalid parameters', problems.slice(0, INPUT_LIMITS.problems));
+
+/** A name that is itself fit to be echoed back in `invalid_params[].path`, else the part alone. */
+const named = (part: string, name: string) => (unstorableText(name) || name.length > 100 ? part : `${part}.${name}`);
+
+/**
+ * Path segments and query values, before routing: a segment that is not percent-encoded UTF-8
+ * (a lone surrogate arrives as %ED%A0%80), holds a NUL, or is longer than the limit; a query
+ * name or value holding a NUL or a lone surrogate.
+ */
+export function requestGuard(): Middleware {
+  return async (ctx, next) => {
+    const problems: InvalidParam[] = [];
+    ctx.path.split('/').forEach((raw, index) => {
+      if (raw === '') return;
+      let segment: string;
+      try {
+        segment = decodeURIComponent(raw);
+      } catch {
+        problems.push({ path: 'path', reason: `segment ${index} is not percent-encoded UTF-8`, sub_code: SubCode.INVALID_CHARACTERS });
+        return;
+      }
+      const why = unstorableText(segment);
+      if (why) problems.push({ path: 'path', reason: `segment ${index} ${why}`, sub_code: SubCode.INVALID_CHARACTERS });
+      else if (segment.length > INPUT_LIMITS.pathSegment) {
+        problems.push({ path: 'path', reason: `segment ${index} is longer than ${INPUT_LIMITS.pathSegment} characters`, sub_code: SubCode.TOO_LONG });
+      }
+    });
+    for (const [name, value] of Object.entries(ctx.query)) {
+      const why = [name, ...(Array.isArray(value) ? value : [value ?? ''])].map(unstorableText).find(Boolean);
+      if (why) problems.push({ path: named('query', name), reason: why, sub_code: SubCode.INVALID_CHARACTERS });
+    }
+    if (problems.length > 0) throw refused(problems);
+    await next();
+  };
+}
+
+/**
+ * How deeply a JSON text nests, read without parsing it (brackets outside strings), so an
+ * absurdly nested body is refused before any parser or walker recurses into it.
+ */
+export function jsonNestingExceeds(text: string, limit: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++; // a backslash escapes the next character
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x5b || c === 0x7b) {
+      if (++depth > limit) return true;
+    } else if (c === 0x5d || c === 0x7d) depth--;
+  }
+  return false;
+}
+
+/**
+ * Every string (keys included) of a parsed JSON body that cannot be stored, and every reserved
+ * key, with its path (`body.a.0.b`). Iterative: the nesting was bounded before parsing.
+ */
+export function inspectJson(value: unknown): InvalidParam[] {
+  const problems: InvalidParam[] = [];
+  const stack: { value: unknown; path: string }[] = [{ value, path: 'body' }];
+  while (stack.length > 0 && problems.length < INPUT_LIMITS.problems) {
+    const { value: current, path } = stack.pop()!;
+    if (typeof current === 'string') {
+      const why = unstorableText(current);
+      if (why) problems.push({ path, reason: why, sub_code: SubCode.INVALID_CHARACTERS });
+    } else if (Array.isArray(current)) {
+      current.forEach((item, index) => stack.push({ value: item, path: `${path}.${index}` }));
+    } else if (current !== null && typeof current === 'object') {
+      for (const [key, item] of Object.entries(current)) {
+        const keyWhy = unstorableText(key);
+        if (keyWhy) problems.push({ path, reason: `a key ${keyWhy}`, sub_code: SubCode.INVALID_CHARACTERS });
+        else if (RESERVED_KEYS.has(key)) problems.push({ path: `${path}.${key}`, reason: 'reserved key name', sub_code: SubCode.RESERVED_KEY });
+        else stack.push({ value: item, path: `${path}.${key}` });
+      }
+    }
+  }
+  return problems;
+}
+
+/**
+ * A JSON body's text as a value, or the refusal in the route's family: nested past the limit
+ * (checked before parsing), not JSON (MALFORMED_JSON), or holding what cannot be stored.
+ */
+export function parseGuardedJson(text: string): unknown {
+  if (jsonNestingExceeds(text, INPUT_LIMITS.jsonDepth)) {
+    throw refused([{ path: 'body', reason: `nested deeper than ${INPUT_LIMITS.jsonDepth} levels`, sub_code: SubCode.TOO_DEEP }]);
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw new ServiceError(ErrorCode.INVALID_PARAMS, 'The request body is not valid JSON', [{ path: 'body', reason: 'malformed JSON', sub_code: SubCode.MALFORMED_JSON }]);
+  }
+  const problems = inspectJson(value);
+  if (problems.length > 0) throw refused(problems);
+  return value;
+}

@@ -1,0 +1,126 @@
+import { MINOR_PER_SHILLING } from './transaction';
+
+/**
+ * What a mobile-money callback proves on its own. The provider signs nothing: a callback is a
+ * trigger, and only one that is complete and consistent with the request we sent may settle a
+ * transaction by itself. Pure, so the rules are property-tested and read in one place (README,
+ * "What a callback must show").
+ */
+
+/** The provider's receipt numbers: ten upper-case letters and digits (e.g. `NLJ7RT61SV`). */
+export const RECEIPT = /^[A-Z0-9]{10}$/;
+
+/**
+ * A Kenyan mobile number in any of the forms callbacks carry it (`254712345678` as a number or
+ * text, `+254712345678`, `0712345678`, `712345678`) as `+254712345678`; undefined for anything
+ * else, a masked number (`2547*****678`) included.
+ */
+export function normalizeKenyanMobile(value: unknown): string | undefined {
+  if (typeof value !== 'string' && typeof value !== 'number') return undefined;
+  const digits = String(value).trim().replace(/^\+/, '');
+  const match = /^(?:254|0)?([17]\d{8})$/.exec(digits);
+  return match ? `+254${match[1]}` : undefined;
+}
+
+/** The push as we sent it and as the provider acknowledged it. */
+export interface PendingPush {
+  /** Null when the push request's answer was lost (indeterminate): its ids are unknown here. */
+  checkoutRequestId: string | null;
+  merchantRequestId: string | null;
+  amountMinor: number;
+  /** `+254...` */
+  phone: string;
+}
+
+export interface PushCallbackFacts {
+  checkoutRequestId: string;
+  merchantRequestId: string;
+  resultCode: string;
+  amount?: number;
+  receipt?: string;
+  /** As sent: any form, or masked. */
+  phone?: string;
+}
+
+export interface Assessment {
+  /** The callback alone may settle the transaction. */
+  settles: boolean;
+  /** Why not, as short phrases (recorded with the callback). */
+  problems: string[];
+  /** It reports a payment whose amount, phone and receipt are right (whatever its ids say). */
+  paymentMatches: boolean;
+}
+
+/**
+ * A paid push callback settles its transaction by itself only when both request ids are ours,
+ * the amount and the phone are there and match, and a well-formed receipt is there (its
+ * uniqueness is the caller's to check). A refusal never does: it is confirmed by the status
+ * query, as is everything incomplete or inconsistent.
+ */
+export function assessPushCallback(push: PendingPush, callback: PushCallbackFacts): Assessment {
+  const problems: string[] = [];
+  if (push.checkoutRequestId === null) problems.push('the push request ids are unknown here');
+  else {
+    if (callback.checkoutRequestId !== push.checkoutRequestId) problems.push('another CheckoutRequestID');
+    if (push.merchantRequestId !== null && callback.merchantRequestId !== push.merchantRequestId) problems.push('another MerchantRequestID');
+  }
+  if (callback.resultCode !== '0') {
+    problems.push('a refusal is confirmed by the status query');
+    return { settles: false, problems, paymentMatches: false };
+  }
+  const payment = paymentProblems(push.amountMinor, push.phone, callback.amount, callback.phone, callback.receipt);
+  problems.push(...payment);
+  return { settles: problems.length === 0, problems, paymentMatches: payment.length === 0 };
+}
+
+/** The payout as we sent it and as the provider acknowledged it. */
+export interface PendingPayout {
+  id: string;
+  /** Null when the payout request's answer was lost: the provider's ConversationID is unknown here. */
+  conversationId: string | null;
+  amountMinor: number;
+  phone: string;
+}
+
+export interface PayoutResultFacts {
+  originatorConversationId: string;
+  conversationId: string;
+  resultCode: string;
+  amount?: number;
+  receipt?: string;
+  /** ReceiverPartyPublicName: `2547... - Name`. */
+  receiver?: string;
+}
+
+/**
+ * A B2C result is applied only when it is ours and consistent: our OriginatorConversationID and
+ * the ConversationID the provider gave us; a success also with the amount, the recipient's
+ * number and a well-formed receipt. There is no status query to ask instead, so anything else
+ * is recorded and escalated, never applied; so is a refusal whose ConversationID we never
+ * learned (it cannot be told from a forged one, and the hold is released when the wait ends).
+ */
+export function assessPayoutResult(payout: PendingPayout, result: PayoutResultFacts): Assessment {
+  const problems: string[] = [];
+  if (result.originatorConversationId !== payout.id) problems.push('another OriginatorConversationID');
+  if (payout.conversationId === null) {
+    if (result.resultCode !== '0') problems.push('a refusal for a payout whose ConversationID is unknown here');
+  } else if (result.conversationId !== payout.conversationId) problems.push('another ConversationID');
+  const payment = result.resultCode === '0' ? paymentProblems(payout.amountMinor, payout.phone, result.amount, result.receiver?.split(' - ')[0], result.receipt) : undefined;
+  problems.push(...(payment ?? []));
+  return { settles: problems.length === 0, problems, paymentMatches: payment?.length === 0 };
+}
+
+function paymentProblems(amountMinor: number, phone: string, amount: number | undefined, givenPhone: string | undefined, receipt: string | undefined): string[] {
+  const problems: string[] = [];
+  if (amount === undefined) problems.push('no amount');
+  else if (!Number.isFinite(amount) || Math.round(amount * MINOR_PER_SHILLING) !== amountMinor) problems.push('another amount');
+  if (givenPhone === undefined) problems.push('no phone');
+  else {
+    const normalized = normalizeKenyanMobile(givenPhone);
+    if (normalized === undefined) problems.push('a phone in an unknown form');
+    else if (normalized !== phone) problems.push('another phone');
+  }
+  if (receipt === undefined) problems.push('no receipt');
+  else if (!RECEIPT.test(receipt)) problems.push('a malformed receipt');
+  return problems;
+}

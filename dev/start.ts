@@ -18,6 +18,7 @@ import { ensureSchedules } from '../worker/schedules';
 import { createWorker } from '../worker/worker';
 import { startEmbeddedPostgres } from './embedded-postgres';
 import { serviceSigningKey } from './identity';
+import { watchParent } from './parent-watch';
 import { startDevelopmentProviders } from './simulators';
 import { startTemporalDevServer } from './temporal-server';
 
@@ -25,7 +26,8 @@ import { startTemporalDevServer } from './temporal-server';
  * `npm start`: the whole service in one process with embedded defaults. Postgres (embedded
  * unless DATABASE_URL), a Temporal dev server with its Web UI (unless TEMPORAL_ADDRESS), both
  * persisted under DATA_DIR; then migrations, demo data, the worker and the API. SIGINT or
- * SIGTERM stops everything in reverse order; a second start reuses the data.
+ * SIGTERM, or the death of the parent process (npm, tsx), stops everything in reverse order; a
+ * second start reuses the data.
  */
 async function main() {
   let config = loadConfig();
@@ -39,13 +41,15 @@ async function main() {
         await stop().catch((error) => logger.error({ err: error }, 'error while stopping'));
       }
     })());
-  const onSignal = (signal: NodeJS.Signals) => {
+  const shutdown = (reason: string) => {
     if (stopping) return;
-    say(`${signal} received, stopping`);
+    say(`${reason}, stopping`);
     void stopAll().then(() => process.exit(0));
   };
+  const onSignal = (signal: NodeJS.Signals) => shutdown(`${signal} received`);
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
+  watchParent(() => shutdown('parent process exited'));
 
   try {
     // The SDK runtime serves the worker's metrics and leaves signal handling to us.

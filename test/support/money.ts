@@ -136,9 +136,20 @@ export async function journalOf(transactionId: string) {
 export const journalKinds = async (transactionId: string) => (await journalOf(transactionId)).map((e) => e.kind).sort();
 
 /** The callbacks recorded for one transaction (or for what a URL named), oldest first. */
-export async function callbacksRecorded(transactionRef: string): Promise<{ kind: string; disposition: string; raw: string; note: string | null; received_at: string }[]> {
-  const rows = await harness().db('mobile_money_callbacks').where({ transaction_ref: transactionRef }).orderBy('id').select('kind', 'disposition', 'raw', 'note', 'received_at');
-  return rows.map((row: { received_at: Date }) => ({ ...row, received_at: row.received_at.toISOString() }));
+export interface RecordedCallback {
+  kind: string;
+  disposition: string;
+  raw: string;
+  note: string | null;
+  received_at: string;
+}
+export async function callbacksRecorded(transactionRef: string): Promise<RecordedCallback[]> {
+  const rows: (Omit<RecordedCallback, 'received_at'> & { received_at: Date })[] = await harness()
+    .db('mobile_money_callbacks')
+    .where({ transaction_ref: transactionRef })
+    .orderBy('id')
+    .select('kind', 'disposition', 'raw', 'note', 'received_at');
+  return rows.map((row) => ({ ...row, received_at: row.received_at.toISOString() }));
 }
 
 export async function transactionRow(id: string): Promise<TransactionRow> {
@@ -213,4 +224,26 @@ export async function refusedCallbacks(reason: string, provider = 'mobile_money'
   const text = (await call('GET', '/metrics')).text;
   const line = text.split('\n').find((l) => l.startsWith(`provider_callbacks_refused_total{provider="${provider}",reason="${reason}"}`));
   return line ? Number(line.split(' ').pop()) : 0;
+}
+
+/** A fresh customer whose current account holds `funded` (minor units). */
+export async function fundedCustomer(funded: number) {
+  const customer = await newCustomer(0);
+  await fund(customer.current, funded);
+  return customer;
+}
+
+/** POST send-money that must be accepted: 201 PENDING. */
+export async function sendAccepted(customer: { headers: Record<string, string>; current: string }, amount: number, to: string) {
+  const reply = await sendMoney(customer.headers, { account_id: customer.current, amount: money(amount), mobile_number: to });
+  assert.equal(reply.status, 201, reply.text);
+  assert.equal(reply.body.status, 'PENDING');
+  return reply.body as { id: string; fee_amount: { value: number; currency: string } };
+}
+
+/** Posts a callback body to one of a transaction's callback URLs, as the provider (or a forger holding the token) would. */
+export function postCallback(kind: 'stk' | 'b2c/result' | 'b2c/timeout', row: Pick<TransactionRow, 'id' | 'callback_token'>, body: unknown, baseUrl?: string): Promise<Reply> {
+  const [first, outcome] = kind.split('/');
+  const path = `/v1/transactions/mobilemoney/callbacks/${first}/${row.id}/${row.callback_token}${outcome ? `/${outcome}` : ''}`;
+  return call('POST', path, { json: body, baseUrl });
 }

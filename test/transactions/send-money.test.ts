@@ -8,6 +8,7 @@ import {
   balanceOf,
   callbacksRecorded,
   fund,
+  fundedCustomer,
   insertStkPushTransaction,
   journalKinds,
   journalOf,
@@ -17,6 +18,7 @@ import {
   payerNumber,
   paymentsTo,
   resetSimulator,
+  sendAccepted,
   sendMoney,
   setSimulatorMode,
   settled,
@@ -25,20 +27,6 @@ import {
 } from '../support/money';
 
 type Customer = Awaited<ReturnType<typeof newCustomer>>;
-
-/** A customer whose current account holds `funded` (minor units). */
-async function fundedCustomer(funded: number): Promise<Customer> {
-  const customer = await newCustomer(0);
-  await fund(customer.current, funded);
-  return customer;
-}
-
-async function sendAccepted(customer: Customer, amount: number, to: string) {
-  const reply = await sendMoney(customer.headers, { account_id: customer.current, amount: money(amount), mobile_number: to });
-  assert.equal(reply.status, 201, reply.text);
-  assert.equal(reply.body.status, 'PENDING');
-  return reply.body as { id: string; fee_amount: { value: number; currency: string } };
-}
 
 /** A failed payout: its hold given back in full, the balance as funded, the ledger balanced. */
 async function assertReleased(customer: Customer, id: string, funded: number) {

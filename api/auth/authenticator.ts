@@ -29,9 +29,12 @@ const isClaimText = (value: unknown): value is string =>
 /** What our own tokens say they are. */
 export const TokenUse = { ID: 'id', ACCESS: 'access' } as const;
 
-/** UNAUTHORISED with the reason kept for debug logs only: a client learns nothing about why. */
+/**
+ * UNAUTHORISED with the reason kept for debug logs only: a client learns nothing about why.
+ * Without credentials the challenge names the scheme alone (RFC 6750 3.1).
+ */
 export const unauthorised = (reason: string) =>
-  Object.assign(new ServiceError(ErrorCode.UNAUTHORISED, undefined, [], { 'WWW-Authenticate': 'Bearer error="invalid_token"' }), {
+  Object.assign(new ServiceError(ErrorCode.UNAUTHORISED, undefined, [], { 'WWW-Authenticate': reason === 'missing' ? 'Bearer' : 'Bearer error="invalid_token"' }), {
     reason,
   });
 

@@ -219,9 +219,10 @@ export function mobileMoneyActivities() {
   return createMobileMoneyActivities({ db, config, logger, clock: systemClock, providers: deps.providers });
 }
 
-/** provider_callbacks_refused_total of the test API for mobile money and one reason, from /metrics. */
-export async function refusedCallbacks(reason: string, provider = 'mobile_money'): Promise<number> {
-  const text = (await call('GET', '/metrics')).text;
+/** provider_callbacks_refused_total of an API instance (the test API by default) for one reason, from /metrics. */
+export async function refusedCallbacks(reason: string, options: { provider?: string; baseUrl?: string } = {}): Promise<number> {
+  const provider = options.provider ?? 'mobile_money';
+  const text = (await call('GET', '/metrics', { baseUrl: options.baseUrl })).text;
   const line = text.split('\n').find((l) => l.startsWith(`provider_callbacks_refused_total{provider="${provider}",reason="${reason}"}`));
   return line ? Number(line.split(' ').pop()) : 0;
 }

@@ -7,7 +7,7 @@ import { payoutFailureReason, pushFailureReason, TransactionStatus } from '../do
 import { MobileMoneyError, type StkQueryResult, toWholeShillings } from '../providers/mobile-money/client';
 import type { ActivityDeps } from './index';
 
-export type PushSent = { state: 'accepted'; checkoutRequestId: string } | { state: 'rejected'; errorCode?: string } | { state: 'indeterminate' };
+export type PushSent = { state: 'accepted'; checkoutRequestId: string; merchantRequestId?: string } | { state: 'rejected'; errorCode?: string } | { state: 'indeterminate' };
 export type PayoutSent = { state: 'accepted' } | { state: 'rejected'; errorCode?: string };
 
 /** Callback addresses carry the transaction id and its unguessable token: the provider signs nothing. */
@@ -99,7 +99,7 @@ export function createMobileMoneyActivities(deps: ActivityDeps) {
         .returning<TransactionRow[]>('*');
       if (!row) {
         const earlier = await load(transactionId);
-        if (earlier.checkout_request_id) return { state: 'accepted', checkoutRequestId: earlier.checkout_request_id };
+        if (earlier.checkout_request_id) return { state: 'accepted', checkoutRequestId: earlier.checkout_request_id, merchantRequestId: earlier.merchant_request_id ?? undefined };
         if (earlier.failure_reason === 'PUSH_REJECTED') return { state: 'rejected', errorCode: earlier.result_code ?? undefined };
         return { state: 'indeterminate' };
       }
@@ -117,7 +117,7 @@ export function createMobileMoneyActivities(deps: ActivityDeps) {
         await db('transactions')
           .where({ id: row.id })
           .update({ checkout_request_id: accepted.checkoutRequestId, merchant_request_id: accepted.merchantRequestId, updated_at: clock.now() });
-        return { state: 'accepted', checkoutRequestId: accepted.checkoutRequestId };
+        return { state: 'accepted', checkoutRequestId: accepted.checkoutRequestId, merchantRequestId: accepted.merchantRequestId };
       } catch (error) {
         if (!(error instanceof MobileMoneyError) || error.indeterminate) return { state: 'indeterminate' };
         if (refused(error)) {

@@ -23,6 +23,7 @@ import { cpuDuring, pidsMatching, startServer, startService, stopProcess } from 
  *   - Beside it, in the same rounds, the push's Temporal shape with no-op activities (see
  *     pushShaped): the ratio no push built as the issue asks can pass on this machine.
  *   - An identical Idempotency-Key replay against the first call: goal at least 3 times faster.
+ *   - What STK_PUSH_CONFIRM_SUCCESS costs: the same pushes with a status query before each posting.
  */
 const CONCURRENCY = 16;
 const SECONDS = 8;
@@ -234,6 +235,21 @@ export async function moneyBench(): Promise<void> {
     console.log(line('first call (executes: a new transaction and push)', first, 'req'));
     console.log(line('identical replay (the stored answer)', replay, 'req'));
     console.log(`  replay ${speedup.toFixed(1)}x faster (goal at least 3x) ${speedup >= 3 ? 'met' : 'NOT met'}`);
+
+    // What STK_PUSH_CONFIRM_SUCCESS costs: the same API, but every paid callback, complete and
+    // consistent or not, is confirmed by the provider's status query before the push is posted.
+    await settledAll();
+    await stopProcess(api);
+    const confirming = await startService('api/server.ts', { ...env, STK_PUSH_CONFIRM_SUCCESS: 'true' }, /api listening/);
+    cleanups.push(() => stopProcess(confirming));
+    await closedLoop(CONCURRENCY, 2, pushToPosted); // warm up
+    const strict: Loop[] = [];
+    for (let r = 0; r < 3; r++) strict.push(await closedLoop(CONCURRENCY, SECONDS, pushToPosted));
+    const c = [...strict].sort((x, y) => x.perSecond - y.perSecond)[1]!;
+    console.log(`\nSTK_PUSH_CONFIRM_SUCCESS: every paid push confirmed by the status query  (${CONCURRENCY} in flight, 3 x ${SECONDS}s rounds, medians)`);
+    console.log(line('default    a complete, consistent callback settles the push', p, 'pushes'));
+    console.log(line('confirming one status query per paid push', c, 'pushes'));
+    console.log(`  ${(c.perSecond / p.perSecond).toFixed(2)} of the default's throughput; p50 ${(c.p50 - p.p50).toFixed(0)} ms later`);
   } finally {
     for (const cleanup of cleanups.reverse()) await cleanup().catch(() => {});
   }

@@ -18,6 +18,8 @@ export interface StkPushInput {
 export interface StkResult {
   source: 'callback' | 'query';
   checkoutRequestId: string;
+  /** A callback's: checked by the run against the push's own when the route could not. */
+  merchantRequestId?: string;
   /** '0' is paid; anything else is a refusal (stringified: the provider sometimes sends strings). */
   resultCode: string;
   resultDesc: string;

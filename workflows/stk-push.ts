@@ -24,33 +24,51 @@ const money = proxyLocalActivities<Activities>({ startToCloseTimeout: '1 minute'
  * callback (matched by the token in its URL) or the status query settles it instead.
  *
  * A callback is a trigger, never proof: only a paid callback complete and consistent with the
- * push (checked by the callback route) arrives as a result; any other (a refusal, an incomplete
- * or inconsistent one) arrives as a trigger, and the run asks the status query at once.
+ * push (amount, phone, receipt checked by the callback route; the request ids by the route, or
+ * by this run when the callback came before the push's answer) settles it; any other (a
+ * refusal, an incomplete or inconsistent one) arrives as a trigger, and the run asks the status
+ * query at once.
  */
 export async function stkPush(input: StkPushInput): Promise<MoneyMovementResult> {
+  const callbacksAreTriggers = patched(PATCHES.callbacksAreTriggers);
   let result: StkResult | undefined;
   let trigger: StkCallbackTrigger | undefined;
-  let checkoutRequestId: string | undefined;
-  const ours = (incoming: { checkoutRequestId: string }) => !checkoutRequestId || incoming.checkoutRequestId === checkoutRequestId;
+  /** Known once the push request was answered; never, when its answer was lost. */
+  let ids: { checkoutRequestId: string; merchantRequestId?: string } | undefined;
+  let pushAnswered = false;
+  /** Ours by the ids the provider answered the push with (a result also by its MerchantRequestID). */
+  const ours = (incoming: { checkoutRequestId: string; merchantRequestId?: string }) =>
+    !ids || (incoming.checkoutRequestId === ids.checkoutRequestId && (!callbacksAreTriggers || !incoming.merchantRequestId || !ids.merchantRequestId || incoming.merchantRequestId === ids.merchantRequestId));
+  /**
+   * A callback result whose ids this run cannot check (the push's answer was lost) is confirmed
+   * by the status query like any other trigger: its receipt is kept if the query says paid.
+   */
+  const unverifiable = (incoming: StkResult) => callbacksAreTriggers && pushAnswered && !ids && incoming.source === 'callback';
   // The first result for this push wins; duplicates and results for another push change nothing.
   setHandler(stkResultSignal, (incoming) => {
-    if (!result && ours(incoming)) result = incoming;
+    if (result || !ours(incoming)) return;
+    if (unverifiable(incoming)) trigger = { checkoutRequestId: incoming.checkoutRequestId, receipt: incoming.receipt };
+    else result = incoming;
   });
   setHandler(stkCallbackSignal, (incoming) => {
     if (!result && ours(incoming)) trigger = incoming;
   });
-  const callbacksAreTriggers = patched(PATCHES.callbacksAreTriggers);
 
   const push = await money.sendStkPush(input.transactionId);
+  pushAnswered = true;
   if (push.state === 'rejected') {
     await money.failTransaction(input.transactionId, { reason: 'PUSH_REJECTED', resultCode: push.errorCode });
     return { status: 'FAILED', failureReason: 'PUSH_REJECTED' };
   }
   if (push.state === 'accepted') {
-    checkoutRequestId = push.checkoutRequestId;
+    ids = { checkoutRequestId: push.checkoutRequestId, merchantRequestId: push.merchantRequestId };
     if (result && !ours(result)) result = undefined;
     if (trigger && !ours(trigger)) trigger = undefined;
+  } else if (result && unverifiable(result)) {
+    trigger = { checkoutRequestId: result.checkoutRequestId, receipt: result.receipt };
+    result = undefined;
   }
+  const checkoutRequestId = ids?.checkoutRequestId;
 
   if (callbacksAreTriggers) await awaitResult();
   else await awaitResultBeforeTriggers();

@@ -161,6 +161,7 @@ export function mobileMoneyCallbackRoutes(deps: AppDeps, workflows: TransactionW
             workflows.stkResult(row.id, {
               source: 'callback',
               checkoutRequestId: callback.checkoutRequestId,
+              merchantRequestId: callback.merchantRequestId,
               resultCode: callback.resultCode,
               resultDesc: callback.resultDesc,
               receipt,

@@ -24,7 +24,7 @@ export function normalizeKenyanMobile(value: unknown): string | undefined {
 
 /** The push as we sent it and as the provider acknowledged it. */
 export interface PendingPush {
-  /** Null when the push request's answer was lost (indeterminate): its ids are unknown here. */
+  /** Null until the push request's answer is recorded (or when it was lost): the run checks them then. */
   checkoutRequestId: string | null;
   merchantRequestId: string | null;
   amountMinor: number;
@@ -52,15 +52,17 @@ export interface Assessment {
 }
 
 /**
- * A paid push callback settles its transaction by itself only when both request ids are ours,
- * the amount and the phone are there and match, and a well-formed receipt is there (its
- * uniqueness is the caller's to check). A refusal never does: it is confirmed by the status
- * query, as is everything incomplete or inconsistent.
+ * A paid push callback settles its transaction by itself only when both request ids are ours
+ * (when they are not recorded yet, the run compares them with the push's answer, and confirms
+ * by the status query when that answer was lost), the amount and the phone are there and
+ * match, and a well-formed receipt is there (its uniqueness is the caller's to check). A
+ * refusal never does: it is confirmed by the status query, as is everything incomplete or
+ * inconsistent.
  */
 export function assessPushCallback(push: PendingPush, callback: PushCallbackFacts): Assessment {
   const problems: string[] = [];
-  if (push.checkoutRequestId === null) problems.push('the push request ids are unknown here');
-  else {
+  // Ids not yet recorded (the callback beat the push's answer) are checked by the run itself.
+  if (push.checkoutRequestId !== null) {
     if (callback.checkoutRequestId !== push.checkoutRequestId) problems.push('another CheckoutRequestID');
     if (push.merchantRequestId !== null && callback.merchantRequestId !== push.merchantRequestId) problems.push('another MerchantRequestID');
   }

@@ -71,11 +71,10 @@ describe('protocol: push-prompt callbacks (not signed: token in the URL, checked
     const [push, ...others] = await pushesTo(customer.phone);
     assert.equal(others.length, 0);
     assert.equal(done.mobilemoney_transaction_id, push!.receipt);
-    // Before the push's answer recorded its request ids, a callback cannot be matched on them:
-    // it is then confirmed by one status query (its receipt kept), else it settles by itself.
-    const [recorded] = await callbacksRecorded(created.id);
-    assert.ok(recorded, 'the callback is recorded');
-    assert.equal(push!.queries, recorded.disposition === 'CONFIRMING' ? 1 : 0, recorded.disposition);
+    // A callback that beats the push's answer has its request ids checked by the run once the
+    // answer comes: it settles the push by itself.
+    assert.equal(push!.queries, 0, 'the callback settled it, not the status query');
+    assert.deepEqual((await callbacksRecorded(created.id)).map((r) => r.disposition), ['SIGNALLED']);
     assert.deepEqual((await journalOf(created.id)).map((e) => e.kind), ['COLLECTION']);
     assert.deepEqual(await balanceOf(customer.current), { balance: 60_000, held: 0, available: 60_000 });
   });
@@ -92,7 +91,7 @@ describe('protocol: push-prompt callbacks (not signed: token in the URL, checked
     assert.equal(pushes.length, 1, 'pushed once, not again after the indeterminate answer');
     const push = pushes[0]!;
     assert.equal(push.answeredWith, 'timeout');
-    assert.equal(push.queries, 1, 'the request ids are unknown here: the callback is confirmed by one query');
+    assert.equal(push.queries, 1, 'the run never learned its request ids: the callback is confirmed by one query');
     const [callback] = (await simulatorCallbacks()).filter((c) => c.id === push.checkoutRequestId);
     assert.ok(callback && callback.status === 200, 'the callback was delivered');
     assert.ok(Date.parse(callback.at) < Date.parse(push.receivedAt) + hangMs, 'the callback came while the push request was still unanswered');
@@ -101,7 +100,9 @@ describe('protocol: push-prompt callbacks (not signed: token in the URL, checked
     assert.equal(row.checkout_request_id, null, 'the push activity never learned the CheckoutRequestID');
     assert.ok(row.provider_request_attempted_at);
     assert.equal(done.mobilemoney_transaction_id, push.receipt);
-    assert.deepEqual((await callbacksRecorded(created.id)).map((r) => r.disposition), ['CONFIRMING']);
+    // Complete and consistent as far as the route could see: handed over as a result, which the
+    // run, knowing no ids of its own, confirmed by the status query.
+    assert.deepEqual((await callbacksRecorded(created.id)).map((r) => r.disposition), ['SIGNALLED']);
     assert.deepEqual((await journalOf(created.id)).map((e) => e.kind), ['COLLECTION']);
     assert.deepEqual(await balanceOf(customer.current), { balance: 70_000, held: 0, available: 70_000 });
   });

@@ -49,6 +49,11 @@ export async function storeKycCallbackEvent(
   return (await db('kyc_callback_events').where({ event_id: event.eventId }).first('id')) ? 'duplicate' : 'over_cap';
 }
 
+/** Forgets an event whose delivery failed, so that the provider's retry is taken as new. */
+export async function forgetKycCallbackEvent(db: Knex, eventId: string): Promise<void> {
+  await db('kyc_callback_events').where({ event_id: eventId }).del();
+}
+
 /** Deletes callbacks received before `cutoff`, oldest first, at most `limit` rows of each table; how many went. */
 export async function purgeCallbacks(db: Knex, cutoff: Date, limit: number): Promise<number> {
   let purged = 0;

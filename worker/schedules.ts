@@ -7,30 +7,16 @@ import { scheduleIds } from '../workflows/ids';
  * update first (so a changed interval takes effect), create when there is none.
  */
 export async function ensureSchedules(client: Client, config: Config): Promise<void> {
-  const schedules: ScheduleOptions[] = [
-    {
-      scheduleId: scheduleIds.kycExpirySweep,
-      spec: { intervals: [{ every: config.KYC_EXPIRY_SWEEP_INTERVAL }] },
-      action: {
-        type: 'startWorkflow',
-        workflowType: 'kycExpirySweepAll',
-        taskQueue: config.TEMPORAL_TASK_QUEUE,
-        args: [{ batchSize: config.KYC_SWEEP_BATCH_SIZE }],
-      },
-      // A run still going when the next is due is not doubled (both schedules).
-      policies: { overlap: 'SKIP' },
-    },
-    {
-      scheduleId: scheduleIds.callbackRetention,
-      spec: { intervals: [{ every: config.CALLBACK_PURGE_INTERVAL }] },
-      action: {
-        type: 'startWorkflow',
-        workflowType: 'callbackRetention',
-        taskQueue: config.TEMPORAL_TASK_QUEUE,
-        args: [{ retentionMs: config.CALLBACK_RETENTION }],
-      },
-      policies: { overlap: 'SKIP' },
-    },
+  // Each starts one workflow every interval; a run still going when the next is due is not doubled.
+  const every = (scheduleId: string, interval: number, workflowType: string, args: unknown[]): ScheduleOptions => ({
+    scheduleId,
+    spec: { intervals: [{ every: interval }] },
+    action: { type: 'startWorkflow', workflowType, taskQueue: config.TEMPORAL_TASK_QUEUE, args },
+    policies: { overlap: 'SKIP' },
+  });
+  const schedules = [
+    every(scheduleIds.kycExpirySweep, config.KYC_EXPIRY_SWEEP_INTERVAL, 'kycExpirySweepAll', [{ batchSize: config.KYC_SWEEP_BATCH_SIZE }]),
+    every(scheduleIds.callbackRetention, config.CALLBACK_PURGE_INTERVAL, 'callbackRetention', [{ retentionMs: config.CALLBACK_RETENTION }]),
   ];
   for (const schedule of schedules) {
     const handle = client.schedule.getHandle(schedule.scheduleId);

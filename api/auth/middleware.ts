@@ -15,14 +15,20 @@ import type { ResourceAccessProvider } from './resource-access';
  * unless it presents a credential that verified recently.
  * The caller is left in ctx.state.caller.
  */
+/** The failed-authentication budgets a request spends: its source address, and its target when it names one. */
+function failureBudgets(ip: string, authorization: string | undefined): string[] {
+  const target = credentialTarget(authorization);
+  return target ? [`ip:${ip}`, target] : [`ip:${ip}`];
+}
+
 export function guard(route: AnyRoute, authenticator: Authenticator, rateLimiter: RateLimiter, logger: Logger): Middleware {
   return async (ctx, next) => {
     let caller: Caller | undefined;
     if (route.auth) {
       const authorization = ctx.get('Authorization') || undefined;
-      const target = credentialTarget(authorization);
-      const budgets = target ? [`ip:${ctx.ip}`, target] : [`ip:${ctx.ip}`];
-      if (!authenticator.recognises(authorization)) await rateLimiter.refuseWhileLockedOut(budgets);
+      // A credential verified recently skips the lockout (and cannot fail: it is cached).
+      const budgets = authenticator.recognises(authorization) ? [] : failureBudgets(ctx.ip, authorization);
+      await rateLimiter.refuseWhileLockedOut(budgets);
       try {
         caller = await authenticator.authenticate(authorization);
       } catch (error) {

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import { storeKycCallbackEvent } from '../../db/callbacks';
+import { forgetKycCallbackEvent, storeKycCallbackEvent } from '../../db/callbacks';
 import { findApplicationByJobId } from '../../db/kyc';
 import { ErrorCode, ServiceError } from '../../domain/errors';
 import type { ProviderApiVersion } from '../../domain/kyc/provider-version';
@@ -64,11 +64,13 @@ export function kycCallbackRoutes(deps: AppDeps, workflows: KycWorkflows, metric
           logger.warn({ application_id: application.id, api_version: version }, 'KYC callback not stored: the application has its share of stored callbacks');
           return;
         }
-        const delivered = await workflows.deliverCallback(application.id, {
-          eventId,
-          providerJobId: version === 'v3' ? event.providerJobId : undefined,
-          isFinal: true,
-        });
+        const delivered = await workflows
+          .deliverCallback(application.id, { eventId, providerJobId: version === 'v3' ? event.providerJobId : undefined, isFinal: true })
+          .catch(async (error: unknown) => {
+            // Temporal could not take it: forgotten, so the provider's retry is a new event (500).
+            await forgetKycCallbackEvent(db, eventId);
+            throw error;
+          });
         if (!delivered) logger.info({ application_id: application.id, event_id: eventId }, 'late KYC callback recorded; no verification running');
       },
     });

@@ -98,12 +98,14 @@ export function mobileMoneyCallbackRoutes(deps: AppDeps, workflows: TransactionW
     return { kind, row, raw, body: ctx.request.body };
   }
 
-  function parsed<T>(parse: () => T) {
+  /** The callback as its parser reads it; one it cannot read is recorded MALFORMED and refused 400. */
+  async function parsed<T>(received: Received, parse: (body: unknown) => T, refusal: string): Promise<T> {
     try {
-      return parse();
+      return parse(received.body);
     } catch (error) {
-      if (error instanceof MalformedCallbackError) return undefined;
-      throw error;
+      if (!(error instanceof MalformedCallbackError)) throw error;
+      await record(received, 'MALFORMED');
+      throw new ServiceError(ErrorCode.BAD_REQUEST, refusal);
     }
   }
 
@@ -135,11 +137,7 @@ export function mobileMoneyCallbackRoutes(deps: AppDeps, workflows: TransactionW
       async handler(ctx, { params }) {
         const received = await addressed(ctx, params, 'STK');
         const { row } = received;
-        const callback = parsed(() => parseStkCallback(received.body));
-        if (!callback) {
-          await record(received, 'MALFORMED');
-          throw new ServiceError(ErrorCode.BAD_REQUEST, 'Not a push-prompt callback');
-        }
+        const callback = await parsed(received, parseStkCallback, 'Not a push-prompt callback');
         ctx.body = ack;
         if (FINAL_STATUSES.includes(row.status)) return record(received, afterFinal(row, callback.resultCode));
         // A callback naming another push changes nothing: the run would not hear of it either.
@@ -186,11 +184,7 @@ export function mobileMoneyCallbackRoutes(deps: AppDeps, workflows: TransactionW
       async handler(ctx, { params }) {
         const received = await addressed(ctx, params, 'B2C_RESULT');
         const { row } = received;
-        const result = parsed(() => parseB2cResult(received.body));
-        if (!result) {
-          await record(received, 'MALFORMED');
-          throw new ServiceError(ErrorCode.BAD_REQUEST, 'Not a B2C result');
-        }
+        const result = await parsed(received, parseB2cResult, 'Not a B2C result');
         ctx.body = ack;
         if (FINAL_STATUSES.includes(row.status)) return record(received, afterFinal(row, result.resultCode));
         const { TransactionAmount: amount, TransactionReceipt, ReceiverPartyPublicName: receiver } = result.parameters;
@@ -216,11 +210,7 @@ export function mobileMoneyCallbackRoutes(deps: AppDeps, workflows: TransactionW
       async handler(ctx, { params }) {
         const received = await addressed(ctx, params, 'B2C_TIMEOUT');
         const { row } = received;
-        const result = parsed(() => parseB2cResult(received.body));
-        if (!result) {
-          await record(received, 'MALFORMED');
-          throw new ServiceError(ErrorCode.BAD_REQUEST, 'Not a B2C queue timeout');
-        }
+        const result = await parsed(received, parseB2cResult, 'Not a B2C queue timeout');
         ctx.body = ack;
         if (FINAL_STATUSES.includes(row.status)) return record(received, 'LATE');
         if (result.originatorConversationId !== row.id) return record(received, 'MISMATCH', ['another OriginatorConversationID']);

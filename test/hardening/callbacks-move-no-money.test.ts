@@ -5,10 +5,12 @@ import { ledgerIsBalanced } from '../../db/ledger';
 import { harness } from '../support/harness';
 import {
   balanceOf,
+  checkoutRequestOf,
   callbacksRecorded,
   fundedCustomer,
   journalKinds,
   newCustomer,
+  paidStkCallback,
   payerNumber,
   paymentsTo,
   postCallback,
@@ -26,7 +28,7 @@ import {
 import { testRoutes } from '../support/test-routes';
 
 /** The push once its request was answered and its CheckoutRequestID recorded. */
-const accepted = (id: string) => until('push accepted', async () => (await transactionRow(id)).checkout_request_id);
+const accepted = checkoutRequestOf;
 const payoutSent = (id: string) => until('payout accepted', async () => (await transactionRow(id)).conversation_id);
 const recorded = (id: string, count = 1) =>
   until(`${count} callback(s) recorded`, async () => {
@@ -54,6 +56,17 @@ function b2cResult(fields: { originator: string; conversation: string; code: num
       ...(parameters.length > 0 && { ResultParameters: { ResultParameter: parameters } }),
     },
   };
+}
+
+/** A customer funded with 300,000 whose payout of 100,000 is with the provider, its result held back. */
+async function pendingPayout() {
+  await setSimulatorMode({ callbackDelayMs: 60_000 });
+  const funded = 300_000;
+  const customer = await fundedCustomer(funded);
+  const recipient = payerNumber(0);
+  const created = await sendAccepted(customer, 100_000, recipient);
+  await payoutSent(created.id);
+  return { funded, customer, recipient, created, row: await transactionRow(created.id) };
 }
 
 describe('attack run, finding 1: a callback moves money only when it is complete and consistent; anything else is confirmed with the provider first', () => {
@@ -136,24 +149,7 @@ describe('attack run, finding 1: a callback moves money only when it is complete
       const checkoutRequestId = await accepted(created.id);
       const [push] = await pushesTo(customer.phone);
       const row = await transactionRow(created.id);
-      const complete = {
-        Body: {
-          stkCallback: {
-            MerchantRequestID: row.merchant_request_id,
-            CheckoutRequestID: checkoutRequestId,
-            ResultCode: 0,
-            ResultDesc: 'The service request is processed successfully.',
-            CallbackMetadata: {
-              Item: [
-                { Name: 'Amount', Value: 200 },
-                { Name: 'MpesaReceiptNumber', Value: push!.receipt },
-                { Name: 'TransactionDate', Value: push!.transactionDate },
-                { Name: 'PhoneNumber', Value: Number(push!.phone) },
-              ],
-            },
-          },
-        },
-      };
+      const complete = paidStkCallback(row, { amountShillings: 200, receipt: push!.receipt!, phone: customer.phone, transactionDate: push!.transactionDate });
       assert.equal((await postCallback('stk', row, complete, strict.url)).status, 200);
       const [stored] = await recorded(created.id);
       assert.equal(stored!.disposition, 'CONFIRMING');
@@ -169,13 +165,7 @@ describe('attack run, finding 1: a callback moves money only when it is complete
   });
 
   it('a forged B2C queue timeout does not release the payout: the hold stays, and the result that follows posts it', async () => {
-    await setSimulatorMode({ callbackDelayMs: 60_000 });
-    const funded = 300_000;
-    const customer = await fundedCustomer(funded);
-    const recipient = payerNumber(0);
-    const created = await sendAccepted(customer, 100_000, recipient);
-    await payoutSent(created.id);
-    const row = await transactionRow(created.id);
+    const { funded, customer, recipient, created, row } = await pendingPayout();
     const timeout = b2cResult({ originator: row.id, conversation: row.conversation_id!, code: 'SVC0001' });
     assert.equal((await postCallback('b2c/timeout', row, timeout)).status, 200);
     assert.equal((await recorded(created.id))[0]!.disposition, 'NOTED');
@@ -192,13 +182,7 @@ describe('attack run, finding 1: a callback moves money only when it is complete
   });
 
   it('B2C results inconsistent with the payout (another ConversationID, another amount, no receipt) are recorded UNVERIFIED and never applied; the consistent one is', async () => {
-    await setSimulatorMode({ callbackDelayMs: 60_000 });
-    const funded = 300_000;
-    const customer = await fundedCustomer(funded);
-    const recipient = payerNumber(0);
-    const created = await sendAccepted(customer, 100_000, recipient);
-    await payoutSent(created.id);
-    const row = await transactionRow(created.id);
+    const { customer, recipient, created, row } = await pendingPayout();
     const receiver = `${providerPhone(recipient)} - Recipient`;
     const forged = [
       b2cResult({ originator: row.id, conversation: 'AG_20260101_forged', code: 2001 }),

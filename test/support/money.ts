@@ -248,3 +248,31 @@ export function postCallback(kind: 'stk' | 'b2c/result' | 'b2c/timeout', row: Pi
   const path = `/v1/transactions/mobilemoney/callbacks/${first}/${row.id}/${row.callback_token}${outcome ? `/${outcome}` : ''}`;
   return call('POST', path, { json: body, baseUrl });
 }
+
+/** The push's CheckoutRequestID, once the push request was answered and it was recorded. */
+export const checkoutRequestOf = (id: string) => until('push accepted', async () => (await transactionRow(id)).checkout_request_id);
+
+/** A paid push callback as the provider sends it (`{Body: {stkCallback}}`), for the given request ids and payment. */
+export function paidStkCallback(
+  row: Pick<TransactionRow, 'merchant_request_id' | 'checkout_request_id'>,
+  payment: { amountShillings: number; receipt: string; phone: string; transactionDate?: number },
+) {
+  return {
+    Body: {
+      stkCallback: {
+        MerchantRequestID: row.merchant_request_id,
+        CheckoutRequestID: row.checkout_request_id,
+        ResultCode: 0,
+        ResultDesc: 'The service request is processed successfully.',
+        CallbackMetadata: {
+          Item: [
+            { Name: 'Amount', Value: payment.amountShillings },
+            { Name: 'MpesaReceiptNumber', Value: payment.receipt },
+            { Name: 'TransactionDate', Value: payment.transactionDate ?? 20260101120000 },
+            { Name: 'PhoneNumber', Value: Number(providerPhone(payment.phone)) },
+          ],
+        },
+      },
+    },
+  };
+}

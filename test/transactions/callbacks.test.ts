@@ -5,10 +5,12 @@ import { harness } from '../support/harness';
 import { call } from '../support/http';
 import {
   balanceOf,
+  checkoutRequestOf,
   callbacksRecorded,
   journalOf,
   money,
   newCustomer,
+  paidStkCallback,
   payerNumber,
   providerPhone,
   pushAccepted,
@@ -26,7 +28,7 @@ import {
 
 
 /** The transaction once the push request was answered and its CheckoutRequestID recorded. */
-const accepted = (id: string) => until('push accepted', async () => (await transactionRow(id)).checkout_request_id);
+const accepted = checkoutRequestOf;
 
 const receiptNumber = () => `SIM${randomBytes(8).toString('hex').toUpperCase().slice(0, 7)}`;
 
@@ -179,24 +181,7 @@ describe('protocol: push-prompt callbacks (not signed: token in the URL, checked
     const created = await pushAccepted(customer, { amount: 50_000 });
     const checkoutRequestId = await accepted(created.id);
     const row = await transactionRow(created.id);
-    const forged = {
-      Body: {
-        stkCallback: {
-          MerchantRequestID: row.merchant_request_id,
-          CheckoutRequestID: checkoutRequestId,
-          ResultCode: 0,
-          ResultDesc: 'The service request is processed successfully.',
-          CallbackMetadata: {
-            Item: [
-              { Name: 'Amount', Value: 500 },
-              { Name: 'MpesaReceiptNumber', Value: receiptNumber() },
-              { Name: 'TransactionDate', Value: 20260101120000 },
-              { Name: 'PhoneNumber', Value: Number(providerPhone(customer.phone)) },
-            ],
-          },
-        },
-      },
-    };
+    const forged = paidStkCallback(row, { amountShillings: 500, receipt: receiptNumber(), phone: customer.phone });
     const base = '/v1/transactions/mobilemoney/callbacks/stk';
     const refusedBefore = await refusedCallbacks('token');
     const wrongToken = await call('POST', `${base}/${created.id}/${randomBytes(24).toString('base64url')}`, { json: forged });

@@ -131,7 +131,8 @@ export function createMobileMoneyActivities(deps: ActivityDeps) {
     },
 
     /**
-     * Where the provider stands on a push. Any failure to get a final answer counts as pending:
+     * Where the provider stands on a push. A definite refusal of the query (a CheckoutRequestID
+     * it does not know) is `unknown`; any other failure to get a final answer counts as pending:
      * the workflow asks again at its interval and its deadline still applies, and a callback can
      * settle the push in the meantime (a failing query must not hold the workflow up).
      */
@@ -140,6 +141,7 @@ export function createMobileMoneyActivities(deps: ActivityDeps) {
         return await mm.stkQuery(checkoutRequestId);
       } catch (error) {
         if (!(error instanceof MobileMoneyError)) throw error;
+        if (refused(error)) return { state: 'unknown' };
         deps.logger.warn({ checkout_request_id: checkoutRequestId, error_code: error.errorCode, http_status: error.httpStatus }, 'push status query failed; treated as pending');
         return { state: 'pending' };
       }
@@ -162,30 +164,42 @@ export function createMobileMoneyActivities(deps: ActivityDeps) {
 
     /**
      * A paid push settled in one database transaction: confirmed with the provider's receipt and
-     * posted to the ledger (the provider's clearing account pays the customer's account).
+     * posted to the ledger (the provider's clearing account pays the customer's account). The
+     * push id that proved the payment is recorded too, and is unique: when it is already another
+     * transaction's (a callback of a push whose answer was lost named another push), nothing is
+     * posted, the push is FAILED NO_RESULT and the clash logged for reconciliation: UNPROVEN.
      */
-    async settleCollection(transactionId: string, input: { receipt?: string }) {
-      await withReceipt(transactionId, input.receipt, (receipt) => db.transaction(async (trx) => {
-        const now = clock.now();
-        const [row] = await trx('transactions')
-          .where({ id: transactionId })
-          .whereIn('status', [TransactionStatus.PENDING, TransactionStatus.CONFIRMED])
-          .update({
-            status: TransactionStatus.POSTED,
-            mobilemoney_transaction_id: trx.raw('coalesce(?, mobilemoney_transaction_id)', [receipt ?? null]),
-            result_code: '0',
-            confirmed_at: trx.raw('coalesce(confirmed_at, ?)', [now]),
-            posted_at: now,
-            updated_at: now,
-          })
-          .returning<TransactionRow[]>('*');
-        if (row) {
-          await postCollectionEntry(trx, row);
-          return;
-        }
-        const current = await findTransaction(trx, transactionId);
-        if (current?.status !== TransactionStatus.POSTED) throw ApplicationFailure.nonRetryable(`transaction ${transactionId} is ${current?.status ?? 'missing'}, not payable`, 'InvalidState');
-      }));
+    async settleCollection(transactionId: string, input: { receipt?: string; checkoutRequestId?: string }): Promise<'POSTED' | 'UNPROVEN'> {
+      try {
+        await withReceipt(transactionId, input.receipt, (receipt) => db.transaction(async (trx) => {
+          const now = clock.now();
+          const [row] = await trx('transactions')
+            .where({ id: transactionId })
+            .whereIn('status', [TransactionStatus.PENDING, TransactionStatus.CONFIRMED])
+            .update({
+              status: TransactionStatus.POSTED,
+              mobilemoney_transaction_id: trx.raw('coalesce(?, mobilemoney_transaction_id)', [receipt ?? null]),
+              checkout_request_id: trx.raw('coalesce(checkout_request_id, ?)', [input.checkoutRequestId ?? null]),
+              result_code: '0',
+              confirmed_at: trx.raw('coalesce(confirmed_at, ?)', [now]),
+              posted_at: now,
+              updated_at: now,
+            })
+            .returning<TransactionRow[]>('*');
+          if (row) {
+            await postCollectionEntry(trx, row);
+            return;
+          }
+          const current = await findTransaction(trx, transactionId);
+          if (current?.status !== TransactionStatus.POSTED) throw ApplicationFailure.nonRetryable(`transaction ${transactionId} is ${current?.status ?? 'missing'}, not payable`, 'InvalidState');
+        }));
+        return 'POSTED';
+      } catch (error) {
+        if (!isUniqueViolation(error, 'transactions_checkout_request_id_unique')) throw error;
+        deps.logger.error({ transaction_id: transactionId, checkout_request_id: input.checkoutRequestId }, 'the push that proved this payment is another transaction\'s; nothing posted, to reconcile');
+        await fail(db, transactionId, 'NO_RESULT');
+        return 'UNPROVEN';
+      }
     },
 
     /** A confirmed collection into the ledger (runs started before settleCollection took both steps). */
@@ -259,12 +273,16 @@ export function createMobileMoneyActivities(deps: ActivityDeps) {
       }
     },
 
-    /** Gives the held money back and records why the payout failed. */
+    /**
+     * Gives the held money back and records why the payout failed. A payout whose wait ended
+     * (NO_RESULT) after the provider reported a queue timeout failed QUEUE_TIMEOUT.
+     */
     async releaseFunds(transactionId: string, input: { reason?: string; resultCode?: string }): Promise<string> {
-      const reason = input.reason ?? payoutFailureReason(input.resultCode ?? '');
+      let reason = input.reason ?? payoutFailureReason(input.resultCode ?? '');
       await db.transaction(async (trx) => {
         const row = await trx('transactions').where({ id: transactionId }).forUpdate().first<TransactionRow>();
         if (!row || row.status !== TransactionStatus.PENDING) return;
+        if (reason === 'NO_RESULT' && row.queue_timeout_at) reason = 'QUEUE_TIMEOUT';
         const held = await trx('journal_entries').where({ transaction_id: transactionId, kind: 'HOLD' }).first();
         if (held) {
           await postJournal(trx, { transactionId, kind: 'RELEASE', currency: row.currency, legs: move(row, ledgerAccounts.hold(row.account_id), ledgerAccounts.customer(row.account_id)) });

@@ -123,7 +123,8 @@ export function buildApp(deps: AppDeps, options: { extraRoutes?: AnyRoute[] } = 
 
   // Behind a load balancer, TRUST_PROXY makes ctx.ip the client's address (X-Forwarded-For),
   // which the unauthenticated rate-limit budgets are keyed by.
-  const app = new Koa({ proxy: deps.config.TRUST_PROXY });
+  // Only the entries our own proxies appended count: the leftmost is whatever the client sent.
+  const app = new Koa({ proxy: deps.config.TRUST_PROXY, maxIpsCount: deps.config.TRUST_PROXY_HOPS });
   app.use(requestId());
   app.use(accessLog(deps.logger, metrics));
   app.use(errorHandler(deps.logger));

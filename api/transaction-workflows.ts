@@ -5,7 +5,6 @@ import { workflowIds } from '../workflows/ids';
 import {
   type B2cOutcome,
   b2cOutcomeSignal,
-  b2cQueueTimeoutSignal,
   type SendMoneyInput,
   type StkCallbackTrigger,
   stkCallbackSignal,
@@ -62,7 +61,6 @@ export function transactionWorkflows(temporal: Client, config: Config) {
     stkResult: (transactionId: string, result: StkResult) => signal(workflowIds.stkPush(transactionId), (h) => h.signal(stkResultSignal, result)),
     stkCallback: (transactionId: string, trigger: StkCallbackTrigger) => signal(workflowIds.stkPush(transactionId), (h) => h.signal(stkCallbackSignal, trigger)),
     b2cOutcome: (transactionId: string, outcome: B2cOutcome) => signal(workflowIds.sendMoney(transactionId), (h) => h.signal(b2cOutcomeSignal, outcome)),
-    b2cQueueTimeout: (transactionId: string) => signal(workflowIds.sendMoney(transactionId), (h) => h.signal(b2cQueueTimeoutSignal)),
   };
 }
 export type TransactionWorkflows = ReturnType<typeof transactionWorkflows>;

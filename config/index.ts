@@ -91,6 +91,11 @@ export const configSchema = z.object({
   HOST: z.string().min(1).default('127.0.0.1'),
   /** Trust X-Forwarded-For from a load balancer in front of the API. */
   TRUST_PROXY: flag(false),
+  /**
+   * With TRUST_PROXY, how many proxies in front of the API append to X-Forwarded-For: the client
+   * is that many entries from the right (entries further left are the client's own words).
+   */
+  TRUST_PROXY_HOPS: positiveInt(1),
   PORT: port(3000),
   /** Public base address of the API, used in links such as callback URLs. Defaults to http://HOST:PORT. */
   PUBLIC_BASE_URL: optionalUrl,

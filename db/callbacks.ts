@@ -1,10 +1,12 @@
 import type { Knex } from 'knex';
 
 /**
- * Raw provider callbacks: stored with what was done with them while their transaction or
- * application has fewer than a cap, so no caller can store an unbounded amount; purged after
- * a retention by the callback-retention schedule. Only callbacks addressed to a resource of
- * ours are ever stored (one with a wrong token or an unknown job is counted and logged).
+ * Raw provider callbacks and what may be done with them. Stored with what was done while their
+ * transaction or application has fewer than a cap; handed to a run while the transaction has
+ * fewer signals than another; both counted by conditional updates, so concurrent requests cannot
+ * pass either cap. Only callbacks addressed to a resource of ours are ever stored (one with a
+ * wrong token or an unknown job is counted and logged). Purged after a retention by the
+ * callback-retention schedule.
  */
 export interface MobileMoneyCallbackRecord {
   kind: 'STK' | 'B2C_RESULT' | 'B2C_TIMEOUT';
@@ -17,33 +19,51 @@ export interface MobileMoneyCallbackRecord {
 
 /** Stores the callback unless its transaction already has `cap` stored; false when it was not stored. */
 export async function storeMobileMoneyCallback(db: Knex, cap: number, record: MobileMoneyCallbackRecord): Promise<boolean> {
-  const inserted = await db.raw(
-    `insert into mobile_money_callbacks (kind, transaction_ref, raw, body, disposition, note)
-     select ?, ?, ?, ?::jsonb, ?, ?
-     where (select count(*) from mobile_money_callbacks where transaction_ref = ?) < ?`,
-    [record.kind, record.transactionId, record.raw, JSON.stringify(record.body ?? null), record.disposition, record.note ?? null, record.transactionId, cap],
+  const result = await db.raw(
+    `with slot as (
+       update transactions set callbacks_stored = callbacks_stored + 1 where id = ? and callbacks_stored < ? returning id
+     )
+     insert into mobile_money_callbacks (kind, transaction_ref, raw, body, disposition, note)
+     select ?, slot.id::text, ?, ?::jsonb, ?, ? from slot`,
+    [record.transactionId, cap, record.kind, record.raw, JSON.stringify(record.body ?? null), record.disposition, record.note ?? null],
   );
-  return inserted.rowCount > 0;
+  return result.rowCount > 0;
 }
 
-/** How many callbacks of one transaction are stored. */
-export async function storedMobileMoneyCallbacks(db: Knex, transactionId: string): Promise<number> {
-  const [row] = await db('mobile_money_callbacks').where({ transaction_ref: transactionId }).count<{ count: string }[]>('* as count');
-  return Number(row?.count ?? 0);
+/** Claims one of the transaction's `max` signals to its run; false when they are spent. */
+export async function claimCallbackSignal(db: Knex, transactionId: string, max: number): Promise<boolean> {
+  const claimed = await db('transactions').where({ id: transactionId }).where('callback_signals', '<', max).increment('callback_signals', 1);
+  return claimed > 0;
 }
 
-/** Records a KYC callback event once (its event id is unique), unless its application already has `cap` stored. */
+/** Gives back a claimed signal that Temporal could not take, so the provider's retry may use it. */
+export async function returnCallbackSignal(db: Knex, transactionId: string): Promise<void> {
+  await db('transactions').where({ id: transactionId }).where('callback_signals', '>', 0).decrement('callback_signals', 1);
+}
+
+/** Notes a B2C queue timeout once; true the first time. */
+export async function noteQueueTimeout(db: Knex, transactionId: string): Promise<boolean> {
+  return (await db('transactions').where({ id: transactionId }).whereNull('queue_timeout_at').update({ queue_timeout_at: db.fn.now() })) > 0;
+}
+
+/**
+ * Records a KYC callback event once (its id is unique; the caller scopes it to the application),
+ * unless its application already has `cap` stored.
+ */
 export async function storeKycCallbackEvent(
   db: Knex,
   cap: number,
   event: { apiVersion: string; eventId: string; applicationId: string; raw: string },
 ): Promise<'stored' | 'duplicate' | 'over_cap'> {
+  if (await db('kyc_callback_events').where({ event_id: event.eventId }).first('id')) return 'duplicate';
   const inserted = await db.raw(
-    `insert into kyc_callback_events (api_version, event_id, application_id, raw_body)
-     select ?, ?, ?, ?
-     where (select count(*) from kyc_callback_events where application_id = ?) < ?
+    `with slot as (
+       update kyc_applications set callbacks_stored = callbacks_stored + 1 where id = ? and callbacks_stored < ? returning id
+     )
+     insert into kyc_callback_events (api_version, event_id, application_id, raw_body)
+     select ?, ?, slot.id, ? from slot
      on conflict (event_id) do nothing`,
-    [event.apiVersion, event.eventId, event.applicationId, event.raw, event.applicationId, cap],
+    [event.applicationId, cap, event.apiVersion, event.eventId, event.raw],
   );
   if (inserted.rowCount > 0) return 'stored';
   return (await db('kyc_callback_events').where({ event_id: event.eventId }).first('id')) ? 'duplicate' : 'over_cap';

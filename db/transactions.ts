@@ -22,6 +22,8 @@ export interface TransactionRow {
   result_code: string | null;
   failure_reason: string | null;
   provider_request_attempted_at: Date | null;
+  /** When the provider reported a B2C queue timeout (noted by the callback route). */
+  queue_timeout_at: Date | null;
   transacted_at: Date | null;
   confirmed_at: Date | null;
   posted_at: Date | null;

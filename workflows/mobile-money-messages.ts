@@ -65,8 +65,3 @@ export const stkResultSignal = defineSignal<[StkResult]>('stkResult');
 /** Runs started before callbacks became triggers have no handler for it and ignore it. */
 export const stkCallbackSignal = defineSignal<[StkCallbackTrigger]>('stkCallback');
 export const b2cOutcomeSignal = defineSignal<[B2cOutcome]>('b2cOutcome');
-/**
- * The provider reported a queue timeout: the payout's fate is unknown (protocol note), so it is
- * noted, never applied; the result or the end of the wait decides.
- */
-export const b2cQueueTimeoutSignal = defineSignal('b2cQueueTimeout');

@@ -1,6 +1,6 @@
 import { condition, patched, proxyLocalActivities, setHandler } from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import { type B2cOutcome, b2cOutcomeSignal, b2cQueueTimeoutSignal, type MoneyMovementResult, type SendMoneyInput } from './mobile-money-messages';
+import { type B2cOutcome, b2cOutcomeSignal, type MoneyMovementResult, type SendMoneyInput } from './mobile-money-messages';
 
 /**
  * Local activities: each step is a short database write or one provider call, so running it in
@@ -23,19 +23,16 @@ const money = proxyLocalActivities<Activities>({ startToCloseTimeout: '1 minute'
  * result, then post the payout or release the hold. Every path ends with nothing held.
  *
  * The callback route hands over only results consistent with the payout (there is no status
- * query to ask instead). A queue timeout leaves the fate unknown: the run keeps waiting for the
- * result, and releases the hold (QUEUE_TIMEOUT) only when the wait ends without one.
+ * query to ask instead). A queue timeout leaves the fate unknown: the route notes it and the run
+ * keeps waiting for the result, releasing the hold (QUEUE_TIMEOUT) only when the wait ends
+ * without one.
  */
 export async function sendMoney(input: SendMoneyInput): Promise<MoneyMovementResult> {
   let outcome: B2cOutcome | undefined;
-  let timedOut = false;
   const timeoutIsNoResult = patched(PATCHES.queueTimeoutIsNoResult);
   setHandler(b2cOutcomeSignal, (incoming) => {
-    if (timeoutIsNoResult && incoming.kind === 'timeout') timedOut = true;
-    else outcome ??= incoming;
-  });
-  setHandler(b2cQueueTimeoutSignal, () => {
-    timedOut = true;
+    if (timeoutIsNoResult && incoming.kind === 'timeout') return;
+    outcome ??= incoming;
   });
 
   const held = await money.holdFunds(input.transactionId);
@@ -48,9 +45,9 @@ export async function sendMoney(input: SendMoneyInput): Promise<MoneyMovementRes
   }
   await condition(() => outcome !== undefined, input.resultWaitMs);
   if (!outcome) {
-    const reason = timedOut ? 'QUEUE_TIMEOUT' : 'NO_RESULT';
-    await money.releaseFunds(input.transactionId, { reason });
-    return { status: 'FAILED', failureReason: reason };
+    // QUEUE_TIMEOUT when the callback route noted one meanwhile, else NO_RESULT.
+    const failureReason = await money.releaseFunds(input.transactionId, { reason: 'NO_RESULT' });
+    return { status: 'FAILED', failureReason };
   }
   if (outcome.kind === 'timeout') {
     await money.releaseFunds(input.transactionId, { reason: 'QUEUE_TIMEOUT', resultCode: outcome.resultCode });

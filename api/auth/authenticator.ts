@@ -48,20 +48,14 @@ export function bearerToken(authorization: string | undefined, maxBytes: number)
 }
 
 /**
- * Who a presented credential claims to be, read without verifying it, as a rate-limit key for
- * failed authentications: a token's issuer and subject, an API key's prefix. Hashed, so nothing
- * a caller sent reaches the rate-limit store as it is.
+ * The target of a failed authentication, as a rate-limit key across source addresses: an API
+ * key's prefix (hashed, so nothing a caller sent reaches the store as it is). Not a token's
+ * subject: it is unverified, so keying a lockout on it would let anyone lock out any user by
+ * naming her, and an RS256 signature cannot be guessed anyway.
  */
 export function credentialTarget(authorization: string | undefined): string | undefined {
   const token = /^Bearer (\S+)$/.exec(authorization ?? '')?.[1];
-  if (!token) return undefined;
-  if (token.startsWith(API_KEY_PREFIX)) return `target:${hashSecret(token.slice(0, API_KEY_PREFIX.length + 6))}`;
-  try {
-    const { iss, sub } = decodeJwt(token);
-    return typeof sub === 'string' ? `target:${hashSecret(JSON.stringify([iss ?? null, sub]))}` : undefined;
-  } catch {
-    return undefined;
-  }
+  return token?.startsWith(API_KEY_PREFIX) ? `target:${hashSecret(token.slice(0, API_KEY_PREFIX.length + 6))}` : undefined;
 }
 
 interface Verifier {

@@ -7,9 +7,12 @@ import type { HttpMetrics } from '../metrics';
  * tokens masked), never the query string, headers or body, which is where tokens, OTPs and
  * images travel.
  */
-/** Callback URLs carry their unguessable token as a path segment: it never reaches a log line. */
-const withoutSecrets = (path: string, params: Record<string, string> | undefined) =>
-  params?.token ? path.split('/').map((segment) => (segment === params.token ? '[token]' : segment)).join('/') : path;
+/**
+ * Callback URLs carry their unguessable token as the segment after the transaction id: it never
+ * reaches a log line, whether or not a route matched (a near-miss path or method logs it too).
+ */
+const CALLBACK_TOKEN = /^(\/v1\/transactions\/mobilemoney\/callbacks\/[^/]+\/[^/]+\/)[^/]+/;
+const withoutSecrets = (path: string) => path.replace(CALLBACK_TOKEN, '$1[token]');
 
 export function accessLog(logger: Logger, metrics: HttpMetrics): Middleware {
   return async (ctx, next) => {
@@ -26,7 +29,7 @@ export function accessLog(logger: Logger, metrics: HttpMetrics): Middleware {
         {
           req_id: ctx.state.requestId,
           method: ctx.method,
-          path: withoutSecrets(ctx.path, (ctx as { params?: Record<string, string> }).params),
+          path: withoutSecrets(ctx.path),
           route,
           status: ctx.status,
           duration_ms: Math.round(seconds * 1e6) / 1e3,

@@ -54,8 +54,11 @@ export function kycCallbackRoutes(deps: AppDeps, workflows: KycWorkflows, metric
           logger.warn({ api_version: version, source: ctx.ip }, 'KYC callback for no application of ours; not stored');
           return;
         }
-        // Event ids are built from the body: a long one is kept by its digest (it is an index key).
-        const eventId = event.eventId.length <= 200 ? event.eventId : `sha256:${createHash('sha256').update(event.eventId).digest('hex')}`;
+        // Event ids are built from the body: scoped to the application it was matched to (a
+        // forged event naming another job cannot take that job's id), and a long one kept by its
+        // digest (it is an index key).
+        const scoped = `${application.id}:${event.eventId}`;
+        const eventId = scoped.length <= 200 ? scoped : `sha256:${createHash('sha256').update(scoped).digest('hex')}`;
         const stored = await storeKycCallbackEvent(db, config.CALLBACKS_STORED_PER_RESOURCE, { apiVersion: version, eventId, applicationId: application.id, raw });
         if (stored === 'duplicate') return;
         if (stored === 'over_cap') {

@@ -1,10 +1,10 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Context } from 'koa';
 import { z } from 'zod';
-import { storedMobileMoneyCallbacks, storeMobileMoneyCallback, type MobileMoneyCallbackRecord } from '../../db/callbacks';
+import { claimCallbackSignal, type MobileMoneyCallbackRecord, noteQueueTimeout, returnCallbackSignal, storeMobileMoneyCallback } from '../../db/callbacks';
 import { checkoutRequestTaken, findTransaction, receiptTaken, type TransactionRow } from '../../db/transactions';
 import { ErrorCode, ServiceError } from '../../domain/errors';
-import { type Assessment, assessPayoutResult, assessPushCallback, RECEIPT } from '../../domain/mobile-money/callbacks';
+import { type Assessment, assessPayoutResult, assessPushCallback, MAX_CALLBACK_SIGNALS, RECEIPT } from '../../domain/mobile-money/callbacks';
 import { FINAL_STATUSES } from '../../domain/mobile-money/transaction';
 import { MalformedCallbackError, parseB2cResult, parseStkCallback } from '../../providers/mobile-money/client';
 import type { AppDeps } from '../deps';
@@ -20,15 +20,18 @@ const CallbackAddress = z.object({ id: z.string().max(64), token: z.string().max
  * What was done with a callback (stored with it; the README lists them):
  * - SIGNALLED: complete and consistent, handed to the run as the result;
  * - CONFIRMING: handed to the run as a trigger: it asks the provider's status query now;
- * - NOTED: a B2C queue timeout, noted by the run (the payout's fate is unknown; never applied);
+ * - NOTED: a B2C queue timeout, noted for the failure reason (the payout's fate is unknown;
+ *   never applied, never signalled);
  * - UNVERIFIED: a B2C result inconsistent with the payout, or a refusal that cannot be told from
  *   a forged one: not applied, logged as an error for reconciliation (there is no query to ask);
  * - MISMATCH: names another push than ours (not handed over);
+ * - OVER_BUDGET: the transaction's runs had their MAX_CALLBACK_SIGNALS (not handed over: its own
+ *   status queries settle a push);
  * - LATE, PAID_AFTER_FAILURE: the transaction is already final (the second logged as an error);
  * - MALFORMED; NOT_DELIVERED: Temporal could not take the signal (answered 500, so the provider
  *   may send it again).
  */
-type Disposition = 'SIGNALLED' | 'CONFIRMING' | 'NOTED' | 'UNVERIFIED' | 'MISMATCH' | 'LATE' | 'PAID_AFTER_FAILURE' | 'MALFORMED' | 'NOT_DELIVERED';
+type Disposition = 'SIGNALLED' | 'CONFIRMING' | 'NOTED' | 'UNVERIFIED' | 'MISMATCH' | 'OVER_BUDGET' | 'LATE' | 'PAID_AFTER_FAILURE' | 'MALFORMED' | 'NOT_DELIVERED';
 type Kind = MobileMoneyCallbackRecord['kind'];
 
 const digest = (value: string) => createHash('sha256').update(value).digest();
@@ -65,16 +68,23 @@ export function mobileMoneyCallbackRoutes(deps: AppDeps, workflows: TransactionW
       logger.warn(meta, 'mobile-money callback not stored: the transaction has its share of stored callbacks');
     }
     if (disposition === 'PAID_AFTER_FAILURE') logger.error(meta, 'provider reports money moved for a FAILED transaction; reconcile');
+    else if (disposition === 'OVER_BUDGET') logger.error(meta, 'callback not handed to the run: its signal budget is spent (a flood?); reconcile if it settles nothing');
     else if (disposition === 'UNVERIFIED') logger.error(meta, 'B2C result not applied: inconsistent with the payout or unverifiable; reconcile');
     else if (disposition !== 'SIGNALLED' && disposition !== 'CONFIRMING' && disposition !== 'NOTED') logger.warn(meta, 'mobile-money callback not acted on');
   }
 
-  /** Hands the callback to its run: the disposition, LATE when the run has ended; recorded NOT_DELIVERED when Temporal cannot take it. */
+  /**
+   * Hands the callback to its run, within the transaction's signal budget (OVER_BUDGET past it):
+   * the disposition, LATE when the run has ended; NOT_DELIVERED, its claim given back, when
+   * Temporal cannot take it.
+   */
   async function deliver(received: Received, disposition: Disposition, send: () => Promise<boolean>, problems: string[] = []): Promise<void> {
+    if (!(await claimCallbackSignal(db, received.row.id, MAX_CALLBACK_SIGNALS))) return record(received, 'OVER_BUDGET', problems);
     let delivered: boolean;
     try {
       delivered = await send();
     } catch (error) {
+      await returnCallbackSignal(db, received.row.id);
       await record(received, 'NOT_DELIVERED', problems);
       throw error;
     }
@@ -168,8 +178,6 @@ export function mobileMoneyCallbackRoutes(deps: AppDeps, workflows: TransactionW
           );
         }
         if (config.STK_PUSH_CONFIRM_SUCCESS && assessment.problems.length === 0) assessment.problems.push('STK_PUSH_CONFIRM_SUCCESS: every payment is confirmed by the status query');
-        // Enough triggers for this push are stored: the run's own queries settle it from here.
-        if ((await storedMobileMoneyCallbacks(db, row.id)) >= cap) return record(received, 'CONFIRMING', assessment.problems);
         const trusted = assessment.paymentMatches ? receipt : undefined;
         return deliver(received, 'CONFIRMING', () => workflows.stkCallback(row.id, { checkoutRequestId: callback.checkoutRequestId, receipt: trusted }), assessment.problems);
       },
@@ -191,7 +199,7 @@ export function mobileMoneyCallbackRoutes(deps: AppDeps, workflows: TransactionW
         const receipt = String(TransactionReceipt ?? result.transactionId ?? '') || undefined;
         const assessment = assessPayoutResult(
           { id: row.id, conversationId: row.conversation_id, amountMinor: Number(row.amount), phone: row.mobile_number },
-          { ...result, amount: amount === undefined ? undefined : Number(amount), receipt, receiver: receiver === undefined ? undefined : String(receiver) },
+          { ...result, amount, receipt, receiver: receiver === undefined ? undefined : String(receiver) },
         );
         if (result.resultCode === '0' && (await receiptClash(receipt, row))) assessment.problems.push('a receipt already recorded on another transaction');
         if (assessment.problems.length > 0) return record(received, 'UNVERIFIED', assessment.problems);
@@ -214,8 +222,10 @@ export function mobileMoneyCallbackRoutes(deps: AppDeps, workflows: TransactionW
         ctx.body = ack;
         if (FINAL_STATUSES.includes(row.status)) return record(received, 'LATE');
         if (result.originatorConversationId !== row.id) return record(received, 'MISMATCH', ['another OriginatorConversationID']);
-        // The payout's fate is unknown: the run notes it and keeps waiting for the result.
-        return deliver(received, 'NOTED', () => workflows.b2cQueueTimeout(row.id));
+        // The payout's fate is unknown: noted (once) for the failure reason if the wait ends
+        // without a result; the run hears nothing, so no number of these can crowd out the result.
+        const first = await noteQueueTimeout(db, row.id);
+        return record(received, 'NOTED', first ? [] : ['noted before']);
       },
     }),
   ];

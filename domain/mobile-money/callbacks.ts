@@ -11,6 +11,20 @@ import { MINOR_PER_SHILLING } from './transaction';
 export const RECEIPT = /^[A-Z0-9]{10}$/;
 
 /**
+ * Callbacks a transaction may hand to its run. Only callbacks the route could not prove
+ * (triggers, results whose request ids the run checks) can be sent by someone holding a leaked
+ * URL token: past the budget they are recorded, not signalled, and the push's own status
+ * queries settle it. Keeps a flood from growing a run's history toward Temporal's limits.
+ */
+export const MAX_CALLBACK_SIGNALS = 10;
+
+/** A whole number of shillings as callbacks carry it (`100`, `"100"`, `100.0`), else undefined (`"0x64"`, `100.004`). */
+export function wholeShillings(value: unknown): number | undefined {
+  const n = typeof value === 'number' ? value : typeof value === 'string' && /^\d{1,15}(\.0{1,2})?$/.test(value) ? Number(value) : NaN;
+  return Number.isSafeInteger(n) && n >= 0 ? n : undefined;
+}
+
+/**
  * A Kenyan mobile number in any of the forms callbacks carry it (`254712345678` as a number or
  * text, `+254712345678`, `0712345678`, `712345678`) as `+254712345678`; undefined for anything
  * else, a masked number (`2547*****678`) included.
@@ -36,7 +50,8 @@ export interface PushCallbackFacts {
   checkoutRequestId: string;
   merchantRequestId: string;
   resultCode: string;
-  amount?: number;
+  /** As sent: a number or text. */
+  amount?: unknown;
   receipt?: string;
   /** As sent: any form, or masked. */
   phone?: string;
@@ -47,7 +62,11 @@ export interface Assessment {
   settles: boolean;
   /** Why not, as short phrases (recorded with the callback). */
   problems: string[];
-  /** It reports a payment whose amount, phone and receipt are right (whatever its ids say). */
+  /**
+   * It reports a payment whose amount, phone and receipt are right, and no request id of it
+   * contradicts ours (they match, or are not known here yet): its receipt may be kept once the
+   * provider confirms the payment.
+   */
   paymentMatches: boolean;
 }
 
@@ -66,13 +85,14 @@ export function assessPushCallback(push: PendingPush, callback: PushCallbackFact
     if (callback.checkoutRequestId !== push.checkoutRequestId) problems.push('another CheckoutRequestID');
     if (push.merchantRequestId !== null && callback.merchantRequestId !== push.merchantRequestId) problems.push('another MerchantRequestID');
   }
+  const idsContradict = problems.length > 0;
   if (callback.resultCode !== '0') {
     problems.push('a refusal is confirmed by the status query');
     return { settles: false, problems, paymentMatches: false };
   }
   const payment = paymentProblems(push.amountMinor, push.phone, callback.amount, callback.phone, callback.receipt);
   problems.push(...payment);
-  return { settles: problems.length === 0, problems, paymentMatches: payment.length === 0 };
+  return { settles: problems.length === 0, problems, paymentMatches: payment.length === 0 && !idsContradict };
 }
 
 /** The payout as we sent it and as the provider acknowledged it. */
@@ -88,34 +108,34 @@ export interface PayoutResultFacts {
   originatorConversationId: string;
   conversationId: string;
   resultCode: string;
-  amount?: number;
+  amount?: unknown;
   receipt?: string;
   /** ReceiverPartyPublicName: `2547... - Name`. */
   receiver?: string;
 }
 
 /**
- * A B2C result is applied only when it is ours and consistent: our OriginatorConversationID and
- * the ConversationID the provider gave us; a success also with the amount, the recipient's
- * number and a well-formed receipt. There is no status query to ask instead, so anything else
- * is recorded and escalated, never applied; so is a refusal whose ConversationID we never
- * learned (it cannot be told from a forged one, and the hold is released when the wait ends).
+ * A B2C result is applied only when it is ours and consistent: our OriginatorConversationID
+ * (which the URL shows too) and the ConversationID the provider answered the payout with; a
+ * success also with the amount, the recipient's number and a well-formed receipt. There is no
+ * status query to ask instead, so anything else is recorded and escalated, never applied; so is
+ * every result for a payout whose ConversationID we never learned (its answer was lost): it
+ * cannot be told from a forged one, and the hold is released when the wait ends.
  */
 export function assessPayoutResult(payout: PendingPayout, result: PayoutResultFacts): Assessment {
   const problems: string[] = [];
   if (result.originatorConversationId !== payout.id) problems.push('another OriginatorConversationID');
-  if (payout.conversationId === null) {
-    if (result.resultCode !== '0') problems.push('a refusal for a payout whose ConversationID is unknown here');
-  } else if (result.conversationId !== payout.conversationId) problems.push('another ConversationID');
+  if (payout.conversationId === null) problems.push('a result for a payout whose ConversationID is unknown here');
+  else if (result.conversationId !== payout.conversationId) problems.push('another ConversationID');
   const payment = result.resultCode === '0' ? paymentProblems(payout.amountMinor, payout.phone, result.amount, result.receiver?.split(' - ')[0], result.receipt) : undefined;
   problems.push(...(payment ?? []));
-  return { settles: problems.length === 0, problems, paymentMatches: payment?.length === 0 };
+  return { settles: problems.length === 0, problems, paymentMatches: payment?.length === 0 && problems.length === 0 };
 }
 
-function paymentProblems(amountMinor: number, phone: string, amount: number | undefined, givenPhone: string | undefined, receipt: string | undefined): string[] {
+function paymentProblems(amountMinor: number, phone: string, amount: unknown, givenPhone: string | undefined, receipt: string | undefined): string[] {
   const problems: string[] = [];
   if (amount === undefined) problems.push('no amount');
-  else if (!Number.isFinite(amount) || Math.round(amount * MINOR_PER_SHILLING) !== amountMinor) problems.push('another amount');
+  else if (wholeShillings(amount) === undefined || wholeShillings(amount)! * MINOR_PER_SHILLING !== amountMinor) problems.push('another amount');
   if (givenPhone === undefined) problems.push('no phone');
   else {
     const normalized = normalizeKenyanMobile(givenPhone);

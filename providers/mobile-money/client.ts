@@ -49,7 +49,8 @@ export interface StkPushAccepted {
   customerMessage: string;
 }
 
-export type StkQueryResult = { state: 'pending' } | { state: 'final'; resultCode: string; resultDesc: string };
+/** `unknown`: the provider refused the query itself (a CheckoutRequestID it does not know). */
+export type StkQueryResult = { state: 'pending' } | { state: 'unknown' } | { state: 'final'; resultCode: string; resultDesc: string };
 
 export interface B2cRequest {
   /** Use our transaction id: the provider refuses a repeat, which makes a retry safe. */
@@ -77,7 +78,8 @@ export interface StkCallback {
   resultCode: string;
   resultDesc: string;
   metadata?: {
-    amount?: number;
+    /** As sent (a number, sometimes text): checked by domain/mobile-money/callbacks.ts. */
+    amount?: string | number;
     receipt?: string;
     /** `YYYYMMDDHHmmss`, Nairobi time (fromProviderTimestamp). */
     transactionDate?: string;
@@ -276,10 +278,9 @@ export function parseStkCallback(body: unknown): StkCallback {
   const receipt = item('MpesaReceiptNumber');
   const date = item('TransactionDate');
   const phone = item('PhoneNumber');
-  if (amount !== undefined && !Number.isFinite(Number(amount))) throw new MalformedCallbackError('push callback: Amount is not a number');
   if (date !== undefined && !/^\d{14}$/.test(String(date))) throw new MalformedCallbackError('push callback: TransactionDate is not YYYYMMDDHHmmss');
   result.metadata = {
-    ...(amount !== undefined && { amount: Number(amount) }),
+    ...(amount !== undefined && { amount }),
     ...(receipt !== undefined && { receipt: String(receipt) }),
     ...(date !== undefined && { transactionDate: String(date) }),
     ...(phone !== undefined && { phone: String(phone) }),

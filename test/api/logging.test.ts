@@ -42,6 +42,32 @@ describe('structured access logs', () => {
     for (const leaked of [secret, '123456', 'iVBORw0KGgo', 'Bearer']) assert.ok(!all.includes(leaked), `${leaked} must not be logged`);
   });
 
+  it('never logs the token of a callback URL, on a matched route or a near miss (another method, another suffix)', async () => {
+    const lines: string[] = [];
+    const sink = new Writable({
+      write(chunk, _encoding, done) {
+        lines.push(...String(chunk).split('\n').filter(Boolean));
+        done();
+      },
+    });
+    const api = await startApi(buildApp({ ...harness().deps, logger: createLogger('info', sink) }, { extraRoutes: testRoutes() }), '127.0.0.1', 0);
+    const token = 'tOkEn-that-must-never-be-logged_0123456789';
+    const base = `/v1/transactions/mobilemoney/callbacks`;
+    const id = '7f1c8e2a-3b4d-4c5e-8f60-718293a4b5c6';
+    try {
+      await call('POST', `${base}/stk/${id}/${token}`, { baseUrl: api.url, json: {} });
+      await call('GET', `${base}/stk/${id}/${token}`, { baseUrl: api.url });
+      await call('POST', `${base}/b2c/${id}/${token}/results`, { baseUrl: api.url, json: {} });
+      await call('POST', `${base}/b2c/${id}/${token}%00/result`, { baseUrl: api.url, json: {} });
+    } finally {
+      await api.close();
+    }
+    const paths = lines.map((line) => JSON.parse(line)).filter((e) => e.msg === 'request').map((e) => e.path);
+    assert.equal(paths.length, 4);
+    for (const path of paths) assert.match(path, /\/\[token\]/);
+    assert.ok(!lines.join('\n').includes('tOkEn-that'), 'the token appears nowhere');
+  });
+
   it('redacts secret-named fields if code ever hands them to the logger', () => {
     const lines: string[] = [];
     const logger = createLogger(

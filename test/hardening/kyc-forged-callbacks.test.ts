@@ -2,7 +2,7 @@ import { strict as assert } from 'node:assert';
 import { signV2 } from '../../providers/kyc/signature';
 import { harness } from '../support/harness';
 import { call } from '../support/http';
-import { applicantHeaders, newApplicant, newApplication, simulatorControl } from '../support/kyc';
+import { applicantHeaders, JPEG_BASE64, newApplicant, newApplication, settledStatus, simulatorControl } from '../support/kyc';
 import { until } from '../support/money';
 
 describe('attack run, finding 4: a forged v2 KYC callback changes nothing until a signed lookup confirms it', () => {
@@ -41,5 +41,40 @@ describe('attack run, finding 4: a forged v2 KYC callback changes nothing until 
     assert.notEqual(submitted.smile_job_id, forged.SmileJobID);
     const report = await call('PATCH', `/v1/kyc/applications/${id}/verification/provider-job`, { headers, json: { provider_job_id: submitted.smile_job_id } });
     assert.equal(report.status, 200, `the genuine job id is accepted: ${report.text}`);
+  });
+
+  it("a forged v2 event naming one application cannot take another application's event id: the other's genuine callback is still taken", async () => {
+    const { db, config } = harness();
+    await simulatorControl('/', 'PATCH', { holdJobs: true });
+    try {
+      const [userA, userB] = [await newApplicant(), await newApplicant()];
+      const [idA, idB] = [await newApplication(userA), await newApplication(userB)];
+      const sdk = await call('POST', `/v1/kyc/applications/${idA}/verification`, { headers: await applicantHeaders(userA), json: { channel: 'provider_sdk', consent: true } });
+      assert.equal(sdk.status, 201, sdk.text);
+      const upload = { channel: 'server_upload', id_type: 'IDENTITY_CARD', selfie: JPEG_BASE64, document_front: JPEG_BASE64, consent: true };
+      assert.equal((await call('POST', `/v1/kyc/applications/${idB}/verification`, { headers: await applicantHeaders(userB), json: upload })).status, 202);
+      const jobB = await until('b at the provider', async () => {
+        const jobs = (await (await simulatorControl('/jobs', 'GET')).json()) as { userId: string; smileJobId: string }[];
+        return jobs.find((job) => job.userId === userB.id);
+      });
+      const applicationA = await db('kyc_applications').where({ id: idA }).first();
+      const timestamp = new Date().toISOString();
+      const forged = {
+        timestamp,
+        signature: signV2(config.KYC_API_KEY!, config.KYC_PARTNER_ID!, timestamp),
+        PartnerParams: { job_id: applicationA.job_id, user_id: userA.id, job_type: 11 },
+        ResultCode: '0810',
+        ResultText: 'Document Verified',
+        SmileJobID: jobB.smileJobId,
+        IsFinalResult: 'true',
+      };
+      assert.equal((await call('POST', '/v1/kyc/provider-callbacks/v2', { json: forged })).status, 200);
+      await simulatorControl(`/jobs/${jobB.smileJobId}/release`, 'POST');
+      await until('b\'s genuine callback taken', async () => (await db('kyc_callback_events').where({ application_id: idB })).length === 1);
+      assert.equal((await settledStatus(userB, idB)).body.status, 'APPROVED');
+      assert.equal((await db('kyc_applications').where({ id: idA }).first()).status, 'ID_VERIFICATION_PENDING', 'a still awaits its own submission');
+    } finally {
+      await simulatorControl('/', 'PATCH', { holdJobs: false });
+    }
   });
 });

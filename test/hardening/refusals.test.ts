@@ -105,26 +105,57 @@ describe('attack run, finding 6: every refusal is the same everywhere', () => {
     );
   });
 
-  it('the failed-authentication budget also counts per target across addresses: ten addresses cannot keep guessing one user, whose working session goes on', async () => {
-    const { deps } = harness();
+  it('the failed-authentication budget also counts per target across addresses: ten addresses cannot keep guessing one API key, whose holder goes on', async () => {
+    const { deps, db } = harness();
     const api = await startApi(buildApp({ ...deps, config: { ...deps.config, TRUST_PROXY: true, RATE_LIMIT_AUTH_FAILURE_POINTS: 5 } }, { extraRoutes: testRoutes() }), '127.0.0.1', 0);
     try {
-      const user = await newApplicant();
-      const working = bearer(await backendToken(user.id));
-      assert.equal((await call('GET', '/v1/auth/whoami', { baseUrl: api.url, headers: working })).status, 200, 'verified before the attack');
-      // Tokens naming the user that fail verification (another audience), each from another address.
+      const { key } = await createApiKey(db, { organizationId: DEMO.organizations.demo.id });
+      assert.equal((await call('GET', '/v1/auth/whoami', { baseUrl: api.url, headers: bearer(key) })).status, 200, 'verified before the attack');
+      // Guesses sharing the key's prefix (its target), each from another address.
       const statuses = [];
       for (let i = 0; i < 10; i++) {
-        const guess = await backendToken(user.id, { aud: 'someone-else' });
+        const guess = `${key.slice(0, 10)}${randomUUID().replace(/-/g, '')}`;
         statuses.push((await call('GET', '/v1/auth/whoami', { baseUrl: api.url, headers: { ...bearer(guess), 'X-Forwarded-For': `203.0.113.${i + 1}` } })).status);
       }
       assert.deepEqual(statuses, [401, 401, 401, 401, 401, 429, 429, 429, 429, 429]);
-      const fresh = await call('GET', '/v1/auth/whoami', { baseUrl: api.url, headers: { ...bearer(await backendToken(user.id)), 'X-Forwarded-For': '198.51.100.7' } });
-      assert.equal(fresh.status, 429, 'an unverified credential for the target waits out the window');
-      assert.ok(Number(fresh.headers.get('retry-after')) >= 1);
-      assert.equal((await call('GET', '/v1/auth/whoami', { baseUrl: api.url, headers: working })).status, 200, 'the session verified earlier goes on');
-      const other = await newApplicant();
-      assert.equal((await call('GET', '/v1/auth/whoami', { baseUrl: api.url, headers: bearer(await backendToken(other.id)) })).status, 200, 'another user is not affected');
+      assert.equal((await call('GET', '/v1/auth/whoami', { baseUrl: api.url, headers: bearer(key) })).status, 200, 'the key verified earlier goes on');
+      const { key: other } = await createApiKey(db, { organizationId: DEMO.organizations.demo.id });
+      assert.equal((await call('GET', '/v1/auth/whoami', { baseUrl: api.url, headers: bearer(other) })).status, 200, 'another key is not affected');
+    } finally {
+      await api.close();
+    }
+  });
+
+  it('tokens that name a user but fail verification do not lock her out (a subject is unverified: no lockout is keyed on it)', async () => {
+    const { deps } = harness();
+    const api = await startApi(buildApp({ ...deps, config: { ...deps.config, RATE_LIMIT_AUTH_FAILURE_POINTS: 5 } }, { extraRoutes: testRoutes() }), '127.0.0.1', 0);
+    try {
+      const user = await newApplicant();
+      const part = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url');
+      for (let i = 0; i < 4; i++) {
+        const forged = `${part({ alg: 'RS256', typ: 'JWT' })}.${part({ iss: deps.config.AUTH_ISSUER, sub: user.id })}.AAAA`;
+        assert.equal((await call('GET', '/v1/auth/whoami', { baseUrl: api.url, headers: { ...bearer(forged), 'X-Forwarded-For': `198.51.100.${i}` } })).status, 401);
+      }
+      assert.equal((await call('GET', '/v1/auth/whoami', { baseUrl: api.url, headers: bearer(await backendToken(user.id)) })).status, 200, 'her fresh token works');
+    } finally {
+      await api.close();
+    }
+  });
+
+  it('with TRUST_PROXY only the entries our proxies appended count: a client cannot pick its address with X-Forwarded-For', async () => {
+    const { deps } = harness();
+    const api = await startApi(
+      buildApp({ ...deps, config: { ...deps.config, TRUST_PROXY: true, TRUST_PROXY_HOPS: 1, MOBILE_MONEY_CALLBACK_SOURCES: ['196.201.214.0/24'] } }, { extraRoutes: testRoutes() }),
+      '127.0.0.1',
+      0,
+    );
+    try {
+      const path = `/v1/transactions/mobilemoney/callbacks/stk/${randomUUID()}/token`;
+      // The client claims a provider address first; the proxy (here: none, the socket) appends the real one.
+      const spoofed = await call('POST', path, { baseUrl: api.url, json: {}, headers: { 'X-Forwarded-For': '196.201.214.7, 203.0.113.9' } });
+      assert.equal(spoofed.status, 403, 'the address our proxy saw (203.0.113.9) is not the provider\'s');
+      const honest = await call('POST', path, { baseUrl: api.url, json: {}, headers: { 'X-Forwarded-For': '203.0.113.9, 196.201.214.7' } });
+      assert.equal(honest.status, 404, 'the provider address our proxy appended passes the allow-list');
     } finally {
       await api.close();
     }

@@ -1,7 +1,9 @@
 import { strict as assert } from 'node:assert';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { ledgerIsBalanced } from '../../db/ledger';
+import { workflowIds } from '../../workflows/ids';
 import { harness } from '../support/harness';
+import { recordHistory } from '../support/histories';
 import { call } from '../support/http';
 import {
   balanceOf,
@@ -99,7 +101,9 @@ describe('protocol: push-prompt callbacks (not signed: token in the URL, checked
     assert.ok(Date.parse(callback.at) < Date.parse(push.receivedAt) + hangMs, 'the callback came while the push request was still unanswered');
 
     const row = await transactionRow(created.id);
-    assert.equal(row.checkout_request_id, null, 'the push activity never learned the CheckoutRequestID');
+    // The push step never learned it; the settlement recorded the push id that proved the payment.
+    assert.equal(row.checkout_request_id, push.checkoutRequestId);
+    await recordHistory(workflowIds.stkPush(created.id), 'stkPush-lost-answer-confirmed-by-query');
     assert.ok(row.provider_request_attempted_at);
     assert.equal(done.mobilemoney_transaction_id, push.receipt);
     // Complete and consistent as far as the route could see: handed over as a result, which the

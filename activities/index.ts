@@ -3,10 +3,10 @@ import type { Config } from '../config';
 import type { Logger } from '../config/logger';
 import type { Clock } from '../domain/clock';
 import type { Providers } from '../providers';
-import { createCallbackActivities } from './callbacks';
-import { createKycActivities } from './kyc';
-import { createKycSweepActivities } from './kyc-sweep';
-import { createMobileMoneyActivities } from './mobile-money';
+import { createCallbackActivities } from './platform/callback-retention';
+import { createKycActivities } from './kyc/verification';
+import { createKycSweepActivities } from './kyc/expiry-sweep';
+import { createMobileMoneyActivities } from './mobile-money/index';
 
 /** What activities are built from; one instance per worker process, no module-level state. */
 export interface ActivityDeps {

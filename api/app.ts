@@ -19,17 +19,17 @@ import { createTokenService } from './auth/tokens';
 import { createRateLimiter } from './middleware/rate-limit';
 import { createIdempotency } from './middleware/idempotency';
 import { type AnyRoute, type RouteInput, routerPath } from './route';
-import { authRoutes } from './routes/auth';
-import { kycRoutes } from './routes/kyc';
-import { kycCallbackRoutes } from './routes/kyc-callbacks';
-import { kycInternalRoutes, kycSweepRoutes } from './routes/kyc-internal';
-import { kycVerificationRoutes } from './routes/kyc-verification';
-import { kycWorkflows } from './kyc-workflows';
-import { createHotReads } from '../db/hot-reads';
-import { mobileMoneyCallbackRoutes } from './routes/mobile-money-callbacks';
-import { systemRoutes } from './routes/system';
-import { transactionRoutes } from './routes/transactions';
-import { transactionWorkflows } from './transaction-workflows';
+import { authRoutes } from './platform/auth';
+import { kycRoutes } from './kyc/applications';
+import { kycCallbackRoutes } from './kyc/callbacks';
+import { kycInternalRoutes, kycSweepRoutes } from './kyc/internal';
+import { kycVerificationRoutes } from './kyc/verification';
+import { kycWorkflows } from './kyc/workflows';
+import { createHotReads } from '../db/kyc/hot-reads';
+import { mobileMoneyCallbackRoutes } from './mobile-money/callbacks';
+import { systemRoutes } from './platform/system';
+import { transactionRoutes } from './mobile-money/transactions';
+import { transactionWorkflows } from './mobile-money/workflows';
 import { checkRequest, invalidParams } from './validation';
 
 export interface BuiltApp {

@@ -6,7 +6,7 @@ import { createDb, migrate } from '../db/knex';
 import { DEMO, seedDemoData } from '../db/seeds/demo';
 import { mobileMoneySettings, startDevelopmentProviders } from '../dev/simulators';
 import { startTemporalDevServer } from '../dev/temporal-server';
-import { requestToken } from '../providers/simulators/identity-provider';
+import { requestToken } from '../providers/identity/simulator';
 import { freePort } from '../test/support/ports';
 import { workflowIds } from '../workflows/ids';
 import { benchDatabase } from './database';

@@ -1,8 +1,8 @@
 import type { Config } from '../config';
 import { DEMO, type SeedOptions } from '../db/seeds/demo';
-import { type RunningIdentityProvider, startIdentityProvider } from '../providers/simulators/identity-provider';
-import { type RunningKycSimulator, startKycSimulator } from '../providers/simulators/kyc-provider';
-import { type RunningMobileMoneySimulator, startMobileMoneySimulator } from '../providers/simulators/mobile-money';
+import { type RunningIdentityProvider, startIdentityProvider } from '../providers/identity/simulator';
+import { type RunningKycSimulator, startKycSimulator } from '../providers/kyc/simulator';
+import { type RunningMobileMoneySimulator, startMobileMoneySimulator } from '../providers/mobile-money/simulator';
 import { devSeedOptions, grantDemoMerchantOverHttp, withDevIdentityProvider } from './identity';
 
 /** Development credentials of the simulated identity-verification provider (never real ones). */

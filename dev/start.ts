@@ -14,7 +14,7 @@ import { systemClock } from '../domain/clock';
 import { createProviders } from '../providers';
 import { bundleWorkflows } from '../worker/bundle';
 import { installRuntime } from '../worker/runtime';
-import { ensureSchedules } from '../worker/schedules';
+import { ensureSchedules } from '../worker/schedules/index';
 import { createWorker } from '../worker/worker';
 import { startEmbeddedPostgres } from './embedded-postgres';
 import { serviceSigningKey } from './identity';

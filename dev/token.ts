@@ -1,5 +1,5 @@
 import { DEMO } from '../db/seeds/demo';
-import { type Realm, requestToken } from '../providers/simulators/identity-provider';
+import { type Realm, requestToken } from '../providers/identity/simulator';
 import { parseOptions, runCli } from './cli';
 
 const USAGE = `usage: npm run --silent token -- --user <user id or e-mail> [--org <organization id>]

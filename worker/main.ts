@@ -7,7 +7,7 @@ import { systemClock } from '../domain/clock';
 import { createProviders } from '../providers';
 import { bundleWorkflows } from './bundle';
 import { installRuntime } from './runtime';
-import { ensureSchedules } from './schedules';
+import { ensureSchedules } from './schedules/index';
 import { createWorker } from './worker';
 
 /**

@@ -2,8 +2,8 @@
  * The workflow bundle's entry point: every workflow of the service is re-exported here, and the
  * exported function's name is its workflow type.
  */
-export { callbackRetention } from './callback-retention';
-export { kycExpirySweep, kycExpirySweepAll } from './kyc-expiry-sweep';
-export { kycVerification } from './kyc-verification';
-export { sendMoney } from './send-money';
-export { stkPush } from './stk-push';
+export { callbackRetention } from './platform/callback-retention';
+export { kycExpirySweep, kycExpirySweepAll } from './kyc/expiry-sweep';
+export { kycVerification } from './kyc/verification';
+export { sendMoney } from './mobile-money/send-money';
+export { stkPush } from './mobile-money/stk-push';

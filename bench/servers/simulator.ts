@@ -1,6 +1,6 @@
 import { DEV_MOBILE_MONEY } from '../../dev/simulators';
-import { startKycSimulator } from '../../providers/simulators/kyc-provider';
-import { startMobileMoneySimulator } from '../../providers/simulators/mobile-money';
+import { startKycSimulator } from '../../providers/kyc/simulator';
+import { startMobileMoneySimulator } from '../../providers/mobile-money/simulator';
 
 /**
  * A provider simulator in a process of its own, so neither the load generator nor the service

@@ -15,9 +15,9 @@ import { createLogger, type Logger } from '../../config/logger';
 import { createDb, dropDatabase, ensureDatabase, type Knex, migrate } from '../../db/knex';
 import { seedDemoData } from '../../db/seeds/demo';
 import { startDevelopmentProviders } from '../../dev/simulators';
-import type { RunningKycSimulator } from '../../providers/simulators/kyc-provider';
-import type { RunningMobileMoneySimulator } from '../../providers/simulators/mobile-money';
-import type { RunningIdentityProvider } from '../../providers/simulators/identity-provider';
+import type { RunningKycSimulator } from '../../providers/kyc/simulator';
+import type { RunningMobileMoneySimulator } from '../../providers/mobile-money/simulator';
+import type { RunningIdentityProvider } from '../../providers/identity/simulator';
 import { startEmbeddedPostgres } from '../../dev/embedded-postgres';
 import { findTemporalCli } from '../../dev/temporal-cli';
 import { startTemporalDevServer } from '../../dev/temporal-server';
@@ -25,7 +25,7 @@ import { systemClock } from '../../domain/clock';
 import { createProviders } from '../../providers';
 import { bundleWorkflows } from '../../worker/bundle';
 import { installRuntime } from '../../worker/runtime';
-import { ensureSchedules } from '../../worker/schedules';
+import { ensureSchedules } from '../../worker/schedules/index';
 import { createWorker } from '../../worker/worker';
 import { freePort } from './ports';
 import { createTestActivities } from './test-activities';
@@ -125,7 +125,7 @@ export async function startHarness(): Promise<Harness> {
       return pg.url;
     }),
     step('temporal cli', () => findTemporalCli({ explicitPath: config.TEMPORAL_CLI_PATH, log })),
-    step('bundle', () => bundleWorkflows(require.resolve('../workflows'))),
+    step('bundle', () => bundleWorkflows(require.resolve('../fixtures/workflows'))),
   ]);
 
   const databaseName = `lending_test_${process.pid}_${randomBytes(4).toString('hex')}`;

@@ -4,7 +4,7 @@ import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { harness } from './harness';
 
 /**
- * With RECORD_HISTORIES=1, saves a finished run's history under test/histories for the replay
+ * With RECORD_HISTORIES=1, saves a finished run's history under test/replay/histories for the replay
  * test. Record a changed workflow under a new name and keep the old file: old histories are
  * what proves a change still replays the runs already in flight.
  */
@@ -14,7 +14,7 @@ export async function recordHistory(workflowId: string, name: string): Promise<v
   // The run's own end: its last step's effects can be visible before its last task is saved.
   await handle.result().catch(() => undefined);
   const history = await handle.fetchHistory();
-  const dir = path.join(__dirname, '..', 'histories');
+  const dir = path.join(__dirname, '..', 'replay', 'histories');
   await mkdir(dir, { recursive: true });
   await writeFile(path.join(dir, `${name}.json`), historyToJSON(history));
 }

@@ -1,19 +1,19 @@
 import { strict as assert } from 'node:assert';
 import { randomBytes, randomInt, randomUUID } from 'node:crypto';
-import { createMobileMoneyActivities } from '../../activities/mobile-money';
+import { createMobileMoneyActivities } from '../../activities/mobile-money/index';
 import { DEMO } from '../../db/seeds/demo';
 import { systemClock } from '../../domain/clock';
-import { accountBalance, ledgerAccounts, postJournal } from '../../db/ledger';
-import { findTransaction, type TransactionRow } from '../../db/transactions';
+import { accountBalance, ledgerAccounts, postJournal } from '../../db/ledger/ledger';
+import { findTransaction, type TransactionRow } from '../../db/mobile-money/transactions';
 import { feeFor } from '../../domain/mobile-money/transaction';
-import type { SentCallback, SimulatedPayment, SimulatedPush, SimulatorMode } from '../../providers/simulators/mobile-money';
+import type { SentCallback, SimulatedPayment, SimulatedPush, SimulatorMode } from '../../providers/mobile-money/simulator';
 import { harness } from './harness';
 import { call, type Reply } from './http';
 import { applicantHeaders } from './kyc';
 
 /**
  * A fresh customer of the demo organization with a current and a credit account. The mobile
- * number's last digit decides the simulator's outcome (see providers/simulators/mobile-money.ts):
+ * number's last digit decides the simulator's outcome (see providers/mobile-money/simulator.ts):
  * 0 paid, 1 cancelled, 2 unreachable, 3 insufficient, 4 wrong PIN, 5 expired.
  */
 export async function newCustomer(lastDigit = 0) {

@@ -2,7 +2,7 @@ import { once } from 'node:events';
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { mobileMoneySettings } from '../../dev/simulators';
-import { ensureSchedules } from '../../worker/schedules';
+import { ensureSchedules } from '../../worker/schedules/index';
 import { harness } from './harness';
 
 const ROOT = path.resolve(__dirname, '../..');

@@ -1,8 +1,8 @@
 import { strict as assert } from 'node:assert';
 import fc from 'fast-check';
 import { assessPayoutResult, assessPushCallback, normalizeKenyanMobile, wholeShillings } from '../../domain/mobile-money/callbacks';
-import type { StkCallbackTrigger, StkResult } from '../../workflows/mobile-money-messages';
-import { PushCallbackTriage } from '../../workflows/stk-push-callbacks';
+import type { StkCallbackTrigger, StkResult } from '../../workflows/mobile-money/messages';
+import { PushCallbackTriage } from '../../workflows/mobile-money/stk-push-callbacks';
 
 const OWN = { checkoutRequestId: 'ws_CO_own', merchantRequestId: 'm-own' };
 const push = { ...OWN, amountMinor: 10_000, phone: '+254712345670' };

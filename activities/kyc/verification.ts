@@ -1,0 +1,176 @@
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import { findApplication, type KycApplicationRow } from '../../db/kyc/applications';
+import { categoryOf, ResultCategory } from '../../domain/kyc/result-codes';
+import { KycStatus } from '../../domain/kyc/status';
+import { KycProviderError, type JobStatus } from '../../providers/kyc/client';
+import type { ActivityDeps } from '../index';
+
+/** Which application an activity works on; images and job ids are read from Postgres by reference. */
+export interface ApplicationRef {
+  organizationId: string;
+  applicationId: string;
+}
+
+export interface ProviderStatus {
+  /** `closed`: the application is no longer pending here (the expiry sweep settled it); the provider was not asked. */
+  state: JobStatus['state'] | 'closed';
+  category?: ResultCategory;
+  resultCode?: string;
+  resultText?: string;
+  isFinal?: boolean;
+  /** The provider's job id, when the lookup found the job. */
+  providerJobId?: string;
+}
+
+export const KycFailure = {
+  /** A v3 submission may have reached the provider, which cannot be asked by our job id. */
+  SUBMISSION_INDETERMINATE: 'SUBMISSION_INDETERMINATE',
+  PROVIDER_REJECTED_REQUEST: 'PROVIDER_REJECTED_REQUEST',
+} as const;
+
+/** Provider errors that another attempt cannot fix end the activity's retries. */
+function providerFailure(error: unknown): never {
+  if (error instanceof KycProviderError && !error.retryable) {
+    throw ApplicationFailure.nonRetryable(error.message, KycFailure.PROVIDER_REJECTED_REQUEST);
+  }
+  throw error;
+}
+
+export function createKycActivities(deps: ActivityDeps) {
+  const { db, providers, config, clock } = deps;
+  const callbackUrl = (version: string) => `${config.PUBLIC_BASE_URL}/v1/kyc/provider-callbacks/${version}`;
+
+  async function load(ref: ApplicationRef): Promise<KycApplicationRow> {
+    const application = await findApplication(db, ref.organizationId, ref.applicationId);
+    if (!application) throw ApplicationFailure.nonRetryable(`no KYC application ${ref.applicationId}`, 'NOT_FOUND');
+    return application;
+  }
+  const update = (ref: ApplicationRef, values: Record<string, unknown>) =>
+    db('kyc_applications').where({ organization_id: ref.organizationId, id: ref.applicationId }).update({ ...values, updated_at: clock.now() });
+
+  return {
+    /**
+     * Submits the stored images for enhanced document verification (job type 11). Never
+     * creates a second provider job: the attempt is recorded first, and a retry after an
+     * attempt asks the provider (v2, by our job id) or gives up (v3) instead of submitting again.
+     */
+    async submitDocumentVerification(ref: ApplicationRef): Promise<{ providerJobId: string | null }> {
+      const application = await load(ref);
+      if (application.provider_job_id) return { providerJobId: application.provider_job_id };
+      const version = application.api_version ?? 'v2';
+      if (application.submission_attempted_at) {
+        if (version === 'v3') {
+          throw ApplicationFailure.nonRetryable('an earlier v3 submission may have reached the provider', KycFailure.SUBMISSION_INDETERMINATE);
+        }
+        const known = await providers.kyc
+          .jobStatus({ apiVersion: 'v2', jobId: application.job_id!, userId: application.user_id })
+          .catch(providerFailure);
+        if (known.state !== 'not_found') return { providerJobId: known.state === 'final' ? (known.providerJobId ?? null) : null };
+      }
+      await update(ref, { submission_attempted_at: clock.now() });
+      const documents = await db('kyc_documents')
+        .where({ organization_id: ref.organizationId, application_id: ref.applicationId })
+        .orderBy(['kind', 'position'])
+        .select<{ kind: string; content: Buffer }[]>('kind', 'content');
+      const one = (kind: string) => documents.find((d) => d.kind === kind)?.content;
+      const subject = await db('kyc_subjects').where({ organization_id: ref.organizationId, user_id: application.user_id }).first();
+      const submitted = await providers.kyc
+        .submitDocumentVerification({
+          apiVersion: version,
+          jobId: application.job_id!,
+          userId: application.user_id,
+          country: subject?.country ?? 'KE',
+          idType: subject?.identity_type ?? 'IDENTITY_CARD',
+          idNumber: subject?.id_number ?? undefined,
+          consent: true,
+          callbackUrl: callbackUrl(version),
+          images: {
+            selfie: one('SELFIE')!,
+            documentFront: one('DOCUMENT_FRONT')!,
+            documentBack: one('DOCUMENT_BACK'),
+            livenessImages: documents.filter((d) => d.kind === 'LIVENESS').map((d) => d.content),
+          },
+        })
+        .catch(providerFailure);
+      await update(ref, { provider_job_id: submitted.providerJobId });
+      return { providerJobId: submitted.providerJobId };
+    },
+
+    /** A provider SDK session token for the application's job. */
+    async createSdkSession(ref: ApplicationRef): Promise<{ token: string; apiVersion: string }> {
+      const application = await load(ref);
+      const version = application.api_version ?? 'v2';
+      const session = await providers.kyc
+        .createSdkSession({ apiVersion: version, jobId: application.job_id!, userId: application.user_id, callbackUrl: callbackUrl(version) })
+        .catch(providerFailure);
+      return { token: session.token, apiVersion: version };
+    },
+
+    /**
+     * Where the provider stands on the application's job (a signed lookup for v2). A v3 job
+     * whose id no one reported is looked up by the id a signed v3 callback named, and that id
+     * is recorded only when the lookup finds the job.
+     */
+    async checkProviderStatus(ref: ApplicationRef, providerJobIdHint?: string): Promise<ProviderStatus> {
+      const application = await load(ref);
+      if (application.status !== KycStatus.ID_VERIFICATION_PENDING) return { state: 'closed' };
+      const status = await providers.kyc
+        .jobStatus({
+          apiVersion: application.api_version ?? 'v2',
+          jobId: application.job_id!,
+          userId: application.user_id,
+          providerJobId: application.provider_job_id ?? providerJobIdHint,
+        })
+        .catch(providerFailure);
+      await update(ref, { provider_checked_at: clock.now() });
+      if (status.state !== 'final') return { state: status.state };
+      const providerJobId = status.providerJobId ?? application.provider_job_id ?? undefined;
+      if (providerJobId && !application.provider_job_id) await update(ref, { provider_job_id: providerJobId });
+      return { state: 'final', category: categoryOf(status.resultCode), resultCode: status.resultCode, resultText: status.resultText, isFinal: status.isFinal, providerJobId };
+    },
+
+    async recordProviderJobId(ref: ApplicationRef & { providerJobId: string }): Promise<void> {
+      await db('kyc_applications')
+        .where({ organization_id: ref.organizationId, id: ref.applicationId })
+        .whereNull('provider_job_id')
+        .update({ provider_job_id: ref.providerJobId, updated_at: clock.now() });
+    },
+
+    async recordReview(ref: ApplicationRef): Promise<void> {
+      await update(ref, { needs_review: true });
+    },
+
+    /**
+     * Completes a pending application from a confirmed provider verdict. Conditional on the
+     * status, so completing twice (a replayed activity, the sweep racing) changes nothing.
+     */
+    async completeVerification(ref: ApplicationRef & { resultCode: string; resultText: string }): Promise<{ status: KycStatus }> {
+      const application = await load(ref);
+      if (application.status !== KycStatus.ID_VERIFICATION_PENDING) return { status: application.status };
+      const approved = categoryOf(ref.resultCode) === ResultCategory.APPROVED;
+      const exhausted = !approved && application.resubmission_count >= config.KYC_MAX_RESUBMISSIONS;
+      const status = approved ? KycStatus.APPROVED : KycStatus.REJECTED;
+      await db('kyc_applications')
+        .where({ organization_id: ref.organizationId, id: ref.applicationId, status: KycStatus.ID_VERIFICATION_PENDING })
+        .update({
+          status,
+          outcome: approved ? 'PASS' : 'FAIL',
+          result_code: ref.resultCode,
+          reason: ref.resultText,
+          needs_review: false,
+          verification_completed_at: clock.now(),
+          reapply_blocked_until: exhausted ? new Date(clock.now().getTime() + config.KYC_REAPPLY_BLOCK) : null,
+          updated_at: clock.now(),
+        });
+      Context.current().log.info('KYC verification completed', { applicationId: ref.applicationId, status });
+      return { status };
+    },
+
+    /** A submission that cannot go on: the application is rejected with the reason, and may be submitted again. */
+    async failSubmission(ref: ApplicationRef & { reason: string }): Promise<void> {
+      await db('kyc_applications')
+        .where({ organization_id: ref.organizationId, id: ref.applicationId, status: KycStatus.ID_VERIFICATION_PENDING })
+        .update({ status: KycStatus.REJECTED, outcome: 'ERROR', reason: ref.reason, verification_completed_at: clock.now(), updated_at: clock.now() });
+    },
+  };
+}

@@ -1,0 +1,212 @@
+import { z } from 'zod';
+import { ErrorCode, ServiceError } from '../../domain/errors';
+import { KycStatus } from '../../domain/kyc/status';
+import { allows, Permission } from '../../domain/rbac';
+import type { Caller } from '../auth/caller';
+import { actingOrganization } from '../auth/policy';
+import type { AppDeps } from '../deps';
+import type { KycWorkflows } from './workflows';
+import { type AnyRoute, defineRoute, type RouteAuth } from '../route';
+
+/** Backend user tokens or API keys (organization or platform), as spec 4.2 says for these lookups. */
+const INTERNAL: RouteAuth = { schemes: ['user', 'api_key'] };
+const LOOKUP_FORBIDDEN = 'organization_id passed by a caller other than a platform API key, or neither the user themself nor kyc.read for the organization';
+/** An organization id as a query parameter: the organizations table's ids are short text. */
+const OrganizationId = z.string().min(1).max(255);
+
+const Subject = z
+  .object({
+    type: z.string(),
+    id: z.string(),
+    phone: z.string().nullable(),
+    organization_user_id: z.string(),
+    name: z.string().nullable(),
+    email: z.string().nullable(),
+    id_number: z.string().nullable(),
+    date_of_birth: z.string().nullable(),
+    gender: z.string().nullable(),
+    identity_type: z.string().nullable(),
+  })
+  .meta({ id: 'KycSubject' });
+
+const InternalStatus = z
+  .object({
+    user_id: z.uuid(),
+    organization_id: z.string(),
+    application_id: z.uuid(),
+    status: z.string(),
+    user_type: z.string(),
+    merchant_type: z.string().nullable(),
+    verification_result: z.string().meta({ description: 'PENDING (draft or pending), PASSED, FAILED or EXPIRED' }),
+    verification_reason_code: z.string().nullable(),
+    verification_reason: z.string().nullable(),
+    resubmission_count: z.number().int(),
+    reapply_blocked_until: z.string().nullable(),
+    verification_completed_at: z.string().nullable(),
+    submitted_at: z.string().nullable(),
+    updated_at: z.string(),
+    subject: Subject.nullable(),
+  })
+  .meta({ id: 'InternalKycStatus' });
+
+const SubjectDetails = z
+  .object({
+    user_id: z.uuid(),
+    organization_id: z.string(),
+    application_id: z.uuid().nullable(),
+    subject: Subject,
+    documents: z.array(z.object({ kind: z.string(), position: z.number().int(), content_type: z.string(), image_base64: z.string() })),
+  })
+  .meta({ id: 'KycSubjectDetails' });
+
+const RESULT: Record<KycStatus, string> = { DRAFT: 'PENDING', ID_VERIFICATION_PENDING: 'PENDING', APPROVED: 'PASSED', REJECTED: 'FAILED', EXPIRED: 'EXPIRED' };
+const iso = (value: Date | string | null | undefined) => (value ? new Date(value).toISOString() : null);
+const day = (value: Date | string | null | undefined) => (value ? new Date(value).toISOString().slice(0, 10) : null);
+
+/**
+ * The organization a lookup acts for, and the check that the caller may read this user's KYC:
+ * the user themself, or a caller holding kyc.read for that organization.
+ */
+function authorizeLookup(caller: Caller, requestedOrganization: string | undefined, userId: string): string {
+  const organizationId = actingOrganization(caller, requestedOrganization);
+  const self = caller.scheme === 'user' && caller.userId === userId;
+  if (!self && !allows(caller.grants, Permission.KYC_READ, caller.organizationId, organizationId)) {
+    throw new ServiceError(ErrorCode.FORBIDDEN, 'Missing permission kyc.read for this organization');
+  }
+  return organizationId;
+}
+
+/** Internal KYC lookups (spec 4.2), served under both /v1/internal/kyc and /api/internal/kyc. */
+export function kycInternalRoutes(deps: AppDeps): AnyRoute[] {
+  const { db } = deps;
+
+  async function subjectOf(organizationId: string, userId: string) {
+    const user = await db('users').where({ organization_id: organizationId, id: userId }).first();
+    const subject = await db('kyc_subjects').where({ organization_id: organizationId, user_id: userId }).first();
+    if (!user || !subject) return undefined;
+    return {
+      type: subject.type,
+      id: subject.id,
+      phone: subject.phone ?? user.phone_number ?? null,
+      organization_user_id: user.id,
+      name: subject.name ?? user.name ?? null,
+      email: subject.email ?? user.email ?? null,
+      id_number: subject.id_number ?? null,
+      date_of_birth: day(subject.date_of_birth),
+      gender: subject.gender ?? null,
+      identity_type: subject.identity_type ?? null,
+    };
+  }
+  const latestApplication = (organizationId: string, userId: string) =>
+    db('kyc_applications').where({ organization_id: organizationId, user_id: userId }).orderBy('created_at', 'desc').first();
+
+  return ['/v1/internal/kyc', '/api/internal/kyc'].flatMap((prefix): AnyRoute[] => {
+    const cluster = prefix.startsWith('/api');
+    return [
+      defineRoute({
+        method: 'get',
+        path: `${prefix}/status`,
+        operationId: cluster ? 'getInternalKycStatusClusterLocal' : 'getInternalKycStatus',
+        summary: `Internal KYC status of a user${cluster ? ' (cluster-local prefix)' : ''}`,
+        description:
+          'organization_id is honoured only for a platform API key (and required with one); any other caller passing it gets 403. ' +
+          'The caller is the user themself or holds kyc.read for the organization.',
+        tags: ['kyc internal'],
+        auth: INTERNAL,
+        request: { query: z.strictObject({ user_id: z.uuid(), organization_id: OrganizationId.optional() }) },
+        responses: { 200: { description: 'Status', schema: InternalStatus } },
+        errors: { NOT_FOUND: 'the user has no KYC application in the organization', FORBIDDEN: LOOKUP_FORBIDDEN },
+        async handler(ctx, { query }) {
+          const organizationId = authorizeLookup(ctx.state.caller as Caller, query.organization_id, query.user_id);
+          const application = await latestApplication(organizationId, query.user_id);
+          if (!application) throw new ServiceError(ErrorCode.NOT_FOUND, 'The user has no KYC application');
+          const subject = await subjectOf(organizationId, query.user_id);
+          ctx.body = {
+            user_id: query.user_id,
+            organization_id: organizationId,
+            application_id: application.id,
+            status: application.status,
+            user_type: subject?.type === 'merchant' ? 'MERCHANT' : 'INDIVIDUAL',
+            merchant_type: subject?.type === 'merchant' ? 'SOLE_PROPRIETOR' : null,
+            verification_result: RESULT[application.status as KycStatus] ?? 'PENDING',
+            verification_reason_code: application.result_code,
+            verification_reason: application.reason,
+            resubmission_count: application.resubmission_count,
+            reapply_blocked_until: iso(application.reapply_blocked_until),
+            verification_completed_at: iso(application.verification_completed_at),
+            submitted_at: iso(application.submitted_at),
+            updated_at: iso(application.updated_at),
+            subject: subject ?? null,
+          };
+        },
+      }),
+      defineRoute({
+        method: 'get',
+        path: `${prefix}/subjects/{user_id}`,
+        operationId: cluster ? 'getKycSubjectDetailsClusterLocal' : 'getKycSubjectDetails',
+        summary: `Full identity and documents of a KYC subject, images inline as base64${cluster ? ' (cluster-local prefix)' : ''}`,
+        description: 'For a bank onboarding during current-account self-activation. 404 when the user has no provisioned subject yet.',
+        tags: ['kyc internal'],
+        auth: INTERNAL,
+        request: { params: z.object({ user_id: z.uuid() }), query: z.strictObject({ organization_id: OrganizationId.optional() }) },
+        responses: { 200: { description: 'Subject details', schema: SubjectDetails } },
+        errors: { NOT_FOUND: 'the user has no provisioned KYC subject yet', FORBIDDEN: LOOKUP_FORBIDDEN },
+        async handler(ctx, { params, query }) {
+          const organizationId = authorizeLookup(ctx.state.caller as Caller, query.organization_id, params.user_id);
+          const subject = await subjectOf(organizationId, params.user_id);
+          if (!subject) throw new ServiceError(ErrorCode.NOT_FOUND, 'No provisioned KYC subject for this user');
+          const application = await latestApplication(organizationId, params.user_id);
+          const documents = application
+            ? await db('kyc_documents')
+                .where({ organization_id: organizationId, application_id: application.id })
+                .orderBy(['kind', 'position'])
+                .select<{ kind: string; position: number; content_type: string; content: Buffer }[]>('kind', 'position', 'content_type', 'content')
+            : [];
+          ctx.body = {
+            user_id: params.user_id,
+            organization_id: organizationId,
+            application_id: application?.id ?? null,
+            subject,
+            documents: documents.map((d) => ({ kind: d.kind, position: d.position, content_type: d.content_type, image_base64: d.content.toString('base64') })),
+          };
+        },
+      }),
+    ];
+  });
+}
+
+const SweepResultSchema = z
+  .object({
+    job: z.literal('KYC_STALE_SESSION_EXPIRY'),
+    organization_id: z.string(),
+    started_at: z.string(),
+    finished_at: z.string(),
+    result: z.object({ scanned: z.number().int(), expired: z.number().int(), completed: z.number().int(), still_pending: z.number().int(), failed: z.number().int() }),
+  })
+  .meta({ id: 'ExpirySweepResult' });
+
+/**
+ * The operator-triggered expiry sweep for the caller's organization (spec 4.2): backend user
+ * token with accounts.write at ORG scope (own organization) or PLATFORM scope; the organization
+ * comes from the token and organization_id is refused (403). It follows the same interval as the
+ * schedule: within the window it answers the last sweep's result.
+ */
+export function kycSweepRoutes(workflows: KycWorkflows): AnyRoute[] {
+  return ['/v1/internal/kyc', '/api/internal/kyc'].map((prefix) =>
+    defineRoute({
+      method: 'post',
+      path: `${prefix}/applications/expirations`,
+      operationId: prefix.startsWith('/api') ? 'runKycExpirySweepClusterLocal' : 'runKycExpirySweep',
+      summary: 'Run the stale-session expiry sweep for the caller organization',
+      tags: ['kyc internal'],
+      auth: { schemes: ['user'], permission: Permission.ACCOUNTS_WRITE },
+      request: { query: z.strictObject({ organization_id: OrganizationId.optional().meta({ description: 'Refused: the organization comes from the token.' }) }) },
+      responses: { 200: { description: 'Sweep result', schema: SweepResultSchema } },
+      errors: { FORBIDDEN: 'organization_id passed (the organization comes from the token)' },
+      async handler(ctx, { query }) {
+        const organizationId = actingOrganization(ctx.state.caller as Caller, query.organization_id);
+        ctx.body = await workflows.runExpirySweep(organizationId);
+      },
+    }),
+  );
+}

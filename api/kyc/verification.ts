@@ -1,0 +1,307 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { z } from 'zod';
+import type { HotReads } from '../../db/kyc/hot-reads';
+import type { KycApplicationRow } from '../../db/kyc/applications';
+import { ErrorCode, type InvalidParam, ServiceError, SubCode } from '../../domain/errors';
+import { negotiateProviderApiVersion, type ProviderApiVersion } from '../../domain/kyc/provider-version';
+import { KycStatus, statusView } from '../../domain/kyc/status';
+import { isSupportedDocument } from '../../providers/kyc/supported-documents';
+import type { KycVerificationInput } from '../../workflows/kyc/messages';
+import type { UserCaller } from '../auth/caller';
+import type { AppDeps } from '../deps';
+import { type DecodedImage, decodeImage, isInvalid, KycSubCode } from './images';
+import type { KycWorkflows } from './workflows';
+import { type AnyRoute, defineRoute, deprecatedAlias } from '../route';
+import { APPLICANT, ApplicationPath, ApplicationStatus, callersOwn, NO_SUCH_APPLICATION, ownApplication, VersionsHeader } from './applications';
+
+const image = z.string().min(1).meta({ description: 'Base64 JPEG or PNG (a data: URL prefix is accepted).' });
+
+const ServerUpload = z.strictObject({
+  channel: z.literal('server_upload'),
+  id_type: z.string().min(1).max(64).meta({ example: 'IDENTITY_CARD' }),
+  country: z.string().length(2).default('KE').meta({ description: 'Two-letter country of the document; KE when omitted.' }),
+  id_number: z.string().min(1).max(64).optional(),
+  selfie: image,
+  document_front: image,
+  document_back: image.optional(),
+  liveness_images: z.array(image).max(50).optional(),
+  consent: z.boolean().optional(),
+});
+const ProviderSdk = z.strictObject({
+  channel: z.enum(['provider_sdk', 'web_sdk']).meta({ description: 'web_sdk is the legacy name of provider_sdk (deprecated).' }),
+  consent: z.boolean().optional(),
+});
+const VerificationRequest = z.discriminatedUnion('channel', [ServerUpload, ProviderSdk]).meta({ id: 'VerificationRequest' });
+
+const ProviderSession = z
+  .object({
+    application_id: z.uuid(),
+    provider: z.string(),
+    config: z.record(z.string(), z.unknown()).meta({ description: 'token (the SDK session token, also at network.config.token for the mobile SDKs), api_version, job_id, user_id' }),
+  })
+  .meta({ id: 'ProviderSession' });
+
+/** The capture alias: the server_upload fields without the channel (a liveness selfie, frames, ID front and back). */
+const Capture = ServerUpload.omit({ channel: true }).meta({ id: 'CaptureRequest' });
+const Session = z.strictObject({ consent: z.boolean().optional() }).optional();
+
+const ReportJobId = z.strictObject({ provider_job_id: z.string().min(1).max(100) }).meta({ id: 'ReportProviderJobId' });
+
+const SUBMITTED = { description: 'Submitted (server_upload)', schema: ApplicationStatus };
+const SESSION_CREATED = { description: 'Provider session (provider_sdk, web_sdk)', schema: ProviderSession };
+
+/** Applications that may take a (new) submission. */
+const SUBMITTABLE = [KycStatus.DRAFT, KycStatus.REJECTED, KycStatus.EXPIRED];
+
+export function kycVerificationRoutes(deps: AppDeps, workflows: KycWorkflows, hotReads: HotReads): AnyRoute[] {
+  const { config, db, clock } = deps;
+  const view = (application: Parameters<typeof statusView>[0]) => statusView(application, clock.now(), config.KYC_MAX_RESUBMISSIONS);
+
+  /** The version a submission runs on; it must be the one the requirements were read for. */
+  function pinVersion(application: KycApplicationRow, header: string | undefined): ProviderApiVersion {
+    const version = negotiateProviderApiVersion(header);
+    if (application.negotiated_api_version && application.negotiated_api_version !== version) {
+      throw new ServiceError(ErrorCode.INVALID_PARAMS, 'X-Provider-Api-Versions differs from the one sent to GET verification', [
+        {
+          path: 'header.x-provider-api-versions',
+          reason: `the requirements were read for ${application.negotiated_api_version}; this request negotiates ${version}`,
+          sub_code: KycSubCode.VERSION_MISMATCH,
+        },
+      ]);
+    }
+    return version;
+  }
+
+  /** Moves the application to ID_VERIFICATION_PENDING for a new job, with its stored images. */
+  async function beginSubmission(
+    application: KycApplicationRow,
+    changes: { channel: string; apiVersion: ProviderApiVersion; images?: { kind: string; position: number; image: DecodedImage }[]; subject?: Record<string, unknown> },
+  ): Promise<KycApplicationRow> {
+    const caller = { organizationId: application.organization_id, userId: application.user_id };
+    const updated = await db.transaction(async (trx) => {
+      if (changes.images) {
+        await trx('kyc_documents').where({ organization_id: caller.organizationId, application_id: application.id }).del();
+        await trx('kyc_documents').insert(
+          changes.images.map(({ kind, position, image }) => ({
+            id: randomUUID(),
+            organization_id: caller.organizationId,
+            application_id: application.id,
+            kind,
+            position,
+            content_type: image.contentType,
+            content: image.content,
+            sha256: createHash('sha256').update(image.content).digest('hex'),
+          })),
+        );
+      }
+      if (changes.subject) {
+        await trx('kyc_subjects')
+          .insert({ id: randomUUID(), organization_id: caller.organizationId, user_id: caller.userId, ...changes.subject })
+          .onConflict('user_id')
+          .merge({ ...changes.subject, updated_at: clock.now() });
+      }
+      const [row] = await trx('kyc_applications')
+        .where({ organization_id: caller.organizationId, id: application.id })
+        .whereIn('status', SUBMITTABLE)
+        .update({
+          status: KycStatus.ID_VERIFICATION_PENDING,
+          channel: changes.channel,
+          api_version: changes.apiVersion,
+          job_id: randomUUID(),
+          provider_job_id: null,
+          outcome: null,
+          result_code: null,
+          reason: null,
+          needs_review: false,
+          submitted_at: clock.now(),
+          submission_attempted_at: null,
+          provider_checked_at: null,
+          verification_completed_at: null,
+          resubmission_count: application.status === KycStatus.DRAFT ? application.resubmission_count : application.resubmission_count + 1,
+          updated_at: clock.now(),
+        })
+        .returning('*');
+      return row as KycApplicationRow | undefined;
+    });
+    if (!updated) throw new ServiceError(ErrorCode.CONFLICT, 'The application cannot take a submission now');
+    return updated;
+  }
+
+  /** Puts the application back as it was when its workflow could not be started. */
+  async function undoSubmission(application: KycApplicationRow): Promise<void> {
+    await db('kyc_applications')
+      .where({ organization_id: application.organization_id, id: application.id })
+      .update({ status: application.status, resubmission_count: application.resubmission_count, updated_at: clock.now() });
+  }
+
+  function validateServerUpload(body: z.infer<typeof ServerUpload>, version: ProviderApiVersion) {
+    const problems: InvalidParam[] = [];
+    const images: { kind: string; position: number; image: DecodedImage }[] = [];
+    const take = (kind: string, position: number, text: string, path: string) => {
+      const decoded = decodeImage(text, path, config.KYC_MAX_IMAGE_BYTES);
+      if (isInvalid(decoded)) problems.push(decoded);
+      else images.push({ kind, position, image: decoded });
+    };
+    take('SELFIE', 0, body.selfie, 'body.selfie');
+    take('DOCUMENT_FRONT', 0, body.document_front, 'body.document_front');
+    if (body.document_back) take('DOCUMENT_BACK', 0, body.document_back, 'body.document_back');
+    (body.liveness_images ?? []).forEach((frame, i) => take('LIVENESS', i, frame, `body.liveness_images.${i}`));
+    if (!isSupportedDocument(version, body.country, body.id_type)) {
+      problems.push({ path: 'body.id_type', reason: `${body.id_type} is not supported for ${body.country} on ${version}`, sub_code: KycSubCode.UNSUPPORTED_DOCUMENT });
+    }
+    if (config.KYC_CONSENT_REQUIRED && body.consent !== true) {
+      problems.push({ path: 'body.consent', reason: 'the applicant must consent', sub_code: KycSubCode.CONSENT_REQUIRED });
+    }
+    const frames = body.liveness_images?.length ?? 0;
+    const min = version === 'v3' ? config.KYC_LIVENESS_MIN_IMAGES : 0;
+    if ((frames > 0 || min > 0) && (frames < min || frames > config.KYC_LIVENESS_MAX_IMAGES)) {
+      problems.push({ path: 'body.liveness_images', reason: `between ${min} and ${config.KYC_LIVENESS_MAX_IMAGES} frames`, sub_code: SubCode.OUT_OF_RANGE });
+    }
+    if (problems.length > 0) throw new ServiceError(ErrorCode.INVALID_PARAMS, 'Invalid parameters', problems);
+    return images;
+  }
+
+  const verify = defineRoute({
+      method: 'post',
+      path: '/v1/kyc/applications/{id}/verification',
+      operationId: 'startVerification',
+      summary: 'Start identity verification (server_upload: 202 status; provider_sdk or legacy web_sdk: 201 provider session)',
+      description:
+        'server_upload submits the selfie and ID to the provider\'s enhanced document verification (job type 11) and answers 202 ' +
+        'with the status shape. provider_sdk mints a provider SDK session and answers 201. Either leaves the application in ' +
+        'ID_VERIFICATION_PENDING; the result arrives later through the provider callback. The X-Provider-Api-Versions header must ' +
+        'negotiate the version the requirements were read for.',
+      tags: ['kyc'],
+      auth: APPLICANT,
+      bodyLimit: 'verification',
+      // The legacy web_sdk channel is announced deprecated on its answers (provider_sdk succeeds it).
+      deprecation: { when: (body) => (body as { channel?: unknown } | undefined)?.channel === 'web_sdk' },
+      request: { params: ApplicationPath, headers: VersionsHeader, body: VerificationRequest },
+      errors: {
+        NOT_FOUND: NO_SUCH_APPLICATION,
+        CONFLICT: 'the application cannot take a submission now (pending, approved, or blocked from reapplying)',
+        INVALID_PARAMS: 'an image that is not base64 JPEG or PNG or is too large, an unsupported document, missing consent, a liveness frame count out of range, or X-Provider-Api-Versions differing from the GET\'s',
+      },
+      responses: {
+        202: SUBMITTED,
+        201: SESSION_CREATED,
+      },
+      async handler(ctx, { params, headers, body }) {
+        const caller = ctx.state.caller as UserCaller;
+        const application = await ownApplication(deps, caller, params.id);
+        const apiVersion = pinVersion(application, headers['x-provider-api-versions']);
+        if (!view(application).can_submit) throw new ServiceError(ErrorCode.CONFLICT, `The application is ${application.status} and cannot take a submission`);
+        if (body.channel === 'server_upload') {
+          const images = validateServerUpload(body, apiVersion);
+          const pending = await beginSubmission(application, {
+            channel: 'server_upload',
+            apiVersion,
+            images,
+            subject: { country: body.country, identity_type: body.id_type, id_number: body.id_number ?? null },
+          });
+          const input: KycVerificationInput = { organizationId: caller.organizationId, applicationId: application.id, channel: 'server_upload', callbackWaitMs: config.KYC_CALLBACK_WAIT };
+          await workflows.startServerUpload(input, caller.userId).catch(async (error) => {
+            await undoSubmission(application);
+            throw error;
+          });
+          ctx.status = 202;
+          ctx.body = view(pending);
+          return;
+        }
+        if (config.KYC_CONSENT_REQUIRED && body.consent === false) {
+          throw new ServiceError(ErrorCode.INVALID_PARAMS, 'Invalid parameters', [{ path: 'body.consent', reason: 'the applicant must consent', sub_code: KycSubCode.CONSENT_REQUIRED }]);
+        }
+        const pending = await beginSubmission(application, { channel: body.channel, apiVersion });
+        const input: KycVerificationInput = { organizationId: caller.organizationId, applicationId: application.id, channel: 'provider_sdk', callbackWaitMs: config.KYC_CALLBACK_WAIT };
+        const session = await workflows.startProviderSdk(input, caller.userId).catch(async (error) => {
+          await undoSubmission(application);
+          throw error;
+        });
+        ctx.status = 201;
+        ctx.body = {
+          application_id: application.id,
+          provider: config.KYC_PROVIDER_NAME,
+          config: { token: session.token, api_version: session.apiVersion, partner_id: config.KYC_PARTNER_ID, job_id: pending.job_id, user_id: pending.user_id, product: 'enhanced_document_verification' },
+        };
+      },
+    });
+  return [
+    verify,
+    deprecatedAlias(verify, {
+      path: '/v1/kyc/applications/{id}/verification/capture',
+      operationId: 'captureVerification',
+      summary: 'Server-side capture (deprecated alias of the server_upload channel)',
+      request: { params: ApplicationPath, headers: VersionsHeader, body: Capture },
+      responses: { 202: SUBMITTED },
+      toSuccessorInput: (input) => ({ ...input, body: { ...input.body, channel: 'server_upload' as const } }),
+    }),
+    deprecatedAlias(verify, {
+      path: '/v1/kyc/applications/{id}/verification/session',
+      operationId: 'createVerificationSession',
+      summary: 'Provider SDK session (deprecated alias of the provider_sdk channel)',
+      request: { params: ApplicationPath, headers: VersionsHeader, body: Session },
+      responses: { 201: SESSION_CREATED },
+      toSuccessorInput: (input) => ({ ...input, body: { consent: input.body?.consent, channel: 'provider_sdk' as const } }),
+    }),
+    defineRoute({
+      method: 'patch',
+      path: '/v1/kyc/applications/{id}/verification/provider-job',
+      operationId: 'reportProviderJobId',
+      summary: "Report the provider's own job id of a provider_sdk verification",
+      description:
+        'Call once, right after the SDK reports a successful submission. Write-once: the same id again succeeds unchanged; a ' +
+        'different id gets 409; valid only while the verification is ID_VERIFICATION_PENDING (409 otherwise).',
+      tags: ['kyc'],
+      auth: APPLICANT,
+      request: { params: ApplicationPath, body: ReportJobId },
+      errors: { NOT_FOUND: NO_SUCH_APPLICATION, CONFLICT: 'a different provider job id is already recorded, or the verification is not pending' },
+      responses: { 200: { description: 'Recorded', schema: z.object({ application_id: z.uuid(), provider_job_id: z.string() }).meta({ id: 'ProviderJobId' }) } },
+      async handler(ctx, { params, body }) {
+        const caller = ctx.state.caller as UserCaller;
+        const application = await ownApplication(deps, caller, params.id);
+        if (application.status !== KycStatus.ID_VERIFICATION_PENDING) {
+          throw new ServiceError(ErrorCode.CONFLICT, 'The verification is not pending');
+        }
+        if (application.provider_job_id && application.provider_job_id !== body.provider_job_id) {
+          throw new ServiceError(ErrorCode.CONFLICT, 'A different provider job id is already recorded');
+        }
+        const outcome = await workflows.reportProviderJobId(application.id, body.provider_job_id);
+        if (!outcome.ok) {
+          throw new ServiceError(
+            ErrorCode.CONFLICT,
+            outcome.reason === 'DIFFERENT_JOB_ID' ? 'A different provider job id is already recorded' : 'The verification is not pending',
+          );
+        }
+        ctx.body = { application_id: application.id, provider_job_id: body.provider_job_id };
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/v1/kyc/applications/{id}/status',
+      operationId: 'getKycApplicationStatus',
+      summary: 'The application status; stale provider state is recovered before answering',
+      description:
+        'When a pending verification has not heard from the provider for KYC_STATUS_STALE_AFTER, the provider is asked first ' +
+        '(bounded by KYC_STATUS_RECOVERY_TIMEOUT). When the provider does not answer in time, the answer is what is known.',
+      tags: ['kyc'],
+      auth: APPLICANT,
+      request: { params: ApplicationPath },
+      responses: { 200: { description: 'Status', schema: ApplicationStatus } },
+      errors: { NOT_FOUND: NO_SUCH_APPLICATION },
+      async handler(ctx, { params }) {
+        const caller = ctx.state.caller as UserCaller;
+        let application = callersOwn(await hotReads.kycApplicationStatus(caller.organizationId, params.id), caller);
+        const lastHeard = application.provider_checked_at ?? application.submitted_at;
+        const stale = application.status === KycStatus.ID_VERIFICATION_PENDING && (!lastHeard || clock.now().getTime() - lastHeard.getTime() > config.KYC_STATUS_STALE_AFTER);
+        if (stale) {
+          let timer: NodeJS.Timeout | undefined;
+          const timeout = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), config.KYC_STATUS_RECOVERY_TIMEOUT)));
+          const recovered = await Promise.race([workflows.refreshStatus(application.id).catch(() => false), timeout]);
+          clearTimeout(timer);
+          if (recovered) application = (await hotReads.kycApplicationStatus(caller.organizationId, application.id, { fresh: true })) ?? application;
+        }
+        ctx.body = view(application);
+      },
+    }),
+  ];
+}

@@ -1,0 +1,242 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import type { Context } from 'koa';
+import { z } from 'zod';
+import { accountBalance } from '../../db/ledger/ledger';
+import { findTransaction, type TransactionRow, transactionView } from '../../db/mobile-money/transactions';
+import { ErrorCode, ServiceError, SubCode } from '../../domain/errors';
+import { feeFor, MAX_AMOUNT_MINOR, MINOR_PER_SHILLING, PAYOUT_FEES, type TransactionType } from '../../domain/mobile-money/transaction';
+import { Permission } from '../../domain/rbac';
+import type { Caller } from '../auth/caller';
+import { idempotentExecutionId } from '../middleware/idempotency';
+import type { AppDeps } from '../deps';
+import { type AnyRoute, defineRoute, type RouteAuth } from '../route';
+import type { TransactionWorkflows } from './workflows';
+
+export const Money = z
+  .strictObject({
+    value: z.number().int().positive().meta({ description: 'Integer minor units: 150000 with KES is KES 1,500.00' }),
+    currency: z.string().regex(/^[A-Z]{3}$/).meta({ description: 'ISO 4217 code (KES)' }),
+  })
+  .meta({ id: 'Money' });
+
+const Transaction = z
+  .object({
+    id: z.uuid(),
+    resource_id: z.string().meta({ description: 'trx_<opaque>' }),
+    status: z.enum(['PENDING', 'CONFIRMED', 'POSTED', 'FAILED']).meta({
+      description:
+        'PENDING (transacted_at set: accepted by this service) → CONFIRMED (confirmed_at: the provider reported the money moved) → ' +
+        'POSTED (posted_at: in the ledger; final). Or FAILED (failed_at and failure_reason; final, nothing left held). ' +
+        'Pushes and payouts are confirmed and posted in one step today (PENDING → POSTED, both timestamps set); clients should still accept CONFIRMED.',
+    }),
+    mobilemoney_transaction_id: z.string().nullable().meta({ description: "The provider's receipt; null until confirmed, and when only a status query confirmed it" }),
+    amount: Money,
+    fee_amount: Money.meta({ description: `Collections: 0. Payouts, by amount band (KES): ${PAYOUT_FEES.map((b) => `up to ${b.upToShillings}: ${b.feeShillings}`).join('; ')}` }),
+    failure_reason: z.string().nullable().meta({
+      description:
+        'CANCELLED_BY_USER (1032), PHONE_UNREACHABLE (1037), INSUFFICIENT_FUNDS (1, or our ledger for a payout), WRONG_PIN (2001), EXPIRED (1019), ' +
+        'PUSH_REJECTED, PAYOUT_REJECTED, PROVIDER_INSUFFICIENT_FUNDS (B2C 1), RECIPIENT_NOT_REGISTERED (2040), QUEUE_TIMEOUT, NO_RESULT, PROVIDER_ERROR',
+    }),
+    transacted_at: z.string().nullable(),
+    confirmed_at: z.string().nullable(),
+    posted_at: z.string().nullable(),
+    failed_at: z.string().nullable(),
+    details: z
+      .object({
+        type: z.enum(['PAYBILL', 'BUY_GOODS', 'B2C']),
+        direction: z.enum(['COLLECTION', 'PAYOUT']),
+        account_id: z.uuid(),
+        paybill_number: z.string().optional(),
+        till_number: z.string().optional(),
+        account_reference: z.string().optional(),
+      })
+      .meta({ description: 'How the money moves: a paybill or Buy Goods (till) push prompt, or a B2C payout' }),
+  })
+  .meta({ id: 'Transaction' });
+
+const MoneyMovement = z.strictObject({
+  account_id: z.uuid(),
+  amount: Money,
+  mobile_number: z
+    .string()
+    .regex(/^\+[1-9]\d{7,14}$/)
+    .meta({ description: 'International format with the leading plus and country code; the provider carries Kenyan mobile numbers (+2547…, +2541…)' }),
+});
+const IdempotencyHeader = z.object({
+  'idempotency-key': z.string().max(255).optional().meta({ description: 'At most 255 characters; see the Idempotency-Key section of the document' }),
+});
+
+const PAYER: RouteAuth = { schemes: ['user'], permission: Permission.TRANSACTIONS_WRITE, refuseWaitingList: true };
+/** What both money-moving POSTs share: the payer, Idempotency-Key, the body, a 201 with the transaction. */
+const MONEY_MOVEMENT = {
+  tags: ['transactions'],
+  auth: PAYER,
+  idempotent: true as const,
+  request: { headers: IdempotencyHeader, body: MoneyMovement },
+  responses: { 201: { description: 'The transaction, PENDING', schema: Transaction } },
+  errors: {
+    BAD_REQUEST:
+      'no such active account of the caller, another currency, an amount that is not a whole number of shillings or over the limit, a number the provider does not carry, ' +
+      "a deposit from a number other than the owner's, a payout from a credit account, or an available balance short of the amount and fee (INSUFFICIENT_FUNDS)",
+  },
+};
+const READER: RouteAuth = { schemes: ['user', 'partner', 'api_key'], permission: Permission.ACCOUNTS_READ, refuseWaitingList: true };
+const KENYAN_MOBILE = /^\+254(7|1)\d{8}$/;
+
+const badField = (path: string, reason: string, subCode: string = SubCode.INVALID_VALUE) => new ServiceError(ErrorCode.BAD_REQUEST, reason, [{ path, reason, sub_code: subCode }]);
+
+interface AccountRow {
+  id: string;
+  organization_id: string;
+  user_id: string;
+  type: 'CURRENT' | 'CREDIT';
+  currency: string;
+  status: string;
+  /** The account owner's registered mobile number. */
+  owner_phone: string | null;
+}
+
+export function transactionRoutes(deps: AppDeps, workflows: TransactionWorkflows): AnyRoute[] {
+  const { db, config, clock } = deps;
+
+  /** The caller's own active account, and an amount the provider can carry in its currency. */
+  async function checkMovement(caller: Caller, body: z.output<typeof MoneyMovement>): Promise<AccountRow> {
+    const account = await db('accounts')
+      .join('users', 'users.id', 'accounts.user_id')
+      .where('accounts.id', body.account_id)
+      .first<AccountRow | undefined>('accounts.*', 'users.phone_number as owner_phone');
+    if (!account || caller.scheme !== 'user' || account.user_id !== caller.userId) throw badField('body.account_id', 'No such account of the caller');
+    if (account.status !== 'ACTIVE') throw badField('body.account_id', `The account is ${account.status}`);
+    if (body.amount.currency !== account.currency) throw badField('body.amount.currency', `The account is in ${account.currency}`);
+    if (body.amount.value % MINOR_PER_SHILLING !== 0) throw badField('body.amount.value', 'The provider moves whole shillings: the value must be a multiple of 100');
+    if (body.amount.value > MAX_AMOUNT_MINOR) throw badField('body.amount.value', `At most ${MAX_AMOUNT_MINOR} per transaction`, SubCode.OUT_OF_RANGE);
+    if (!KENYAN_MOBILE.test(body.mobile_number)) throw badField('body.mobile_number', 'The provider carries Kenyan mobile numbers only (+2547… or +2541…)', SubCode.INVALID_FORMAT);
+    return account;
+  }
+
+  /**
+   * Stores the PENDING transaction. Under an Idempotency-Key its id comes from the key, so an
+   * execution repeated after a crash or a lost answer finds the transaction it created (and its
+   * workflow, whose id is the transaction's) rather than moving the money a second time.
+   */
+  async function create(ctx: Context, account: AccountRow, type: TransactionType, body: z.output<typeof MoneyMovement>): Promise<TransactionRow> {
+    const id = idempotentExecutionId(ctx) ?? randomUUID();
+    const resourceId = `trx_${randomBytes(12).toString('base64url')}`;
+    const details =
+      type === 'SEND_MONEY'
+        ? { type: 'B2C', direction: 'PAYOUT', account_id: account.id }
+        : config.MOBILE_MONEY_TILL_NUMBER
+          ? { type: 'BUY_GOODS', direction: 'COLLECTION', account_id: account.id, till_number: config.MOBILE_MONEY_TILL_NUMBER, account_reference: resourceId.slice(-12) }
+          : { type: 'PAYBILL', direction: 'COLLECTION', account_id: account.id, paybill_number: config.MOBILE_MONEY_SHORT_CODE, account_reference: resourceId.slice(-12) };
+    const [row] = await db('transactions')
+      .insert({
+        id,
+        resource_id: resourceId,
+        organization_id: account.organization_id,
+        account_id: account.id,
+        type,
+        status: 'PENDING',
+        amount: body.amount.value,
+        fee_amount: feeFor(type, body.amount.value),
+        currency: account.currency,
+        mobile_number: body.mobile_number,
+        details,
+        callback_token: randomBytes(24).toString('base64url'),
+        transacted_at: clock.now(),
+      })
+      .onConflict('id')
+      .ignore()
+      .returning('*');
+    return (row as TransactionRow | undefined) ?? (await findTransaction(db, id))!;
+  }
+
+  /**
+   * A keyed request executed again (its first execution died or its answer was not stored) that
+   * already created its transaction: answered with it, its workflow started if it was not, and
+   * nothing checked again (the held money no longer counts as available, for one).
+   */
+  async function resumed(ctx: Context, start: (transactionId: string, organizationId: string) => Promise<void>): Promise<boolean> {
+    const id = idempotentExecutionId(ctx);
+    const row = id === undefined ? undefined : await findTransaction(db, id);
+    if (row) await accept(ctx, row, start);
+    return row !== undefined;
+  }
+
+  /** Starts the transaction's workflow and answers 201 with it, PENDING. */
+  async function accept(ctx: Context, row: TransactionRow, start: (transactionId: string, organizationId: string) => Promise<void>) {
+    await start(row.id, row.organization_id);
+    ctx.status = 201;
+    ctx.set('Location', `/v1/transactions/${row.id}`);
+    ctx.body = transactionView(row);
+  }
+
+  return [
+    defineRoute({
+      method: 'post',
+      path: '/v1/transactions/mobilemoney/stk-push',
+      operationId: 'createStkPush',
+      summary: 'Collect money from a phone through a push prompt',
+      description:
+        'Current-account deposits must come from the account owner\'s registered number; credit-account repayments from any payer number. ' +
+        'Answers 201 with the PENDING transaction; follow it with GET /v1/transactions/{id} until POSTED or FAILED.',
+      ...MONEY_MOVEMENT,
+      async handler(ctx, { body }) {
+        if (await resumed(ctx, workflows.startStkPush)) return;
+        const caller = ctx.state.caller as Caller;
+        const account = await checkMovement(caller, body);
+        if (account.type === 'CURRENT' && account.owner_phone !== body.mobile_number) {
+          throw badField('body.mobile_number', "Current-account deposits must come from the account owner's registered number", SubCode.NOT_ALLOWED);
+        }
+        await accept(ctx, await create(ctx, account, 'STK_PUSH', body), workflows.startStkPush);
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/v1/transactions/mobilemoney/send-money',
+      operationId: 'createSendMoney',
+      summary: 'Send money from a current account to a phone (B2C)',
+      description:
+        'The amount and its fee are held (the available balance is checked), sent through B2C, then posted or released. ' +
+        'Answers 201 with the PENDING transaction; 400 when the available balance cannot cover amount and fee.',
+      ...MONEY_MOVEMENT,
+      async handler(ctx, { body }) {
+        if (await resumed(ctx, workflows.startSendMoney)) return;
+        const caller = ctx.state.caller as Caller;
+        const account = await checkMovement(caller, body);
+        if (account.type !== 'CURRENT') throw badField('body.account_id', 'Money is sent from a current account', SubCode.NOT_ALLOWED);
+        // Checked again under a lock when the workflow holds the money; this answers the common case at once.
+        const { available } = await accountBalance(db, account.id);
+        if (available < body.amount.value + feeFor('SEND_MONEY', body.amount.value)) throw badField('body.amount.value', 'INSUFFICIENT_FUNDS: the available balance does not cover the amount and its fee');
+        await accept(ctx, await create(ctx, account, 'SEND_MONEY', body), workflows.startSendMoney);
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/v1/transactions/{id}',
+      operationId: 'getTransaction',
+      summary: 'One transaction (by id or resource_id), to follow a push prompt or payout to POSTED or FAILED',
+      description: "Not shown in the spec. A customer reads their own accounts' transactions; organization keys and partners their organization's.",
+      tags: ['transactions'],
+      extension: true,
+      auth: READER,
+      request: {
+        params: z.object({
+          id: z.union([z.uuid(), z.string().regex(/^trx_[A-Za-z0-9_-]{1,64}$/)]).meta({ description: 'The transaction id (uuid) or its resource_id (trx_…)' }),
+        }),
+      },
+      responses: { 200: { description: 'The transaction', schema: Transaction } },
+      errors: { NOT_FOUND: "no such transaction visible to the caller (another customer's or organization's included)" },
+      async handler(ctx, { params }) {
+        const caller = ctx.state.caller as Caller;
+        // The transaction and its account's owner in one read: clients poll this until POSTED.
+        const row = await db('transactions')
+          .join('accounts', 'accounts.id', 'transactions.account_id')
+          .where(params.id.startsWith('trx_') ? { 'transactions.resource_id': params.id } : { 'transactions.id': params.id })
+          .first<(TransactionRow & { owner_id: string }) | undefined>('transactions.*', 'accounts.user_id as owner_id');
+        const visible = row && (caller.scheme === 'user' ? row.owner_id === caller.userId : caller.organizationId === null || caller.organizationId === row.organization_id);
+        if (!row || !visible) throw new ServiceError(ErrorCode.NOT_FOUND, 'No such transaction');
+        ctx.body = transactionView(row);
+      },
+    }),
+  ];
+}

@@ -1,0 +1,113 @@
+import { strict as assert } from 'node:assert';
+import { randomBytes } from 'node:crypto';
+import { generateServiceSigningKey } from '../../api/auth/service-keys';
+import { ledgerIsBalanced } from '../../db/ledger/ledger';
+import { workflowIds } from '../../workflows/ids';
+import type { StkPushInput } from '../../workflows/mobile-money/messages';
+import { OrganizationId } from '../../workflows/search-attributes';
+import { harness } from '../support/harness';
+import { freePort } from '../support/ports';
+import { restoreSchedules, spawnService } from '../support/processes';
+import {
+  balanceOf,
+  callbacksRecorded,
+  insertStkPushTransaction,
+  journalOf,
+  newCustomer,
+  pushesTo,
+  resetSimulator,
+  setSimulatorMode,
+  settled,
+  transactionRow,
+  until,
+} from '../support/money';
+
+/** worker/main.ts as its own process on a task queue of its own (see spawnService). */
+async function spawnWorker(taskQueue: string, signingKey: string) {
+  const worker = spawnService('worker/main.ts', {
+    TEMPORAL_TASK_QUEUE: taskQueue,
+    WORKER_METRICS_PORT: String(await freePort()),
+    WORKER_SHUTDOWN_GRACE: '1s',
+    SERVICE_SIGNING_KEY: signingKey,
+  });
+  return { ...worker, running: (timeoutMs = 60_000) => worker.waitFor(/worker running/, timeoutMs) };
+}
+
+describe('durability: the worker process dies in the middle of a push', () => {
+  let signingKey = '';
+  before(async () => {
+    signingKey = JSON.stringify(await generateServiceSigningKey());
+  });
+  after(restoreSchedules);
+  afterEach(resetSimulator);
+
+  it('a worker killed after the push was accepted, the callback arriving while no worker runs, and a new worker: exactly one posting', async function () {
+    this.timeout(150_000);
+    const { client, config } = harness();
+    const taskQueue = `crash-${randomBytes(4).toString('hex')}`;
+    const customer = await newCustomer(0);
+    const amount = 120_000;
+    const row = await insertStkPushTransaction(customer, amount);
+    const workflowId = workflowIds.stkPush(row.id);
+
+    const first = await spawnWorker(taskQueue, signingKey);
+    const workers = [first];
+    try {
+      await first.running();
+      // The push is accepted at once; its callback comes 4 s later, after the worker is gone.
+      await setSimulatorMode({ callbackDelayMs: 4_000 });
+      const input: StkPushInput = {
+        transactionId: row.id,
+        // Longer than the test: only the callback (a signal while no worker ran) can settle it.
+        callbackWaitMs: 120_000,
+        queryIntervalMs: config.STK_PUSH_QUERY_INTERVAL,
+        queryDeadlineMs: config.STK_PUSH_QUERY_DEADLINE,
+      };
+      const handle = await client.workflow.start('stkPush', {
+        taskQueue,
+        workflowId,
+        args: [input],
+        workflowIdReusePolicy: 'REJECT_DUPLICATE',
+        typedSearchAttributes: [{ key: OrganizationId, value: row.organization_id }],
+      });
+
+      // The push reached the provider and the push step's result is in the history (an activity
+      // completion, or a local activity's marker): kill now.
+      const push = await until('the simulator has the push', async () => (await pushesTo(customer.phone)).at(0));
+      await until('the push step recorded', async () => {
+        const history = await handle.fetchHistory();
+        return history.events?.some((e) => e.activityTaskCompletedEventAttributes || e.markerRecordedEventAttributes?.markerName === 'core_local_activity');
+      });
+      first.child.kill('SIGKILL');
+      const [, signal] = await first.exited;
+      assert.equal(signal, 'SIGKILL');
+      assert.equal((await transactionRow(row.id)).checkout_request_id, push.checkoutRequestId);
+
+      // The callback reaches the API and is signalled to the workflow while no worker runs.
+      const recorded = await until('callback recorded', async () => (await callbacksRecorded(row.id)).at(0), 15_000);
+      assert.equal(recorded.disposition, 'SIGNALLED');
+      assert.equal((await transactionRow(row.id)).status, 'PENDING', 'nothing settled it without a worker');
+      assert.deepEqual(await journalOf(row.id), []);
+
+      const second = await spawnWorker(taskQueue, signingKey);
+      workers.push(second);
+      await second.running();
+      const result = await handle.result();
+      assert.deepEqual(result, { status: 'POSTED' });
+
+      const done = await settled(customer.headers, row.id);
+      assert.equal(done.status, 'POSTED');
+      const pushes = await pushesTo(customer.phone);
+      assert.equal(pushes.length, 1, 'pushed once, not again by the new worker');
+      assert.equal(pushes[0]!.queries, 0, 'settled by the callback, not the status query');
+      assert.equal(done.mobilemoney_transaction_id, pushes[0]!.receipt);
+      assert.deepEqual((await journalOf(row.id)).map((e) => e.kind), ['COLLECTION'], 'exactly one posting');
+      assert.deepEqual(await balanceOf(customer.current), { balance: amount, held: 0, available: amount });
+      assert.ok(await ledgerIsBalanced(harness().db));
+      await second.stop();
+      assert.equal(second.child.exitCode, 0, second.output());
+    } finally {
+      for (const worker of workers) if (worker.child.exitCode === null && worker.child.signalCode === null) worker.child.kill('SIGKILL');
+    }
+  });
+});

@@ -1,0 +1,30 @@
+import { type Client, ScheduleNotFoundError, type ScheduleOptions } from '@temporalio/client';
+import type { Config } from '../../config';
+import { scheduleIds } from '../../workflows/ids';
+
+/**
+ * Ensures the Temporal Schedules of the service, idempotently, each time a worker starts:
+ * update first (so a changed interval takes effect), create when there is none.
+ */
+export async function ensureSchedules(client: Client, config: Config): Promise<void> {
+  // Each starts one workflow every interval; a run still going when the next is due is not doubled.
+  const every = (scheduleId: string, interval: number, workflowType: string, args: unknown[]): ScheduleOptions => ({
+    scheduleId,
+    spec: { intervals: [{ every: interval }] },
+    action: { type: 'startWorkflow', workflowType, taskQueue: config.TEMPORAL_TASK_QUEUE, args },
+    policies: { overlap: 'SKIP' },
+  });
+  const schedules = [
+    every(scheduleIds.kycExpirySweep, config.KYC_EXPIRY_SWEEP_INTERVAL, 'kycExpirySweepAll', [{ batchSize: config.KYC_SWEEP_BATCH_SIZE }]),
+    every(scheduleIds.callbackRetention, config.CALLBACK_PURGE_INTERVAL, 'callbackRetention', [{ retentionMs: config.CALLBACK_RETENTION }]),
+  ];
+  for (const schedule of schedules) {
+    const handle = client.schedule.getHandle(schedule.scheduleId);
+    try {
+      await handle.update((previous) => ({ ...previous, spec: schedule.spec, action: schedule.action, policies: { ...previous.policies, overlap: 'SKIP' } }));
+    } catch (error) {
+      if (!(error instanceof ScheduleNotFoundError)) throw error;
+      await client.schedule.create(schedule);
+    }
+  }
+}

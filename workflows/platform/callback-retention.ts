@@ -1,0 +1,22 @@
+import { proxyActivities } from '@temporalio/workflow';
+import type { Activities } from '../../activities';
+
+const { purgeExpiredCallbacks } = proxyActivities<Activities>({
+  startToCloseTimeout: '10 minutes',
+  heartbeatTimeout: '1 minute',
+  retry: { maximumInterval: '1 minute' },
+});
+
+export interface CallbackRetentionInput {
+  /** Raw callbacks received longer ago than this are deleted. */
+  retentionMs: number;
+}
+
+/**
+ * One run of the `callback-retention` schedule: deletes the raw provider callbacks (mobile
+ * money and KYC) older than the retention, in batches. Deleting is idempotent: a retried or
+ * overlapping run deletes what is left.
+ */
+export async function callbackRetention(input: CallbackRetentionInput): Promise<{ purged: number }> {
+  return { purged: await purgeExpiredCallbacks(input.retentionMs) };
+}

@@ -26,3 +26,7 @@ export function createActivities(deps: ActivityDeps) {
 }
 
 export type Activities = ReturnType<typeof createActivities>;
+/** Each area's activities: a workflow proxies only its own area's. */
+export type KycActivities = ReturnType<typeof createKycActivities> & ReturnType<typeof createKycSweepActivities>;
+export type MobileMoneyActivities = ReturnType<typeof createMobileMoneyActivities>;
+export type PlatformActivities = ReturnType<typeof createCallbackActivities>;

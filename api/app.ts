@@ -29,7 +29,7 @@ import { createHotReads } from '../db/kyc/hot-reads';
 import { mobileMoneyCallbackRoutes } from './mobile-money/callbacks';
 import { systemRoutes } from './platform/system';
 import { transactionRoutes } from './mobile-money/transactions';
-import { transactionWorkflows } from './mobile-money/workflows';
+import { mobileMoneyWorkflows } from './mobile-money/workflows';
 import { checkRequest, invalidParams } from './validation';
 
 export interface BuiltApp {
@@ -70,7 +70,7 @@ export function buildApp(deps: AppDeps, options: { extraRoutes?: AnyRoute[] } = 
   routes.push(...kycCallbackRoutes(deps, kyc, metrics));
   routes.push(...kycInternalRoutes(deps));
   routes.push(...kycSweepRoutes(kyc));
-  const transactions = transactionWorkflows(deps.temporal, deps.config);
+  const transactions = mobileMoneyWorkflows(deps.temporal, deps.config);
   routes.push(...transactionRoutes(deps, transactions));
   routes.push(...mobileMoneyCallbackRoutes(deps, transactions, metrics));
   routes.push(...(options.extraRoutes ?? []));

@@ -6,7 +6,7 @@ import { mobileMoneySettings } from '../dev/simulators';
 import { startTemporalDevServer } from '../dev/temporal-server';
 import { createKycProviderClient } from '../providers/kyc/client';
 import { freePort } from '../test/support/ports';
-import type { SweepResult } from '../activities/kyc/expiry-sweep';
+import type { SweepResult } from '../workflows/kyc/messages';
 import { workflowIds } from '../workflows/ids';
 import { benchDatabase } from './database';
 import { startServer, startService, stopProcess } from './lib';

@@ -163,7 +163,7 @@ export const configSchema = z.object({
    * How long send-money waits for the B2C result or queue timeout (the provider always sends
    * one). Past it the payout is FAILED with NO_RESULT and its hold released.
    */
-  B2C_RESULT_WAIT: duration('24h'),
+  SEND_MONEY_RESULT_WAIT: duration('24h'),
   /**
    * Require the provider's status query before every paid push, even when its callback is
    * complete and consistent (a failure is always confirmed that way). Costs one provider call
@@ -182,7 +182,6 @@ export const configSchema = z.object({
   CALLBACK_RETENTION: duration('90d'),
   /** How often the callback-retention schedule runs. */
   CALLBACK_PURGE_INTERVAL: duration('1h'),
-  OTP_LIFETIME: duration('5m'),
   IDEMPOTENCY_KEY_TTL: duration('24h'),
   /**
    * How long a running Idempotency-Key request holds its key without renewing it (it renews while

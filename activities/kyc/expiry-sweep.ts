@@ -2,27 +2,8 @@ import { Context } from '@temporalio/activity';
 import { categoryOf, ResultCategory } from '../../domain/kyc/result-codes';
 import { KycStatus } from '../../domain/kyc/status';
 import { forEachConcurrently } from '../../domain/concurrency';
+import { NO_COUNTS, type SweepCounts, type SweepResult, type SweepStart } from '../../workflows/kyc/messages';
 import type { ActivityDeps } from '../index';
-
-export interface SweepCounts {
-  scanned: number;
-  expired: number;
-  completed: number;
-  still_pending: number;
-  failed: number;
-}
-export const NO_COUNTS: SweepCounts = { scanned: 0, expired: 0, completed: 0, still_pending: 0, failed: 0 };
-
-/** The expiry sweep result resource (spec 2). */
-export interface SweepResult {
-  job: 'KYC_STALE_SESSION_EXPIRY';
-  organization_id: string;
-  started_at: string;
-  finished_at: string;
-  result: SweepCounts;
-}
-
-export type SweepStart = { due: true; startedAt: string; cutoff: string } | { due: false; last: SweepResult | null };
 
 /**
  * The expiry sweep's I/O: the organization's lease and due-window, and the batches. The

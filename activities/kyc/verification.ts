@@ -2,36 +2,15 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import { findApplication, type KycApplicationRow } from '../../db/kyc/applications';
 import { categoryOf, ResultCategory } from '../../domain/kyc/result-codes';
 import { KycStatus } from '../../domain/kyc/status';
-import { KycProviderError, type JobStatus } from '../../providers/kyc/client';
+import { Failure } from '../../domain/failures';
+import { KycProviderError } from '../../providers/kyc/client';
+import type { ApplicationRef, ProviderStatus } from '../../workflows/kyc/messages';
 import type { ActivityDeps } from '../index';
-
-/** Which application an activity works on; images and job ids are read from Postgres by reference. */
-export interface ApplicationRef {
-  organizationId: string;
-  applicationId: string;
-}
-
-export interface ProviderStatus {
-  /** `closed`: the application is no longer pending here (the expiry sweep settled it); the provider was not asked. */
-  state: JobStatus['state'] | 'closed';
-  category?: ResultCategory;
-  resultCode?: string;
-  resultText?: string;
-  isFinal?: boolean;
-  /** The provider's job id, when the lookup found the job. */
-  providerJobId?: string;
-}
-
-export const KycFailure = {
-  /** A v3 submission may have reached the provider, which cannot be asked by our job id. */
-  SUBMISSION_INDETERMINATE: 'SUBMISSION_INDETERMINATE',
-  PROVIDER_REJECTED_REQUEST: 'PROVIDER_REJECTED_REQUEST',
-} as const;
 
 /** Provider errors that another attempt cannot fix end the activity's retries. */
 function providerFailure(error: unknown): never {
   if (error instanceof KycProviderError && !error.retryable) {
-    throw ApplicationFailure.nonRetryable(error.message, KycFailure.PROVIDER_REJECTED_REQUEST);
+    throw ApplicationFailure.nonRetryable(error.message, Failure.PROVIDER_REJECTED_REQUEST);
   }
   throw error;
 }
@@ -42,7 +21,7 @@ export function createKycActivities(deps: ActivityDeps) {
 
   async function load(ref: ApplicationRef): Promise<KycApplicationRow> {
     const application = await findApplication(db, ref.organizationId, ref.applicationId);
-    if (!application) throw ApplicationFailure.nonRetryable(`no KYC application ${ref.applicationId}`, 'NOT_FOUND');
+    if (!application) throw ApplicationFailure.nonRetryable(`no KYC application ${ref.applicationId}`, Failure.NOT_FOUND);
     return application;
   }
   const update = (ref: ApplicationRef, values: Record<string, unknown>) =>
@@ -60,7 +39,7 @@ export function createKycActivities(deps: ActivityDeps) {
       const version = application.api_version ?? 'v2';
       if (application.submission_attempted_at) {
         if (version === 'v3') {
-          throw ApplicationFailure.nonRetryable('an earlier v3 submission may have reached the provider', KycFailure.SUBMISSION_INDETERMINATE);
+          throw ApplicationFailure.nonRetryable('an earlier v3 submission may have reached the provider', Failure.SUBMISSION_INDETERMINATE);
         }
         const known = await providers.kyc
           .jobStatus({ apiVersion: 'v2', jobId: application.job_id!, userId: application.user_id })

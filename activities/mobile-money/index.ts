@@ -5,10 +5,10 @@ import { isUniqueViolation } from '../../db/knex';
 import { findTransaction, type TransactionRow } from '../../db/mobile-money/transactions';
 import { payoutFailureReason, pushFailureReason, TransactionStatus } from '../../domain/mobile-money/transaction';
 import { MobileMoneyError, type StkQueryResult, toWholeShillings } from '../../providers/mobile-money/client';
+import { Failure } from '../../domain/failures';
+import type { PayoutSent, PushSent } from '../../workflows/mobile-money/messages';
 import type { ActivityDeps } from '../index';
 
-export type PushSent = { state: 'accepted'; checkoutRequestId: string; merchantRequestId?: string } | { state: 'rejected'; errorCode?: string } | { state: 'indeterminate' };
-export type PayoutSent = { state: 'accepted' } | { state: 'rejected'; errorCode?: string };
 
 /** Callback addresses carry the transaction id and its unguessable token: the provider signs nothing. */
 export function callbackUrls(publicBaseUrl: string | undefined, row: Pick<TransactionRow, 'id' | 'callback_token'>) {
@@ -38,7 +38,7 @@ export function createMobileMoneyActivities(deps: ActivityDeps) {
 
   async function load(transactionId: string): Promise<TransactionRow> {
     const row = await findTransaction(db, transactionId);
-    if (!row) throw ApplicationFailure.nonRetryable(`transaction ${transactionId} does not exist`, 'TransactionNotFound');
+    if (!row) throw ApplicationFailure.nonRetryable(`transaction ${transactionId} does not exist`, Failure.NOT_FOUND);
     return row;
   }
   const total = (row: TransactionRow) => Number(row.amount) + Number(row.fee_amount);
@@ -191,7 +191,7 @@ export function createMobileMoneyActivities(deps: ActivityDeps) {
             return;
           }
           const current = await findTransaction(trx, transactionId);
-          if (current?.status !== TransactionStatus.POSTED) throw ApplicationFailure.nonRetryable(`transaction ${transactionId} is ${current?.status ?? 'missing'}, not payable`, 'InvalidState');
+          if (current?.status !== TransactionStatus.POSTED) throw ApplicationFailure.nonRetryable(`transaction ${transactionId} is ${current?.status ?? 'missing'}, not payable`, Failure.INVALID_STATE);
         }));
         return 'POSTED';
       } catch (error) {
@@ -207,7 +207,7 @@ export function createMobileMoneyActivities(deps: ActivityDeps) {
       await db.transaction(async (trx) => {
         const row = await trx('transactions').where({ id: transactionId }).forUpdate().first<TransactionRow>();
         if (!row || row.status === TransactionStatus.POSTED) return;
-        if (row.status !== TransactionStatus.CONFIRMED) throw ApplicationFailure.nonRetryable(`transaction ${transactionId} is ${row.status}, not CONFIRMED`, 'InvalidState');
+        if (row.status !== TransactionStatus.CONFIRMED) throw ApplicationFailure.nonRetryable(`transaction ${transactionId} is ${row.status}, not CONFIRMED`, Failure.INVALID_STATE);
         await postCollectionEntry(trx, row);
         const now = clock.now();
         await trx('transactions').where({ id: transactionId }).update({ status: TransactionStatus.POSTED, posted_at: now, updated_at: now });
@@ -222,7 +222,7 @@ export function createMobileMoneyActivities(deps: ActivityDeps) {
     async holdFunds(transactionId: string): Promise<boolean> {
       return db.transaction(async (trx) => {
         const row = await trx('transactions').where({ id: transactionId }).first<TransactionRow>();
-        if (!row) throw ApplicationFailure.nonRetryable(`transaction ${transactionId} does not exist`, 'TransactionNotFound');
+        if (!row) throw ApplicationFailure.nonRetryable(`transaction ${transactionId} does not exist`, Failure.NOT_FOUND);
         await trx('accounts').where({ id: row.account_id }).forUpdate().first();
         if (await trx('journal_entries').where({ transaction_id: transactionId, kind: 'HOLD' }).first()) return true;
         if (row.status !== TransactionStatus.PENDING) return false;
@@ -297,7 +297,7 @@ export function createMobileMoneyActivities(deps: ActivityDeps) {
       await withReceipt(transactionId, input.receipt, (receipt) => db.transaction(async (trx) => {
         const row = await trx('transactions').where({ id: transactionId }).forUpdate().first<TransactionRow>();
         if (!row || row.status === TransactionStatus.POSTED) return;
-        if (row.status !== TransactionStatus.PENDING) throw ApplicationFailure.nonRetryable(`transaction ${transactionId} is ${row.status}`, 'InvalidState');
+        if (row.status !== TransactionStatus.PENDING) throw ApplicationFailure.nonRetryable(`transaction ${transactionId} is ${row.status}`, Failure.INVALID_STATE);
         const amount = Number(row.amount);
         const fee = Number(row.fee_amount);
         const legs: Leg[] = [

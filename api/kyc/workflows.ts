@@ -1,7 +1,6 @@
 import { type Client, WithStartWorkflowOperation, WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/common';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { SweepResult } from '../../activities/kyc/expiry-sweep';
 import type { Config } from '../../config';
 import { workflowIds } from '../../workflows/ids';
 import {
@@ -12,8 +11,11 @@ import {
   reportProviderJobIdUpdate,
   type SdkSession,
   sdkSessionUpdate,
+  type SweepResult,
   verificationClosedSignal,
 } from '../../workflows/kyc/messages';
+import type { kycExpirySweep } from '../../workflows/kyc/expiry-sweep';
+import type { kycVerification } from '../../workflows/kyc/verification';
 import { ApplicationId, OrganizationId, UserId } from '../../workflows/search-attributes';
 
 /**
@@ -57,7 +59,7 @@ export function kycWorkflows(temporal: Client, config: Config) {
     async startServerUpload(input: KycVerificationInput, userId: string): Promise<void> {
       await closePreviousRun(input.applicationId);
       try {
-        await temporal.workflow.start('kycVerification', { ...startOptions(input, userId), workflowIdConflictPolicy: 'FAIL' });
+        await temporal.workflow.start<typeof kycVerification>('kycVerification', { ...startOptions(input, userId), workflowIdConflictPolicy: 'FAIL' });
       } catch (error) {
         if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
       }
@@ -66,7 +68,7 @@ export function kycWorkflows(temporal: Client, config: Config) {
     /** Starts the run if needed and mints its SDK session synchronously (Update-with-Start). */
     async startProviderSdk(input: KycVerificationInput, userId: string): Promise<SdkSession> {
       await closePreviousRun(input.applicationId);
-      const startWorkflowOperation = new WithStartWorkflowOperation('kycVerification', {
+      const startWorkflowOperation = new WithStartWorkflowOperation<typeof kycVerification>('kycVerification', {
         ...startOptions(input, userId),
         workflowIdConflictPolicy: 'USE_EXISTING',
       });
@@ -101,7 +103,7 @@ export function kycWorkflows(temporal: Client, config: Config) {
      * its result. The sweep itself decides whether the organization's window is due.
      */
     async runExpirySweep(organizationId: string): Promise<SweepResult> {
-      const run = await temporal.workflow.start('kycExpirySweep', {
+      const run = await temporal.workflow.start<typeof kycExpirySweep>('kycExpirySweep', {
         taskQueue: config.TEMPORAL_TASK_QUEUE,
         workflowId: workflowIds.kycExpirySweep(organizationId),
         args: [{ organizationId, batchSize: config.KYC_SWEEP_BATCH_SIZE }],
@@ -109,7 +111,7 @@ export function kycWorkflows(temporal: Client, config: Config) {
         workflowIdReusePolicy: 'ALLOW_DUPLICATE',
         typedSearchAttributes: [{ key: OrganizationId, value: organizationId }],
       });
-      return (await run.result()) as SweepResult;
+      return run.result();
     },
 
     /** Hands a verified callback to the application's run; a run that has ended ignores it. */

@@ -10,7 +10,7 @@ import { MalformedCallbackError, parseB2cResult, parseStkCallback } from '../../
 import type { AppDeps } from '../deps';
 import type { HttpMetrics } from '../metrics';
 import { type AnyRoute, defineRoute } from '../route';
-import type { TransactionWorkflows } from './workflows';
+import type { MobileMoneyWorkflows } from './workflows';
 
 const Acknowledged = z.object({ ResultCode: z.number().int(), ResultDesc: z.string() }).meta({ id: 'MobileMoneyCallbackAck' });
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -47,7 +47,7 @@ const sameToken = (given: string, expected: string) => timingSafeEqual(digest(gi
  * recorded and escalated. A callback to an unknown address is counted and logged, never
  * stored; a transaction's callbacks are stored up to CALLBACKS_STORED_PER_RESOURCE.
  */
-export function mobileMoneyCallbackRoutes(deps: AppDeps, workflows: TransactionWorkflows, metrics: HttpMetrics): AnyRoute[] {
+export function mobileMoneyCallbackRoutes(deps: AppDeps, workflows: MobileMoneyWorkflows, metrics: HttpMetrics): AnyRoute[] {
   const { db, logger, config } = deps;
   const cap = config.CALLBACKS_STORED_PER_RESOURCE;
 
@@ -204,7 +204,7 @@ export function mobileMoneyCallbackRoutes(deps: AppDeps, workflows: TransactionW
         if (result.resultCode === '0' && (await receiptClash(receipt, row))) assessment.problems.push('a receipt already recorded on another transaction');
         if (assessment.problems.length > 0) return record(received, 'UNVERIFIED', assessment.problems);
         return deliver(received, 'SIGNALLED', () =>
-          workflows.b2cOutcome(row.id, { kind: 'result', resultCode: result.resultCode, resultDesc: result.resultDesc, conversationId: result.conversationId, receipt }),
+          workflows.sendMoneyResult(row.id, { kind: 'result', resultCode: result.resultCode, resultDesc: result.resultDesc, conversationId: result.conversationId, receipt }),
         );
       },
     }),

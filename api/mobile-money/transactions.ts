@@ -10,7 +10,7 @@ import type { Caller } from '../auth/caller';
 import { idempotentExecutionId } from '../middleware/idempotency';
 import type { AppDeps } from '../deps';
 import { type AnyRoute, defineRoute, type RouteAuth } from '../route';
-import type { TransactionWorkflows } from './workflows';
+import type { MobileMoneyWorkflows, MoneyMovement as Movement } from './workflows';
 
 export const Money = z
   .strictObject({
@@ -96,7 +96,7 @@ interface AccountRow {
   owner_phone: string | null;
 }
 
-export function transactionRoutes(deps: AppDeps, workflows: TransactionWorkflows): AnyRoute[] {
+export function transactionRoutes(deps: AppDeps, workflows: MobileMoneyWorkflows): AnyRoute[] {
   const { db, config, clock } = deps;
 
   /** The caller's own active account, and an amount the provider can carry in its currency. */
@@ -155,7 +155,7 @@ export function transactionRoutes(deps: AppDeps, workflows: TransactionWorkflows
    * already created its transaction: answered with it, its workflow started if it was not, and
    * nothing checked again (the held money no longer counts as available, for one).
    */
-  async function resumed(ctx: Context, start: (transactionId: string, organizationId: string) => Promise<void>): Promise<boolean> {
+  async function resumed(ctx: Context, start: (transaction: Movement) => Promise<void>): Promise<boolean> {
     const id = idempotentExecutionId(ctx);
     const row = id === undefined ? undefined : await findTransaction(db, id);
     if (row) await accept(ctx, row, start);
@@ -163,8 +163,8 @@ export function transactionRoutes(deps: AppDeps, workflows: TransactionWorkflows
   }
 
   /** Starts the transaction's workflow and answers 201 with it, PENDING. */
-  async function accept(ctx: Context, row: TransactionRow, start: (transactionId: string, organizationId: string) => Promise<void>) {
-    await start(row.id, row.organization_id);
+  async function accept(ctx: Context, row: TransactionRow, start: (transaction: Movement) => Promise<void>) {
+    await start({ transactionId: row.id, organizationId: row.organization_id, accountId: row.account_id });
     ctx.status = 201;
     ctx.set('Location', `/v1/transactions/${row.id}`);
     ctx.body = transactionView(row);

@@ -3,32 +3,38 @@ import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@te
 import type { Config } from '../../config';
 import { workflowIds } from '../../workflows/ids';
 import {
-  type B2cOutcome,
-  b2cOutcomeSignal,
-  type SendMoneyInput,
+  type SendMoneyResult,
+  sendMoneyResultSignal,
   type StkCallbackTrigger,
   stkCallbackSignal,
-  type StkPushInput,
   type StkResult,
   stkResultSignal,
 } from '../../workflows/mobile-money/messages';
-import { OrganizationId } from '../../workflows/search-attributes';
+import type { sendMoney } from '../../workflows/mobile-money/send-money';
+import type { stkPush } from '../../workflows/mobile-money/stk-push';
+import { AccountId, OrganizationId, TransactionId } from '../../workflows/search-attributes';
 
 /**
  * The one module through which the API drives the stk-push and send-money workflows. A start
  * that finds the run already there is success (the id is the transaction's); a signal to a run
- * that has ended answers false, so the callback route can record the callback as late.
+ * that has ended answers false, so the callback route can record the callback as late. Runs
+ * carry the organization, account and transaction ids as search attributes, so an operator finds
+ * a push or a payout in the Temporal UI by the ids the API returns.
  */
-export function transactionWorkflows(temporal: Client, config: Config) {
-  async function start(type: 'stkPush' | 'sendMoney', workflowId: string, input: StkPushInput | SendMoneyInput, organizationId: string) {
+export function mobileMoneyWorkflows(temporal: Client, config: Config) {
+  const options = (workflowId: string, transaction: MoneyMovement) => ({
+    taskQueue: config.TEMPORAL_TASK_QUEUE,
+    workflowId,
+    workflowIdReusePolicy: 'REJECT_DUPLICATE' as const,
+    typedSearchAttributes: [
+      { key: OrganizationId, value: transaction.organizationId },
+      { key: AccountId, value: transaction.accountId },
+      { key: TransactionId, value: transaction.transactionId },
+    ],
+  });
+  async function started(start: () => Promise<unknown>) {
     try {
-      await temporal.workflow.start(type, {
-        taskQueue: config.TEMPORAL_TASK_QUEUE,
-        workflowId,
-        args: [input],
-        workflowIdReusePolicy: 'REJECT_DUPLICATE',
-        typedSearchAttributes: [{ key: OrganizationId, value: organizationId }],
-      });
+      await start();
     } catch (error) {
       if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
     }
@@ -44,23 +50,38 @@ export function transactionWorkflows(temporal: Client, config: Config) {
   }
 
   return {
-    startStkPush: (transactionId: string, organizationId: string) =>
-      start(
-        'stkPush',
-        workflowIds.stkPush(transactionId),
-        {
-          transactionId,
-          callbackWaitMs: config.STK_PUSH_CALLBACK_WAIT,
-          queryIntervalMs: config.STK_PUSH_QUERY_INTERVAL,
-          queryDeadlineMs: config.STK_PUSH_QUERY_DEADLINE,
-        },
-        organizationId,
+    startStkPush: (transaction: MoneyMovement) =>
+      started(() =>
+        temporal.workflow.start<typeof stkPush>('stkPush', {
+          ...options(workflowIds.stkPush(transaction.transactionId), transaction),
+          args: [
+            {
+              transactionId: transaction.transactionId,
+              organizationId: transaction.organizationId,
+              callbackWaitMs: config.STK_PUSH_CALLBACK_WAIT,
+              queryIntervalMs: config.STK_PUSH_QUERY_INTERVAL,
+              queryDeadlineMs: config.STK_PUSH_QUERY_DEADLINE,
+            },
+          ],
+        }),
       ),
-    startSendMoney: (transactionId: string, organizationId: string) =>
-      start('sendMoney', workflowIds.sendMoney(transactionId), { transactionId, resultWaitMs: config.B2C_RESULT_WAIT }, organizationId),
+    startSendMoney: (transaction: MoneyMovement) =>
+      started(() =>
+        temporal.workflow.start<typeof sendMoney>('sendMoney', {
+          ...options(workflowIds.sendMoney(transaction.transactionId), transaction),
+          args: [{ transactionId: transaction.transactionId, organizationId: transaction.organizationId, resultWaitMs: config.SEND_MONEY_RESULT_WAIT }],
+        }),
+      ),
     stkResult: (transactionId: string, result: StkResult) => signal(workflowIds.stkPush(transactionId), (h) => h.signal(stkResultSignal, result)),
     stkCallback: (transactionId: string, trigger: StkCallbackTrigger) => signal(workflowIds.stkPush(transactionId), (h) => h.signal(stkCallbackSignal, trigger)),
-    b2cOutcome: (transactionId: string, outcome: B2cOutcome) => signal(workflowIds.sendMoney(transactionId), (h) => h.signal(b2cOutcomeSignal, outcome)),
+    sendMoneyResult: (transactionId: string, outcome: SendMoneyResult) => signal(workflowIds.sendMoney(transactionId), (h) => h.signal(sendMoneyResultSignal, outcome)),
   };
 }
-export type TransactionWorkflows = ReturnType<typeof transactionWorkflows>;
+export type MobileMoneyWorkflows = ReturnType<typeof mobileMoneyWorkflows>;
+
+/** The transaction a money workflow runs for. */
+export interface MoneyMovement {
+  transactionId: string;
+  organizationId: string;
+  accountId: string;
+}

@@ -161,7 +161,7 @@ describe('spec 4.4: POST /v1/transactions/mobilemoney/send-money', () => {
     );
   });
 
-  it('protocol: a queue timeout (sent to QueueTimeOutURL) is noted, never applied: with no result by B2C_RESULT_WAIT the payout fails QUEUE_TIMEOUT and the hold is released', async () => {
+  it('protocol: a queue timeout (sent to QueueTimeOutURL) is noted, never applied: with no result by SEND_MONEY_RESULT_WAIT the payout fails QUEUE_TIMEOUT and the hold is released', async () => {
     const funded = 500_000;
     const customer = await fundedCustomer(funded);
     const recipient = payerNumber(7);
@@ -173,7 +173,7 @@ describe('spec 4.4: POST /v1/transactions/mobilemoney/send-money', () => {
     assert.equal(done.status, 'FAILED', JSON.stringify(done));
     assert.equal(done.failure_reason, 'QUEUE_TIMEOUT');
     const [timedOut, failed] = [Date.parse(recorded.received_at), Date.parse(done.failed_at)];
-    assert.ok(failed - timedOut >= harness().config.B2C_RESULT_WAIT - 1_500, 'released when the wait ended, not on the timeout');
+    assert.ok(failed - timedOut >= harness().config.SEND_MONEY_RESULT_WAIT - 1_500, 'released when the wait ended, not on the timeout');
     await recordHistory(workflowIds.sendMoney(created.id), 'sendMoney-queue-timeout-noted');
     const [payment] = await paymentsTo(recipient);
     assert.equal(payment!.state, 'timed_out');

@@ -16,9 +16,9 @@ describe('configuration from the environment', () => {
   });
 
   it('parses every duration as milliseconds', () => {
-    const config = loadConfig({ KYC_SUBMISSION_WINDOW: '90s', OTP_LIFETIME: '250ms', IDEMPOTENCY_KEY_TTL: '2d' });
+    const config = loadConfig({ KYC_SUBMISSION_WINDOW: '90s', KYC_CALLBACK_WAIT: '250ms', IDEMPOTENCY_KEY_TTL: '2d' });
     assert.equal(config.KYC_SUBMISSION_WINDOW, 90_000);
-    assert.equal(config.OTP_LIFETIME, 250);
+    assert.equal(config.KYC_CALLBACK_WAIT, 250);
     assert.equal(config.IDEMPOTENCY_KEY_TTL, 2 * 86_400_000);
   });
 
@@ -39,13 +39,13 @@ describe('configuration from the environment', () => {
     const root = path.resolve(__dirname, '../..');
     const result = spawnSync(path.join(root, 'node_modules/.bin/tsx'), ['dev/start.ts'], {
       cwd: root,
-      env: { ...process.env, PORT: '70000', OTP_LIFETIME: 'soon' },
+      env: { ...process.env, PORT: '70000', KYC_CALLBACK_WAIT: 'soon' },
       encoding: 'utf8',
       timeout: 25_000,
     });
     assert.equal(result.status, 1);
     assert.match(result.stderr, /PORT/);
-    assert.match(result.stderr, /OTP_LIFETIME/);
+    assert.match(result.stderr, /KYC_CALLBACK_WAIT/);
   });
 
   it('parses durations and sizes strictly (property)', () => {

@@ -1,10 +1,10 @@
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import { continueAsNew, ParentClosePolicy, patched, proxyActivities, startChild, WorkflowIdReusePolicy } from '@temporalio/workflow';
-import type { Activities } from '../../activities';
-import type { SweepCounts, SweepResult } from '../../activities/kyc/expiry-sweep';
+import type { KycActivities } from '../../activities';
 import { workflowIds } from '../ids';
+import { NO_COUNTS, type SweepCounts, type SweepResult } from './messages';
 
-const activities = proxyActivities<Activities>({ startToCloseTimeout: '10 minutes', heartbeatTimeout: '1 minute', retry: { maximumInterval: '1 minute' } });
+const activities = proxyActivities<KycActivities>({ startToCloseTimeout: '10 minutes', heartbeatTimeout: '1 minute', retry: { maximumInterval: '1 minute' } });
 
 const BATCHES_BEFORE_CONTINUE_AS_NEW = 20;
 /** Changes to running workflows' commands, each kept until no history without it can be replayed. */
@@ -34,9 +34,9 @@ export async function kycExpirySweep(input: { organizationId: string; batchSize:
     const start = await activities.beginSweep(input.organizationId);
     if (!start.due) {
       const now = new Date().toISOString(); // workflow time: deterministic on replay
-      return start.last ?? { job: 'KYC_STALE_SESSION_EXPIRY', organization_id: input.organizationId, started_at: now, finished_at: now, result: { scanned: 0, expired: 0, completed: 0, still_pending: 0, failed: 0 } };
+      return start.last ?? { job: 'KYC_STALE_SESSION_EXPIRY', organization_id: input.organizationId, started_at: now, finished_at: now, result: NO_COUNTS };
     }
-    progress = { startedAt: start.startedAt, cutoff: start.cutoff, afterId: null, counts: { scanned: 0, expired: 0, completed: 0, still_pending: 0, failed: 0 } };
+    progress = { startedAt: start.startedAt, cutoff: start.cutoff, afterId: null, counts: NO_COUNTS };
   }
   for (let batch = 0; batch < BATCHES_BEFORE_CONTINUE_AS_NEW; batch++) {
     const current: SweepProgress = progress;

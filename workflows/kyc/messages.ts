@@ -1,4 +1,6 @@
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import { Failure } from '../../domain/failures';
+import type { ResultCategory } from '../../domain/kyc/result-codes';
 
 /**
  * Messages of the kyc-verification workflow, importable by the API without the workflow body.
@@ -42,7 +44,45 @@ export const refreshStatusUpdate = defineUpdate<{ state: string }>('refreshStatu
 export const verificationClosedSignal = defineSignal('verificationClosed');
 export const verificationStateQuery = defineQuery<{ providerJobId?: string; completed: boolean; eventsSeen: number }>('verificationState');
 
-export const KycUpdateError = {
-  DIFFERENT_JOB_ID: 'DIFFERENT_JOB_ID',
-  NOT_PENDING: 'NOT_PENDING',
-} as const;
+/** The Update refusals of reporting a provider job id (the API maps them to 409). */
+export const KycUpdateError = { DIFFERENT_JOB_ID: Failure.DIFFERENT_JOB_ID, NOT_PENDING: Failure.NOT_PENDING } as const;
+
+/** Which application an activity works on; images and job ids are read from Postgres by reference. */
+export interface ApplicationRef {
+  organizationId: string;
+  applicationId: string;
+}
+
+/** Where the provider stands on an application's job, as a lookup found it. */
+export interface ProviderStatus {
+  /** `closed`: the application is no longer pending here (the expiry sweep settled it); the provider was not asked. */
+  state: 'processing' | 'not_found' | 'final' | 'closed';
+  category?: ResultCategory;
+  resultCode?: string;
+  resultText?: string;
+  isFinal?: boolean;
+  /** The provider's job id, when the lookup found the job. */
+  providerJobId?: string;
+}
+
+/** What an expiry sweep counted (spec 2, Expiry sweep result). */
+export interface SweepCounts {
+  scanned: number;
+  expired: number;
+  completed: number;
+  still_pending: number;
+  failed: number;
+}
+export const NO_COUNTS: SweepCounts = { scanned: 0, expired: 0, completed: 0, still_pending: 0, failed: 0 };
+
+/** The expiry sweep result resource (spec 2). */
+export interface SweepResult {
+  job: 'KYC_STALE_SESSION_EXPIRY';
+  organization_id: string;
+  started_at: string;
+  finished_at: string;
+  result: SweepCounts;
+}
+
+/** Whether an organization's sweep window is due (its lease taken), or its last result. */
+export type SweepStart = { due: true; startedAt: string; cutoff: string } | { due: false; last: SweepResult | null };

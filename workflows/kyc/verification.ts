@@ -1,8 +1,9 @@
 import { ApplicationFailure, condition, continueAsNew, patched, proxyActivities, setHandler } from '@temporalio/workflow';
-import type { Activities } from '../../activities';
-import type { ProviderStatus } from '../../activities/kyc/verification';
+import type { KycActivities } from '../../activities';
+import { Failure } from '../../domain/failures';
 import {
   type KycVerificationInput,
+  type ProviderStatus,
   KycUpdateError,
   type ProviderEvent,
   providerCallbackSignal,
@@ -14,9 +15,9 @@ import {
   verificationStateQuery,
 } from './messages';
 
-const activities = proxyActivities<Activities>({
+const activities = proxyActivities<KycActivities>({
   startToCloseTimeout: '1 minute',
-  retry: { initialInterval: '1 second', maximumInterval: '1 minute', nonRetryableErrorTypes: ['SUBMISSION_INDETERMINATE', 'PROVIDER_REJECTED_REQUEST'] },
+  retry: { initialInterval: '1 second', maximumInterval: '1 minute', nonRetryableErrorTypes: [Failure.SUBMISSION_INDETERMINATE, Failure.PROVIDER_REJECTED_REQUEST] },
 });
 
 /** Changes made while runs may be in flight; each branch keeps older histories replaying. */

@@ -4,6 +4,8 @@ import { defineSignal } from '@temporalio/workflow';
 
 export interface StkPushInput {
   transactionId: string;
+  /** The transaction's organization (absent in runs started before it was carried). */
+  organizationId?: string;
   /** How long to wait for the callback before asking the provider. */
   callbackWaitMs: number;
   /** Then: how often to ask, and for how long before giving the push up (FAILED, NO_RESULT). */
@@ -42,12 +44,14 @@ export interface StkCallbackTrigger {
 
 export interface SendMoneyInput {
   transactionId: string;
+  /** The transaction's organization (absent in runs started before it was carried). */
+  organizationId?: string;
   /** How long to wait for the B2C result or queue timeout. */
   resultWaitMs: number;
 }
 
 /** A B2C result or queue timeout, as the callback route hands it over. */
-export interface B2cOutcome {
+export interface SendMoneyResult {
   kind: 'result' | 'timeout';
   resultCode: string;
   resultDesc: string;
@@ -55,6 +59,11 @@ export interface B2cOutcome {
   receipt?: string;
   completedAt?: string;
 }
+
+/** What sending a push prompt came to: accepted (with the provider's ids), refused, or unknown (its answer was lost). */
+export type PushSent = { state: 'accepted'; checkoutRequestId: string; merchantRequestId?: string } | { state: 'rejected'; errorCode?: string } | { state: 'indeterminate' };
+/** What sending a payout came to: accepted (queued at the provider) or refused. */
+export type PayoutSent = { state: 'accepted' } | { state: 'rejected'; errorCode?: string };
 
 export interface MoneyMovementResult {
   status: 'POSTED' | 'FAILED';
@@ -64,4 +73,5 @@ export interface MoneyMovementResult {
 export const stkResultSignal = defineSignal<[StkResult]>('stkResult');
 /** Runs started before callbacks became triggers have no handler for it and ignore it. */
 export const stkCallbackSignal = defineSignal<[StkCallbackTrigger]>('stkCallback');
-export const b2cOutcomeSignal = defineSignal<[B2cOutcome]>('b2cOutcome');
+/** Its wire name predates the area's one name; runs in flight listen for it. */
+export const sendMoneyResultSignal = defineSignal<[SendMoneyResult]>('b2cOutcome');

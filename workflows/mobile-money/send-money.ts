@@ -1,6 +1,6 @@
 import { condition, patched, proxyLocalActivities, setHandler } from '@temporalio/workflow';
-import type { Activities } from '../../activities';
-import { type B2cOutcome, b2cOutcomeSignal, type MoneyMovementResult, type SendMoneyInput } from './messages';
+import type { MobileMoneyActivities } from '../../activities';
+import { type SendMoneyResult, sendMoneyResultSignal, type MoneyMovementResult, type SendMoneyInput } from './messages';
 
 /**
  * Local activities: each step is a short database write or one provider call, so running it in
@@ -14,7 +14,7 @@ const PATCHES = {
   queueTimeoutIsNoResult: 'send-money-queue-timeout-is-not-a-result',
 } as const;
 
-const money = proxyLocalActivities<Activities>({ startToCloseTimeout: '1 minute', retry: { maximumInterval: '30 seconds' } });
+const money = proxyLocalActivities<MobileMoneyActivities>({ startToCloseTimeout: '1 minute', retry: { maximumInterval: '30 seconds' } });
 
 /**
  * A payout (`send-money/<transaction id>`): hold the amount and fee (available balance checked
@@ -28,9 +28,9 @@ const money = proxyLocalActivities<Activities>({ startToCloseTimeout: '1 minute'
  * without one.
  */
 export async function sendMoney(input: SendMoneyInput): Promise<MoneyMovementResult> {
-  let outcome: B2cOutcome | undefined;
+  let outcome: SendMoneyResult | undefined;
   const timeoutIsNoResult = patched(PATCHES.queueTimeoutIsNoResult);
-  setHandler(b2cOutcomeSignal, (incoming) => {
+  setHandler(sendMoneyResultSignal, (incoming) => {
     if (timeoutIsNoResult && incoming.kind === 'timeout') return;
     outcome ??= incoming;
   });

@@ -1,5 +1,5 @@
 import { condition, patched, proxyLocalActivities, setHandler } from '@temporalio/workflow';
-import type { Activities } from '../../activities';
+import type { MobileMoneyActivities } from '../../activities';
 import { type MoneyMovementResult, stkCallbackSignal, type StkPushInput, type StkResult, stkResultSignal } from './messages';
 import { PushCallbackTriage } from './stk-push-callbacks';
 
@@ -16,7 +16,7 @@ const PATCHES = {
   callbacksAreTriggers: 'stk-push-callbacks-are-triggers',
 } as const;
 
-const money = proxyLocalActivities<Activities>({ startToCloseTimeout: '1 minute', retry: { maximumInterval: '30 seconds' } });
+const money = proxyLocalActivities<MobileMoneyActivities>({ startToCloseTimeout: '1 minute', retry: { maximumInterval: '30 seconds' } });
 
 /**
  * A push-prompt collection (`stk-push/<transaction id>`): send the prompt once, wait for the

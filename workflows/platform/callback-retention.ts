@@ -1,7 +1,7 @@
 import { proxyActivities } from '@temporalio/workflow';
-import type { Activities } from '../../activities';
+import type { PlatformActivities } from '../../activities';
 
-const { purgeExpiredCallbacks } = proxyActivities<Activities>({
+const { purgeExpiredCallbacks } = proxyActivities<PlatformActivities>({
   startToCloseTimeout: '10 minutes',
   heartbeatTimeout: '1 minute',
   retry: { maximumInterval: '1 minute' },

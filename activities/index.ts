@@ -4,6 +4,7 @@ import type { Logger } from '../config/logger';
 import type { Clock } from '../domain/clock';
 import type { Providers } from '../providers';
 import { createCallbackActivities } from './platform/callback-retention';
+import { createIdempotencyPurgeActivities } from './platform/idempotency-purge';
 import { createKycActivities } from './kyc/verification';
 import { createKycSweepActivities } from './kyc/expiry-sweep';
 import { createMobileMoneyActivities } from './mobile-money/index';
@@ -22,11 +23,11 @@ export interface ActivityDeps {
  * `proxyActivities<Activities>(...)`, so no I/O module enters the workflow bundle.
  */
 export function createActivities(deps: ActivityDeps) {
-  return { ...createKycActivities(deps), ...createKycSweepActivities(deps), ...createMobileMoneyActivities(deps), ...createCallbackActivities(deps) };
+  return { ...createKycActivities(deps), ...createKycSweepActivities(deps), ...createMobileMoneyActivities(deps), ...createCallbackActivities(deps), ...createIdempotencyPurgeActivities(deps) };
 }
 
 export type Activities = ReturnType<typeof createActivities>;
 /** Each area's activities: a workflow proxies only its own area's. */
 export type KycActivities = ReturnType<typeof createKycActivities> & ReturnType<typeof createKycSweepActivities>;
 export type MobileMoneyActivities = ReturnType<typeof createMobileMoneyActivities>;
-export type PlatformActivities = ReturnType<typeof createCallbackActivities>;
+export type PlatformActivities = ReturnType<typeof createCallbackActivities> & ReturnType<typeof createIdempotencyPurgeActivities>;

@@ -25,6 +25,7 @@ import { kycCallbackRoutes } from './kyc/callbacks';
 import { kycInternalRoutes, kycSweepRoutes } from './kyc/internal';
 import { kycVerificationRoutes } from './kyc/verification';
 import { kycWorkflows } from './kyc/workflows';
+import { organizationOfMerchant } from '../db/auth/merchants';
 import { createHotReads } from '../db/kyc/hot-reads';
 import { mobileMoneyCallbackRoutes } from './mobile-money/callbacks';
 import { systemRoutes } from './platform/system';
@@ -36,7 +37,7 @@ export interface BuiltApp {
   app: Koa;
   /** Every route the router serves, in registration order (the OpenAPI test walks them). */
   routes: readonly AnyRoute[];
-  /** Stops the app's background work (rate-limit syncing, idempotency-key purge) once the server no longer serves it. */
+  /** Stops the app's background work (rate-limit syncing, the status listener) once the server no longer serves it. */
   close(): Promise<void>;
 }
 
@@ -53,11 +54,9 @@ export function buildApp(deps: AppDeps, options: { extraRoutes?: AnyRoute[] } = 
   const tokens = createTokenService({ ...deps, isTrustedIssuer: authenticator.isTrustedIssuer });
   const rateLimiter = createRateLimiter(deps.config, deps.db, deps.logger);
   const idempotency = createIdempotency(deps);
-  idempotency.startPurging();
   const merchants: MerchantChecks = {
     providers: resourceAccessProviders(deps.db, deps.config.FINANCING_ISSUERS),
-    organizationOf: async (merchantId) =>
-      (await deps.db('merchants').where({ id: merchantId }).first<{ organization_id: string } | undefined>('organization_id'))?.organization_id,
+    organizationOf: (merchantId) => organizationOfMerchant(deps.db, merchantId),
   };
   let document: unknown;
   const routes: AnyRoute[] = [];
@@ -141,7 +140,6 @@ export function buildApp(deps: AppDeps, options: { extraRoutes?: AnyRoute[] } = 
     close: async () => {
       await rateLimiter.close();
       await hotReads.close();
-      await idempotency.close();
     },
   };
 }

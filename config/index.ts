@@ -188,6 +188,8 @@ export const configSchema = z.object({
    * it runs): past it the executor is taken for dead and a retry executes instead.
    */
   IDEMPOTENCY_LOCK_TIMEOUT: duration('60s'),
+  /** How often the idempotency-key-purge schedule deletes expired keys. */
+  IDEMPOTENCY_PURGE_INTERVAL: duration('10m'),
   RATE_LIMIT_MEMORY: flag(false),
   /** Requests per RATE_LIMIT_WINDOW for one caller, and for all callers of one organization together. */
   RATE_LIMIT_CALLER_POINTS: positiveInt(300),

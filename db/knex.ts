@@ -68,3 +68,8 @@ export function isUniqueViolation(error: unknown, constraint?: string): boolean 
   const pg = error as { code?: string; constraint?: string } | null;
   return pg?.code === '23505' && (constraint === undefined || pg.constraint === constraint);
 }
+
+/** Whether Postgres answers (the readiness probe). */
+export async function ping(db: Knex): Promise<void> {
+  await db.raw('select 1');
+}

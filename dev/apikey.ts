@@ -1,4 +1,6 @@
-import { createApiKey, revokeApiKey } from '../api/auth/api-keys';
+import { createApiKey } from '../api/auth/api-keys';
+import { revokeApiKey } from '../db/auth/api-keys';
+import { organizationExists } from '../db/auth/organizations';
 import { cliDatabase, parseOptions, runCli } from './cli';
 
 const USAGE = `usage: npm run --silent apikey -- create (--org <organization id> | --platform) [--label <text>] [--permission <name> ...]
@@ -17,7 +19,7 @@ runCli(async (config) => {
   try {
     if (command === 'create') {
       if (Boolean(values.org) === Boolean(values.platform)) throw new Error(`give exactly one of --org and --platform\n${USAGE}`);
-      if (values.org && !(await db('organizations').where({ id: values.org }).first())) throw new Error(`no organization ${values.org}`);
+      if (values.org && !(await organizationExists(db, values.org))) throw new Error(`no organization ${values.org}`);
       const created = await createApiKey(db, {
         organizationId: values.org,
         platform: values.platform,

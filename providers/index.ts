@@ -1,6 +1,7 @@
 import type { Config } from '../config';
 import { createKycProviderClient, type KycProviderClient } from './kyc/client';
-import { createMobileMoneyClient, type MobileMoneyClient } from './mobile-money/client';
+import { createMobileMoneyClient } from './mobile-money/client';
+import type { MobileMoneyClient } from './mobile-money/protocol';
 
 /**
  * The provider clients the API and activities are built with, each behind a small interface.

@@ -16,4 +16,5 @@ export const workflowIds = {
 export const scheduleIds = {
   kycExpirySweep: 'kyc-expiry-sweep',
   callbackRetention: 'callback-retention',
+  idempotencyKeyPurge: 'idempotency-key-purge',
 };

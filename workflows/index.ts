@@ -3,6 +3,7 @@
  * exported function's name is its workflow type.
  */
 export { callbackRetention } from './platform/callback-retention';
+export { idempotencyKeyPurge } from './platform/idempotency-purge';
 export { kycExpirySweep, kycExpirySweepAll } from './kyc/expiry-sweep';
 export { kycVerification } from './kyc/verification';
 export { sendMoney } from './mobile-money/send-money';

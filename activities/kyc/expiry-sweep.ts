@@ -1,7 +1,7 @@
 import { Context } from '@temporalio/activity';
 import { categoryOf, ResultCategory } from '../../domain/kyc/result-codes';
-import { KycStatus } from '../../domain/kyc/status';
 import { forEachConcurrently } from '../../domain/concurrency';
+import { completeWithVerdict, expireUnknownJobs, findStalePending, listOrganizationIds, noteProviderChecked, releaseSweepLease, takeSweepLease } from '../../db/kyc/sweep';
 import { NO_COUNTS, type SweepCounts, type SweepResult, type SweepStart } from '../../workflows/kyc/messages';
 import type { ActivityDeps } from '../index';
 
@@ -16,41 +16,26 @@ export function createKycSweepActivities(deps: ActivityDeps) {
   const { db, config, clock, providers } = deps;
 
   return {
+    /** Platform-wide: every organization's id, for the fan-out. */
     async listOrganizations(): Promise<string[]> {
-      return db('organizations').orderBy('id').pluck('id');
+      return listOrganizationIds(db);
     },
 
     /** Takes the organization's lease when its window is due; otherwise answers its last result. */
     async beginSweep(organizationId: string): Promise<SweepStart> {
-      return db.transaction(async (trx) => {
-        await trx('kyc_sweep_leases').insert({ organization_id: organizationId }).onConflict('organization_id').ignore();
-        const lease = await trx('kyc_sweep_leases').where({ organization_id: organizationId }).forUpdate().first();
-        const now = clock.now();
-        const leased = lease.leased_until && lease.leased_until > now;
-        const due = !lease.next_due_at || lease.next_due_at <= now;
-        if (leased || !due) return { due: false, last: lease.last_result ?? null };
-        await trx('kyc_sweep_leases')
-          .where({ organization_id: organizationId })
-          .update({
-            // Long enough for a large organization; released at the end, or left to expire after a crash.
-            leased_until: new Date(now.getTime() + Math.max(config.KYC_EXPIRY_SWEEP_INTERVAL, 60_000)),
-            next_due_at: new Date(now.getTime() + config.KYC_EXPIRY_SWEEP_INTERVAL),
-            last_started_at: now,
-          });
-        return { due: true, startedAt: now.toISOString(), cutoff: new Date(now.getTime() - config.KYC_SUBMISSION_WINDOW).toISOString() };
+      const lease = await takeSweepLease(db, organizationId, clock, {
+        // Long enough for a large organization; released at the end, or left to expire after a crash.
+        leaseMs: Math.max(config.KYC_EXPIRY_SWEEP_INTERVAL, 60_000),
+        intervalMs: config.KYC_EXPIRY_SWEEP_INTERVAL,
       });
+      if (!lease.taken) return { due: false, last: lease.lastResult };
+      const { now } = lease;
+      return { due: true, startedAt: now.toISOString(), cutoff: new Date(now.getTime() - config.KYC_SUBMISSION_WINDOW).toISOString() };
     },
 
     /** One batch of pending applications past the submission window, in id order after `afterId`. */
     async sweepBatch(input: { organizationId: string; cutoff: string; afterId: string | null; limit: number }): Promise<{ counts: SweepCounts; lastId: string | null }> {
-      const query = db('kyc_applications')
-        .where({ organization_id: input.organizationId, status: KycStatus.ID_VERIFICATION_PENDING })
-        .where('submitted_at', '<', input.cutoff)
-        .orderBy('id')
-        .limit(input.limit)
-        .select('id', 'user_id', 'job_id', 'api_version', 'provider_job_id');
-      if (input.afterId) query.where('id', '>', input.afterId);
-      const applications = await query;
+      const applications = await findStalePending(db, input.organizationId, input.cutoff, input.afterId, input.limit);
       const counts = { ...NO_COUNTS, scanned: applications.length };
       const stillPending: string[] = [];
       const unknown: string[] = [];
@@ -93,39 +78,21 @@ export function createKycSweepActivities(deps: ActivityDeps) {
       });
 
       const now = clock.now();
-      const stillPendingHere = () => db('kyc_applications').where({ organization_id: input.organizationId, status: KycStatus.ID_VERIFICATION_PENDING });
-      if (stillPending.length > 0) await stillPendingHere().whereIn('id', stillPending).update({ provider_checked_at: now });
-      // Only rows still pending change (a callback may have completed one meanwhile), and only those count.
+      // Each write changes, and counts, only rows still pending (a callback may have completed one meanwhile).
+      if (stillPending.length > 0) await noteProviderChecked(db, input.organizationId, stillPending, now);
       if (unknown.length > 0) {
-        const expired: unknown[] = await stillPendingHere()
-          .whereIn('id', unknown)
-          .update({ status: KycStatus.EXPIRED, reason: 'The provider no longer knows the job', verification_completed_at: now, updated_at: now }, ['id']);
-        counts.expired += expired.length;
+        const expired = await expireUnknownJobs(db, input.organizationId, unknown, now);
+        counts.expired += expired;
       }
       for (const group of verdicts.values()) {
-        const completed: unknown[] = await stillPendingHere()
-          .whereIn('id', group.ids)
-          .update(
-            {
-              status: group.approved ? KycStatus.APPROVED : KycStatus.REJECTED,
-              outcome: group.approved ? 'PASS' : 'FAIL',
-              result_code: group.resultCode,
-              reason: group.resultText,
-              needs_review: false,
-              verification_completed_at: now,
-              updated_at: now,
-            },
-            ['id'],
-          );
-        counts.completed += completed.length;
+        const completed = await completeWithVerdict(db, input.organizationId, group.ids, group, now);
+        counts.completed += completed;
       }
       return { counts, lastId: applications.at(-1)?.id ?? null };
     },
 
     async finishSweep(result: SweepResult): Promise<void> {
-      await db('kyc_sweep_leases')
-        .where({ organization_id: result.organization_id })
-        .update({ leased_until: null, last_finished_at: result.finished_at, last_result: JSON.stringify(result) });
+      await releaseSweepLease(db, result.organization_id, result);
     },
   };
 }

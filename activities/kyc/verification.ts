@@ -1,5 +1,8 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { findApplication, type KycApplicationRow } from '../../db/kyc/applications';
+import { findDocumentContents } from '../../db/kyc/documents';
+import { findSubject } from '../../db/kyc/subjects';
+import { completePendingApplication, failPendingApplication, setProviderJobIdOnce, updateApplication, type VerificationNotes } from '../../db/kyc/verification';
 import { categoryOf, ResultCategory } from '../../domain/kyc/result-codes';
 import { KycStatus } from '../../domain/kyc/status';
 import { Failure } from '../../domain/failures';
@@ -24,8 +27,7 @@ export function createKycActivities(deps: ActivityDeps) {
     if (!application) throw ApplicationFailure.nonRetryable(`no KYC application ${ref.applicationId}`, Failure.NOT_FOUND);
     return application;
   }
-  const update = (ref: ApplicationRef, values: Record<string, unknown>) =>
-    db('kyc_applications').where({ organization_id: ref.organizationId, id: ref.applicationId }).update({ ...values, updated_at: clock.now() });
+  const update = (ref: ApplicationRef, notes: VerificationNotes) => updateApplication(db, ref.organizationId, ref.applicationId, notes, clock.now());
 
   return {
     /**
@@ -47,12 +49,9 @@ export function createKycActivities(deps: ActivityDeps) {
         if (known.state !== 'not_found') return { providerJobId: known.state === 'final' ? (known.providerJobId ?? null) : null };
       }
       await update(ref, { submission_attempted_at: clock.now() });
-      const documents = await db('kyc_documents')
-        .where({ organization_id: ref.organizationId, application_id: ref.applicationId })
-        .orderBy(['kind', 'position'])
-        .select<{ kind: string; content: Buffer }[]>('kind', 'content');
+      const documents = await findDocumentContents(db, ref.organizationId, ref.applicationId);
       const one = (kind: string) => documents.find((d) => d.kind === kind)?.content;
-      const subject = await db('kyc_subjects').where({ organization_id: ref.organizationId, user_id: application.user_id }).first();
+      const subject = await findSubject(db, ref.organizationId, application.user_id);
       const submitted = await providers.kyc
         .submitDocumentVerification({
           apiVersion: version,
@@ -109,10 +108,7 @@ export function createKycActivities(deps: ActivityDeps) {
     },
 
     async recordProviderJobId(ref: ApplicationRef & { providerJobId: string }): Promise<void> {
-      await db('kyc_applications')
-        .where({ organization_id: ref.organizationId, id: ref.applicationId })
-        .whereNull('provider_job_id')
-        .update({ provider_job_id: ref.providerJobId, updated_at: clock.now() });
+      await setProviderJobIdOnce(db, ref.organizationId, ref.applicationId, ref.providerJobId, clock.now());
     },
 
     async recordReview(ref: ApplicationRef): Promise<void> {
@@ -129,27 +125,27 @@ export function createKycActivities(deps: ActivityDeps) {
       const approved = categoryOf(ref.resultCode) === ResultCategory.APPROVED;
       const exhausted = !approved && application.resubmission_count >= config.KYC_MAX_RESUBMISSIONS;
       const status = approved ? KycStatus.APPROVED : KycStatus.REJECTED;
-      await db('kyc_applications')
-        .where({ organization_id: ref.organizationId, id: ref.applicationId, status: KycStatus.ID_VERIFICATION_PENDING })
-        .update({
+      const now = clock.now();
+      await completePendingApplication(
+        db,
+        ref.organizationId,
+        ref.applicationId,
+        {
           status,
           outcome: approved ? 'PASS' : 'FAIL',
-          result_code: ref.resultCode,
+          resultCode: ref.resultCode,
           reason: ref.resultText,
-          needs_review: false,
-          verification_completed_at: clock.now(),
-          reapply_blocked_until: exhausted ? new Date(clock.now().getTime() + config.KYC_REAPPLY_BLOCK) : null,
-          updated_at: clock.now(),
-        });
+          reapplyBlockedUntil: exhausted ? new Date(now.getTime() + config.KYC_REAPPLY_BLOCK) : null,
+        },
+        now,
+      );
       Context.current().log.info('KYC verification completed', { applicationId: ref.applicationId, status });
       return { status };
     },
 
     /** A submission that cannot go on: the application is rejected with the reason, and may be submitted again. */
     async failSubmission(ref: ApplicationRef & { reason: string }): Promise<void> {
-      await db('kyc_applications')
-        .where({ organization_id: ref.organizationId, id: ref.applicationId, status: KycStatus.ID_VERIFICATION_PENDING })
-        .update({ status: KycStatus.REJECTED, outcome: 'ERROR', reason: ref.reason, verification_completed_at: clock.now(), updated_at: clock.now() });
+      await failPendingApplication(db, ref.organizationId, ref.applicationId, ref.reason, clock.now());
     },
   };
 }

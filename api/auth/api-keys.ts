@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
+import { findLiveApiKey, insertApiKey } from '../../db/auth/api-keys';
 import { type Grant, isPermission, parseGrant, Permission, Scope } from '../../domain/rbac';
 import { hashSecret, randomSecret } from './secrets';
 
@@ -32,9 +33,8 @@ export async function createApiKey(
   if (unknown.length > 0) throw new Error(`unknown permission ${unknown.join(', ')} (a key's scope follows from --org or --platform)`);
   const key = `${API_KEY_PREFIX}${randomSecret()}`;
   const id = randomUUID();
-  await db('api_keys').insert({
+  await insertApiKey(db, options.organizationId ?? null, {
     id,
-    organization_id: options.organizationId ?? null,
     scope,
     label: options.label ?? null,
     key_hash: hashSecret(key),
@@ -42,11 +42,6 @@ export async function createApiKey(
     permissions: permissions.map((p) => `${p}:${scope}`),
   });
   return { id, key };
-}
-
-export async function revokeApiKey(db: Knex, id: string): Promise<boolean> {
-  const updated = await db('api_keys').where({ id }).whereNull('revoked_at').update({ revoked_at: db.fn.now() });
-  return updated > 0;
 }
 
 export interface ApiKeyRecord {
@@ -58,10 +53,7 @@ export interface ApiKeyRecord {
 
 /** The live key with this secret, or undefined (unknown or revoked). */
 export async function findApiKey(db: Knex, key: string): Promise<ApiKeyRecord | undefined> {
-  const row = await db('api_keys')
-    .where({ key_hash: hashSecret(key) })
-    .whereNull('revoked_at')
-    .first<{ id: string; organization_id: string | null; scope: string; permissions: string[] } | undefined>();
+  const row = await findLiveApiKey(db, hashSecret(key));
   if (!row) return undefined;
   return {
     id: row.id,

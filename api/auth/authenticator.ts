@@ -10,8 +10,11 @@ import type { Knex } from 'knex';
 import { LRUCache } from 'lru-cache';
 import type { Config } from '../../config';
 import type { Logger } from '../../config/logger';
+import { findActivePartner } from '../../db/auth/partners';
+import { findUserByAuthId, findUserById, userRoles } from '../../db/auth/users';
 import { ErrorCode, ServiceError } from '../../domain/errors';
 import { type Grant, grantsOfRoles, parseGrant, Scope } from '../../domain/rbac';
+import { isUuid } from '../../domain/identifiers';
 import { unstorableText } from '../../domain/text';
 import { API_KEY_PREFIX, findApiKey } from './api-keys';
 import type { Caller, FinancingCaller, UserCaller } from './caller';
@@ -20,7 +23,6 @@ import type { ServiceKeys } from './service-keys';
 
 /** Header parameters that would let a token bring its own key: never honoured, always refused. */
 const KEY_CARRYING_HEADERS = ['jwk', 'jku', 'x5u', 'x5c'] as const;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** A claim fit for a query: a non-empty string of at most 255 characters that Postgres can store. */
 const isClaimText = (value: unknown): value is string =>
@@ -71,8 +73,6 @@ export interface AuthenticatorDeps {
   serviceKeys: ServiceKeys;
 }
 
-type UserRow = { id: string; organization_id: string; status: UserCaller['status'] };
-
 /**
  * What an external financing issuer may grant: organization-scoped financing permissions only.
  * PLATFORM scope and every other permission stay ours to give.
@@ -108,14 +108,14 @@ export function createAuthenticator(deps: AuthenticatorDeps) {
     return cached(`user|${via}|${subject}|${organizationClaim ?? ''}`, async () => {
       // Our own tokens carry our user id. The identity provider's carry its auth id, or our id
       // for users it knows by it; an auth id may itself look like a uuid, so it is tried first.
-      const byId = () => db('users').where({ id: subject }).first<UserRow | undefined>();
+      const byId = () => findUserById(db, subject);
       const user =
         via === 'service'
           ? await byId()
-          : ((await db('users').where({ auth_id: subject }).first<UserRow | undefined>()) ?? (UUID.test(subject) ? await byId() : undefined));
+          : ((await findUserByAuthId(db, subject)) ?? (isUuid(subject) ? await byId() : undefined));
       if (!user || user.status === 'DISABLED') throw unauthorised('unknown subject');
       const organizationId = organizationClaim ?? user.organization_id;
-      const roles = await db('user_access').where({ user_id: user.id, organization_id: organizationId }).pluck('role');
+      const roles = await userRoles(db, organizationId, user.id);
       if (roles.length === 0) {
         throw new ServiceError(ErrorCode.FORBIDDEN, 'No access to this organization');
       }
@@ -147,9 +147,7 @@ export function createAuthenticator(deps: AuthenticatorDeps) {
         // (within the cache TTL), not when its last access token expires.
         const partnerId = payload.sub;
         return cached(`partner|${partnerId}`, async () => {
-          const partner = await db('partners')
-            .where({ id: partnerId, status: 'ACTIVE' })
-            .first<{ organization_id: string; permissions: string[] } | undefined>();
+          const partner = await findActivePartner(db, partnerId);
           if (!partner) throw unauthorised('unknown or disabled partner');
           return {
             scheme: 'partner',

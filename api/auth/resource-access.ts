@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import type { FinancingIssuer } from '../../config';
+import { merchantAccessAllows } from '../../db/auth/merchants';
 
 /** Answers whether a financing subject holds a merchant-scoped permission. */
 export interface ResourceAccessProvider {
@@ -9,13 +10,7 @@ export interface ResourceAccessProvider {
 /** Merchant access recorded in our database (merchant_access), for issuers we manage access for. */
 export function databaseResourceAccess(db: Knex, issuer: string): ResourceAccessProvider {
   return {
-    async allows(subject, merchantId, permission) {
-      const row = await db('merchant_access')
-        .where({ issuer, subject, merchant_id: merchantId })
-        .whereRaw('? = any(permissions)', [permission])
-        .first('merchant_id');
-      return row !== undefined;
-    },
+    allows: (subject, merchantId, permission) => merchantAccessAllows(db, issuer, subject, merchantId, permission),
   };
 }
 

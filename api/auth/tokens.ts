@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { createLocalJWKSet, createRemoteJWKSet, decodeJwt, type JWK, type JWTVerifyGetKey, jwtVerify, SignJWT } from 'jose';
+import { createLocalJWKSet, createRemoteJWKSet, decodeJwt, type JWTVerifyGetKey, jwtVerify, SignJWT } from 'jose';
 import type { Knex } from 'knex';
 import type { Config } from '../../config';
+import { activePartners, type PartnerRow } from '../../db/auth/partners';
+import { insertRefreshToken, type RefreshSession, spendRefreshToken } from '../../db/auth/refresh-tokens';
 import type { Clock } from '../../domain/clock';
 import { type Grant, parseGrant } from '../../domain/rbac';
 import { TokenUse, unauthorised } from './authenticator';
@@ -20,16 +22,6 @@ export interface SessionTokens {
   id_token: string;
   refresh_token: string;
   expires_in: number;
-}
-
-interface PartnerRow {
-  id: string;
-  organization_id: string;
-  issuer: string;
-  jwks_url: string | null;
-  public_jwk: JWK | null;
-  permissions: string[];
-  status: string;
 }
 
 /**
@@ -84,19 +76,18 @@ export function createTokenService(deps: {
   async function activePartner(issuer: string): Promise<PartnerRow | undefined> {
     const age = partners ? Date.now() - partners.readAt : Infinity;
     if (age > config.AUTH_CALLER_CACHE_TTL || (age > 1_000 && !partners?.byIssuer.has(issuer))) {
-      const rows = await db('partners').where({ status: 'ACTIVE' }).select<PartnerRow[]>();
+      const rows = await activePartners(db);
       partners = { byIssuer: new Map(rows.map((row) => [row.issuer, row])), readAt: Date.now() };
     }
     return partners?.byIssuer.get(issuer);
   }
 
-  async function newRefreshToken(trx: Knex, user: { userId: string; organizationId: string }, familyId: string) {
+  async function newRefreshToken(trx: Knex, user: RefreshSession, familyId: string) {
     const refreshToken = randomSecret();
-    await trx('refresh_tokens').insert({
+    await insertRefreshToken(trx, user.organizationId, {
       id: randomUUID(),
       family_id: familyId,
       user_id: user.userId,
-      organization_id: user.organizationId,
       token_hash: hashSecret(refreshToken),
       created_at: clock.now(),
       expires_at: new Date(clock.now().getTime() + config.REFRESH_TOKEN_TTL),
@@ -154,30 +145,8 @@ export function createTokenService(deps: {
     /** Spends a refresh token for a new ID token and its successor; reuse revokes the family. */
     async refresh(presented: string): Promise<SessionTokens> {
       const tokenHash = hashSecret(presented);
-      const outcome = await db.transaction(async (trx) => {
-        const found = await trx('refresh_tokens').where({ token_hash: tokenHash }).first<{ family_id: string } | undefined>('family_id');
-        if (!found) return { ok: false, reason: 'unknown refresh token' } as const;
-        // Every refresh of a family runs under the family's lock, so a reuse that revokes the
-        // family sees every token the family has, including one issued a moment ago.
-        await trx.raw('select pg_advisory_xact_lock(hashtext(?))', [found.family_id]);
-        const row = await trx('refresh_tokens')
-          .where({ token_hash: tokenHash })
-          .forUpdate()
-          .first<{ id: string; family_id: string; user_id: string; organization_id: string; expires_at: Date; used_at: Date | null; revoked_at: Date | null } | undefined>();
-        if (!row) return { ok: false, reason: 'unknown refresh token' } as const;
-        if (row.used_at || row.revoked_at) {
-          await trx('refresh_tokens').where({ family_id: row.family_id }).whereNull('revoked_at').update({ revoked_at: clock.now() });
-          return { ok: false, reason: row.revoked_at ? 'revoked refresh token' : 'refresh token reused: family revoked' } as const;
-        }
-        if (row.expires_at.getTime() <= clock.now().getTime()) return { ok: false, reason: 'expired refresh token' } as const;
-        const user = await trx('users').where({ id: row.user_id }).first<{ status: string } | undefined>();
-        const access = await trx('user_access').where({ user_id: row.user_id, organization_id: row.organization_id }).first();
-        if (!user || user.status === 'DISABLED' || !access) return { ok: false, reason: 'user no longer has access' } as const;
-        await trx('refresh_tokens').where({ id: row.id }).update({ used_at: clock.now() });
-        const session = { userId: row.user_id, organizationId: row.organization_id };
-        return { ok: true, session, refreshToken: await newRefreshToken(trx, session, row.family_id) } as const;
-      });
-      // The revocation above must commit, so the refusal is thrown only after the transaction.
+      const outcome = await spendRefreshToken(db, tokenHash, clock, newRefreshToken);
+      // A reuse's revocation must commit, so the refusal is thrown only after the transaction.
       if (!outcome.ok) throw unauthorised(outcome.reason);
       return { id_token: await idToken(outcome.session), refresh_token: outcome.refreshToken, expires_in: ttlSeconds };
     },

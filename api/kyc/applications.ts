@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { createApplication, findActiveApplication, findApplication, type KycApplicationRow, recordNegotiatedVersion } from '../../db/kyc/applications';
+import { findCallerUser } from '../../db/kyc/subjects';
 import { ErrorCode, ServiceError } from '../../domain/errors';
 import { negotiateProviderApiVersion } from '../../domain/kyc/provider-version';
 import { statusView } from '../../domain/kyc/status';
@@ -87,7 +88,7 @@ export function kycRoutes(deps: AppDeps): AnyRoute[] {
         const application = await ownApplication(deps, caller, params.id);
         const version = negotiateProviderApiVersion(headers['x-provider-api-versions']);
         if (application.negotiated_api_version !== version) await recordNegotiatedVersion(db, caller.organizationId, application.id, version);
-        const user = await db('users').where({ id: caller.userId }).first<Record<string, unknown>>();
+        const user = await findCallerUser(db, caller.userId);
         // v3 runs the active liveness check on every job; v2 takes frames when the client has them.
         const liveness = version === 'v3';
         ctx.body = {

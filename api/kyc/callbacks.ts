@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import { forgetKycCallbackEvent, storeKycCallbackEvent } from '../../db/platform/callbacks';
+import { forgetKycCallbackEvent, storeKycCallbackEvent } from '../../db/kyc/callbacks';
 import { findApplicationByJobId } from '../../db/kyc/applications';
 import { ErrorCode, ServiceError } from '../../domain/errors';
 import type { ProviderApiVersion } from '../../domain/kyc/provider-version';

@@ -1,4 +1,7 @@
 import { z } from 'zod';
+import { findLatestApplication } from '../../db/kyc/applications';
+import { findDocuments } from '../../db/kyc/documents';
+import { findSubject, findUser } from '../../db/kyc/subjects';
 import { ErrorCode, ServiceError } from '../../domain/errors';
 import { KycStatus } from '../../domain/kyc/status';
 import { allows, Permission } from '../../domain/rbac';
@@ -81,8 +84,8 @@ export function kycInternalRoutes(deps: AppDeps): AnyRoute[] {
   const { db } = deps;
 
   async function subjectOf(organizationId: string, userId: string) {
-    const user = await db('users').where({ organization_id: organizationId, id: userId }).first();
-    const subject = await db('kyc_subjects').where({ organization_id: organizationId, user_id: userId }).first();
+    const user = await findUser(db, organizationId, userId);
+    const subject = await findSubject(db, organizationId, userId);
     if (!user || !subject) return undefined;
     return {
       type: subject.type,
@@ -97,8 +100,6 @@ export function kycInternalRoutes(deps: AppDeps): AnyRoute[] {
       identity_type: subject.identity_type ?? null,
     };
   }
-  const latestApplication = (organizationId: string, userId: string) =>
-    db('kyc_applications').where({ organization_id: organizationId, user_id: userId }).orderBy('created_at', 'desc').first();
 
   return ['/v1/internal/kyc', '/api/internal/kyc'].flatMap((prefix): AnyRoute[] => {
     const cluster = prefix.startsWith('/api');
@@ -118,7 +119,7 @@ export function kycInternalRoutes(deps: AppDeps): AnyRoute[] {
         errors: { NOT_FOUND: 'the user has no KYC application in the organization', FORBIDDEN: LOOKUP_FORBIDDEN },
         async handler(ctx, { query }) {
           const organizationId = authorizeLookup(ctx.state.caller as Caller, query.organization_id, query.user_id);
-          const application = await latestApplication(organizationId, query.user_id);
+          const application = await findLatestApplication(db, organizationId, query.user_id);
           if (!application) throw new ServiceError(ErrorCode.NOT_FOUND, 'The user has no KYC application');
           const subject = await subjectOf(organizationId, query.user_id);
           ctx.body = {
@@ -155,13 +156,8 @@ export function kycInternalRoutes(deps: AppDeps): AnyRoute[] {
           const organizationId = authorizeLookup(ctx.state.caller as Caller, query.organization_id, params.user_id);
           const subject = await subjectOf(organizationId, params.user_id);
           if (!subject) throw new ServiceError(ErrorCode.NOT_FOUND, 'No provisioned KYC subject for this user');
-          const application = await latestApplication(organizationId, params.user_id);
-          const documents = application
-            ? await db('kyc_documents')
-                .where({ organization_id: organizationId, application_id: application.id })
-                .orderBy(['kind', 'position'])
-                .select<{ kind: string; position: number; content_type: string; content: Buffer }[]>('kind', 'position', 'content_type', 'content')
-            : [];
+          const application = await findLatestApplication(db, organizationId, params.user_id);
+          const documents = application ? await findDocuments(db, organizationId, application.id) : [];
           ctx.body = {
             user_id: params.user_id,
             organization_id: organizationId,

@@ -1,7 +1,7 @@
-import { createHash, randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import type { HotReads } from '../../db/kyc/hot-reads';
 import type { KycApplicationRow } from '../../db/kyc/applications';
+import { beginSubmission, type Submission, undoSubmission } from '../../db/kyc/verification';
 import { ErrorCode, type InvalidParam, ServiceError, SubCode } from '../../domain/errors';
 import { negotiateProviderApiVersion, type ProviderApiVersion } from '../../domain/kyc/provider-version';
 import { KycStatus, statusView } from '../../domain/kyc/status';
@@ -50,9 +50,6 @@ const ReportJobId = z.strictObject({ provider_job_id: z.string().min(1).max(100)
 const SUBMITTED = { description: 'Submitted (server_upload)', schema: ApplicationStatus };
 const SESSION_CREATED = { description: 'Provider session (provider_sdk, web_sdk)', schema: ProviderSession };
 
-/** Applications that may take a (new) submission. */
-const SUBMITTABLE = [KycStatus.DRAFT, KycStatus.REJECTED, KycStatus.EXPIRED];
-
 export function kycVerificationRoutes(deps: AppDeps, workflows: KycWorkflows, hotReads: HotReads): AnyRoute[] {
   const { config, db, clock } = deps;
   const view = (application: Parameters<typeof statusView>[0]) => statusView(application, clock.now(), config.KYC_MAX_RESUBMISSIONS);
@@ -72,66 +69,16 @@ export function kycVerificationRoutes(deps: AppDeps, workflows: KycWorkflows, ho
     return version;
   }
 
-  /** Moves the application to ID_VERIFICATION_PENDING for a new job, with its stored images. */
-  async function beginSubmission(
-    application: KycApplicationRow,
-    changes: { channel: string; apiVersion: ProviderApiVersion; images?: { kind: string; position: number; image: DecodedImage }[]; subject?: Record<string, unknown> },
-  ): Promise<KycApplicationRow> {
-    const caller = { organizationId: application.organization_id, userId: application.user_id };
-    const updated = await db.transaction(async (trx) => {
-      if (changes.images) {
-        await trx('kyc_documents').where({ organization_id: caller.organizationId, application_id: application.id }).del();
-        await trx('kyc_documents').insert(
-          changes.images.map(({ kind, position, image }) => ({
-            id: randomUUID(),
-            organization_id: caller.organizationId,
-            application_id: application.id,
-            kind,
-            position,
-            content_type: image.contentType,
-            content: image.content,
-            sha256: createHash('sha256').update(image.content).digest('hex'),
-          })),
-        );
-      }
-      if (changes.subject) {
-        await trx('kyc_subjects')
-          .insert({ id: randomUUID(), organization_id: caller.organizationId, user_id: caller.userId, ...changes.subject })
-          .onConflict('user_id')
-          .merge({ ...changes.subject, updated_at: clock.now() });
-      }
-      const [row] = await trx('kyc_applications')
-        .where({ organization_id: caller.organizationId, id: application.id })
-        .whereIn('status', SUBMITTABLE)
-        .update({
-          status: KycStatus.ID_VERIFICATION_PENDING,
-          channel: changes.channel,
-          api_version: changes.apiVersion,
-          job_id: randomUUID(),
-          provider_job_id: null,
-          outcome: null,
-          result_code: null,
-          reason: null,
-          needs_review: false,
-          submitted_at: clock.now(),
-          submission_attempted_at: null,
-          provider_checked_at: null,
-          verification_completed_at: null,
-          resubmission_count: application.status === KycStatus.DRAFT ? application.resubmission_count : application.resubmission_count + 1,
-          updated_at: clock.now(),
-        })
-        .returning('*');
-      return row as KycApplicationRow | undefined;
-    });
+  /** Moves the application to ID_VERIFICATION_PENDING for a new job, with its stored images; 409 when it cannot take one. */
+  async function submit(application: KycApplicationRow, submission: Submission): Promise<KycApplicationRow> {
+    const updated = await beginSubmission(db, application.organization_id, application, submission, clock.now());
     if (!updated) throw new ServiceError(ErrorCode.CONFLICT, 'The application cannot take a submission now');
     return updated;
   }
 
   /** Puts the application back as it was when its workflow could not be started. */
-  async function undoSubmission(application: KycApplicationRow): Promise<void> {
-    await db('kyc_applications')
-      .where({ organization_id: application.organization_id, id: application.id })
-      .update({ status: application.status, resubmission_count: application.resubmission_count, updated_at: clock.now() });
+  async function unsubmit(application: KycApplicationRow): Promise<void> {
+    await undoSubmission(db, application.organization_id, application, clock.now());
   }
 
   function validateServerUpload(body: z.infer<typeof ServerUpload>, version: ProviderApiVersion) {
@@ -193,15 +140,15 @@ export function kycVerificationRoutes(deps: AppDeps, workflows: KycWorkflows, ho
         if (!view(application).can_submit) throw new ServiceError(ErrorCode.CONFLICT, `The application is ${application.status} and cannot take a submission`);
         if (body.channel === 'server_upload') {
           const images = validateServerUpload(body, apiVersion);
-          const pending = await beginSubmission(application, {
+          const pending = await submit(application, {
             channel: 'server_upload',
             apiVersion,
-            images,
+            documents: images,
             subject: { country: body.country, identity_type: body.id_type, id_number: body.id_number ?? null },
           });
           const input: KycVerificationInput = { organizationId: caller.organizationId, applicationId: application.id, channel: 'server_upload', callbackWaitMs: config.KYC_CALLBACK_WAIT };
           await workflows.startServerUpload(input, caller.userId).catch(async (error) => {
-            await undoSubmission(application);
+            await unsubmit(application);
             throw error;
           });
           ctx.status = 202;
@@ -211,10 +158,10 @@ export function kycVerificationRoutes(deps: AppDeps, workflows: KycWorkflows, ho
         if (config.KYC_CONSENT_REQUIRED && body.consent === false) {
           throw new ServiceError(ErrorCode.INVALID_PARAMS, 'Invalid parameters', [{ path: 'body.consent', reason: 'the applicant must consent', sub_code: KycSubCode.CONSENT_REQUIRED }]);
         }
-        const pending = await beginSubmission(application, { channel: body.channel, apiVersion });
+        const pending = await submit(application, { channel: body.channel, apiVersion });
         const input: KycVerificationInput = { organizationId: caller.organizationId, applicationId: application.id, channel: 'provider_sdk', callbackWaitMs: config.KYC_CALLBACK_WAIT };
         const session = await workflows.startProviderSdk(input, caller.userId).catch(async (error) => {
-          await undoSubmission(application);
+          await unsubmit(application);
           throw error;
         });
         ctx.status = 201;

@@ -7,6 +7,7 @@ import type { Clock } from '../../domain/clock';
 import { ErrorCode, ServiceError, SubCode } from '../../domain/errors';
 import type { Caller } from '../auth/caller';
 import type { AnyRoute } from '../route';
+import { acquireKey, findKey, type KeyRow, releaseKey, renewKey, storeAnswer } from '../../db/idempotency/keys';
 
 /**
  * Idempotency-Key (spec 4.3) for the routes declared `idempotent`, backed by one Postgres table
@@ -23,7 +24,8 @@ import type { AnyRoute } from '../route';
  * - Concurrency rests on the primary key alone: one INSERT ... ON CONFLICT decides who executes.
  *   A running executor renews its lock; a RUNNING row whose lock has run out belongs to an
  *   executor that died, and the next retry takes it over in that same statement. A row past
- *   `expires_at` counts as absent and is replaced the same way, and purged in the background.
+ *   `expires_at` counts as absent and is replaced the same way; the idempotency-key-purge
+ *   schedule deletes expired rows. The queries are db/idempotency/keys.ts.
  */
 
 export const IDEMPOTENCY_HEADER = 'idempotency-key';
@@ -31,11 +33,6 @@ export const IDEMPOTENCY_KEY_MAX_LENGTH = 255;
 export const REPLAYED_HEADER = 'Idempotent-Replayed';
 /** Headers that belong to the answer and are stored and replayed with its body. */
 const STORED_HEADERS = ['Location'];
-const PURGE_INTERVAL_MS = 10 * 60_000;
-const PURGE_BATCH = 1_000;
-/** Batches per purge run: a large backlog is worked off over several runs, not in one burst. */
-const PURGE_MAX_BATCHES = 50;
-const TABLE = 'idempotency_keys';
 
 /** JSON with every object's keys sorted, recursively: equal values give equal text. */
 export function canonicalJson(value: unknown): string {
@@ -85,16 +82,6 @@ export function scopeOf(caller: Pick<Caller, 'id' | 'organizationId'>, route: Pi
   return JSON.stringify([caller.id, caller.organizationId, route.method.toUpperCase(), route.path]);
 }
 
-interface KeyRow {
-  fingerprint: string;
-  state: 'RUNNING' | 'DONE';
-  response_status: number | null;
-  response_body: string | null;
-  response_headers: Record<string, string> | null;
-  locked_until: Date;
-  expires_at: Date;
-}
-
 function invalidKey(reason: string, subCode: string): ServiceError {
   return new ServiceError(ErrorCode.INVALID_PARAMS, 'Invalid parameters', [{ path: `header.${IDEMPOTENCY_HEADER}`, reason, sub_code: subCode }]);
 }
@@ -128,31 +115,6 @@ export function createIdempotency({ db, config, clock, logger }: IdempotencyDeps
   const ttl = config.IDEMPOTENCY_KEY_TTL;
   const later = (from: Date, ms: number) => new Date(from.getTime() + ms);
 
-  /**
-   * One statement decides who executes: the insert of a fresh row, or (on conflict) the takeover
-   * of a row that has expired, or that is RUNNING for the same request with its lock run out.
-   * Postgres re-checks the WHERE on the latest row version under its row lock, so of any number
-   * of concurrent requests exactly one gets a row back.
-   */
-  async function acquire(scope: string, key: string, fingerprint: string, token: string): Promise<{ inserted: boolean } | undefined> {
-    const now = clock.now();
-    const { rows } = await db.raw<{ rows: { inserted: boolean }[] }>(
-      `insert into ${TABLE} as k (scope, key, fingerprint, state, lock_token, locked_until, created_at, expires_at)
-       values (?, ?, ?, 'RUNNING', ?, ?, ?, ?)
-       on conflict (scope, key) do update set
-         fingerprint = excluded.fingerprint, state = 'RUNNING', lock_token = excluded.lock_token,
-         response_status = null, response_body = null, response_headers = null, locked_until = excluded.locked_until,
-         created_at = excluded.created_at, expires_at = excluded.expires_at
-       where k.expires_at <= excluded.created_at
-          or (k.state = 'RUNNING' and k.locked_until <= excluded.created_at and k.fingerprint = excluded.fingerprint)
-       returning (xmax = 0) as inserted`,
-      [scope, key, fingerprint, token, later(now, lockTimeout), now, later(now, ttl)],
-    );
-    return rows[0];
-  }
-
-  const release = (scope: string, key: string, token: string) => db(TABLE).where({ scope, key, lock_token: token }).delete();
-
   const storedHeaders = (ctx: Context) => Object.fromEntries(STORED_HEADERS.map((name) => [name, ctx.response.get(name)]).filter(([, value]) => value));
 
   function replay(ctx: Context, row: KeyRow) {
@@ -168,14 +130,13 @@ export function createIdempotency({ db, config, clock, logger }: IdempotencyDeps
   async function execute(ctx: Context, scope: string, key: string, token: string, handler: () => Promise<void> | void): Promise<void> {
     // A handler that outlives the lock timeout (a provider round trip) keeps its key by renewing it.
     const renewal = setInterval(() => {
-      db(TABLE)
-        .where({ scope, key, lock_token: token, state: 'RUNNING' })
-        .update({ locked_until: later(clock.now(), lockTimeout) })
-        .catch((error: unknown) => logger.warn({ err: error, req_id: ctx.state.requestId }, 'idempotency lock renewal failed'));
+      renewKey(db, scope, key, token, later(clock.now(), lockTimeout)).catch((error: unknown) =>
+        logger.warn({ err: error, req_id: ctx.state.requestId }, 'idempotency lock renewal failed'),
+      );
     }, Math.max(1_000, Math.floor(lockTimeout / 3)));
     renewal.unref();
     const releaseQuietly = () =>
-      release(scope, key, token).catch((error: unknown) =>
+      releaseKey(db, scope, key, token).catch((error: unknown) =>
         logger.error({ err: error, req_id: ctx.state.requestId }, 'idempotency key not released; retries wait for its lock to run out'),
       );
     try {
@@ -205,10 +166,8 @@ export function createIdempotency({ db, config, clock, logger }: IdempotencyDeps
     }
     ctx.status = status;
     try {
-      const stored = await db(TABLE)
-        .where({ scope, key, lock_token: token })
-        .update({ state: 'DONE', response_status: status, response_body: text, response_headers: storedHeaders(ctx), locked_until: clock.now() });
-      if (stored === 0) logger.warn({ req_id: ctx.state.requestId, scope }, 'idempotency key was taken over while executing; answer not stored');
+      const stored = await storeAnswer(db, scope, key, token, { status, body: text, headers: storedHeaders(ctx) }, clock.now());
+      if (!stored) logger.warn({ req_id: ctx.state.requestId, scope }, 'idempotency key was taken over while executing; answer not stored');
     } catch (error) {
       // The work is done: the client gets its answer. Retries see RUNNING until the lock runs out,
       // then execute again, and find this execution's work under idempotentExecutionId.
@@ -216,10 +175,7 @@ export function createIdempotency({ db, config, clock, logger }: IdempotencyDeps
     }
   }
 
-  let timer: NodeJS.Timeout | undefined;
-  let purging: Promise<unknown> | undefined;
-
-  const service = {
+  return {
     /**
      * Runs `handler` under the request's Idempotency-Key, if it carries one: executes it at most
      * once per key, replays its stored answer, or refuses with 409. Called after validation and
@@ -237,56 +193,23 @@ export function createIdempotency({ db, config, clock, logger }: IdempotencyDeps
       // then deciding again is right. Three rounds of that is contention, answered as in progress.
       for (let round = 0; round < 3; round++) {
         const token = randomUUID();
-        const acquired = await acquire(scope, key, fingerprint, token);
+        const now = clock.now();
+        const acquired = await acquireKey(db, scope, key, { fingerprint, token, now, lockedUntil: later(now, lockTimeout), expiresAt: later(now, ttl) });
         if (acquired) {
           if (!acquired.inserted) logger.warn({ req_id: ctx.state.requestId, scope }, 'idempotency key taken over (expired, or its executor stopped)');
           ctx.state[EXECUTION_ID] = executionId(scope, key, fingerprint);
           return execute(ctx, scope, key, token, handler);
         }
-        const row = await db(TABLE).where({ scope, key }).first<KeyRow | undefined>();
-        const now = clock.now();
-        if (!row || row.expires_at <= now) continue;
+        const row = await findKey(db, scope, key);
+        if (!row || row.expires_at <= clock.now()) continue;
         if (row.fingerprint !== fingerprint) throw new ServiceError(ErrorCode.IDEMPOTENCY_KEY_REUSED);
         if (row.state === 'DONE') return replay(ctx, row);
-        if (row.locked_until <= now) continue;
+        if (row.locked_until <= clock.now()) continue;
         break;
       }
       throw new ServiceError(ErrorCode.IDEMPOTENCY_REQUEST_IN_PROGRESS, undefined, [], { 'Retry-After': '1' });
     },
 
-    /** Deletes expired keys in bounded batches; returns how many. */
-    async purgeExpired(): Promise<number> {
-      let total = 0;
-      for (let batch = 0; batch < PURGE_MAX_BATCHES; batch++) {
-        const result = await db.raw<{ rowCount: number }>(
-          `delete from ${TABLE} where (scope, key) in (
-             select scope, key from ${TABLE} where expires_at < ? order by expires_at limit ? for update skip locked)`,
-          [clock.now(), PURGE_BATCH],
-        );
-        total += result.rowCount;
-        if (result.rowCount < PURGE_BATCH) break;
-      }
-      return total;
-    },
-
-    /** Purges expired keys every ten minutes (the timer does not keep the process alive). */
-    startPurging(): void {
-      timer ??= setInterval(() => {
-        purging ??= service
-          .purgeExpired()
-          .then((count) => count > 0 && logger.info({ count }, 'expired idempotency keys purged'))
-          .catch((error: unknown) => logger.warn({ err: error }, 'idempotency key purge failed'))
-          .finally(() => (purging = undefined));
-      }, PURGE_INTERVAL_MS);
-      timer.unref();
-    },
-
-    async close(): Promise<void> {
-      clearInterval(timer);
-      timer = undefined;
-      await purging;
-    },
   };
-  return service;
 }
 export type Idempotency = ReturnType<typeof createIdempotency>;

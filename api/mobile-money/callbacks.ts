@@ -4,16 +4,16 @@ import { z } from 'zod';
 import { claimCallbackSignal, type MobileMoneyCallbackRecord, noteQueueTimeout, returnCallbackSignal, storeMobileMoneyCallback } from '../../db/platform/callbacks';
 import { checkoutRequestTaken, findTransaction, receiptTaken, type TransactionRow } from '../../db/mobile-money/transactions';
 import { ErrorCode, ServiceError } from '../../domain/errors';
+import { isUuid } from '../../domain/identifiers';
 import { type Assessment, assessPayoutResult, assessPushCallback, MAX_CALLBACK_SIGNALS, RECEIPT } from '../../domain/mobile-money/callbacks';
 import { FINAL_STATUSES } from '../../domain/mobile-money/transaction';
-import { MalformedCallbackError, parseB2cResult, parseStkCallback } from '../../providers/mobile-money/client';
+import { MalformedCallbackError, parseB2cResult, parseStkCallback } from '../../providers/mobile-money/callbacks';
 import type { AppDeps } from '../deps';
 import type { HttpMetrics } from '../metrics';
 import { type AnyRoute, defineRoute } from '../route';
 import type { MobileMoneyWorkflows } from './workflows';
 
 const Acknowledged = z.object({ ResultCode: z.number().int(), ResultDesc: z.string() }).meta({ id: 'MobileMoneyCallbackAck' });
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const CallbackAddress = z.object({ id: z.string().max(64), token: z.string().max(64) });
 
 /**
@@ -98,11 +98,11 @@ export function mobileMoneyCallbackRoutes(deps: AppDeps, workflows: MobileMoneyW
   /** The transaction the URL names, when its token matches; otherwise counted and logged (never stored) and 404. */
   async function addressed(ctx: Context, params: { id: string; token: string }, kind: Kind): Promise<Received> {
     const raw = ctx.request.rawBody ?? '';
-    const row = UUID.test(params.id) ? await findTransaction(db, params.id) : undefined;
+    const row = isUuid(params.id) ? await findTransaction(db, params.id) : undefined;
     if (!row || !sameToken(params.token, row.callback_token)) {
       metrics.callbackRefused('mobile_money', 'token');
       // Metadata only: never the token, never the body.
-      logger.warn({ kind, transaction_id: UUID.test(params.id) ? params.id : 'not a uuid', source: ctx.ip, bytes: raw.length }, 'mobile-money callback to an unknown address refused');
+      logger.warn({ kind, transaction_id: isUuid(params.id) ? params.id : 'not a uuid', source: ctx.ip, bytes: raw.length }, 'mobile-money callback to an unknown address refused');
       throw new ServiceError(ErrorCode.NOT_FOUND, 'No such callback address');
     }
     return { kind, row, raw, body: ctx.request.body };

@@ -2,8 +2,9 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import type { Context } from 'koa';
 import { z } from 'zod';
 import { accountBalance } from '../../db/ledger/ledger';
-import { findTransaction, type TransactionRow, transactionView } from '../../db/mobile-money/transactions';
+import { createTransaction, findOwnAccount, findTransactionWithOwner, type MovementAccountRow, type TransactionRow, transactionView } from '../../db/mobile-money/transactions';
 import { ErrorCode, ServiceError, SubCode } from '../../domain/errors';
+import { isKenyanMobile } from '../../domain/identifiers';
 import { feeFor, MAX_AMOUNT_MINOR, MINOR_PER_SHILLING, PAYOUT_FEES, type TransactionType } from '../../domain/mobile-money/transaction';
 import { Permission } from '../../domain/rbac';
 import type { Caller } from '../auth/caller';
@@ -81,36 +82,21 @@ const MONEY_MOVEMENT = {
   },
 };
 const READER: RouteAuth = { schemes: ['user', 'partner', 'api_key'], permission: Permission.ACCOUNTS_READ, refuseWaitingList: true };
-const KENYAN_MOBILE = /^\+254(7|1)\d{8}$/;
 
 const badField = (path: string, reason: string, subCode: string = SubCode.INVALID_VALUE) => new ServiceError(ErrorCode.BAD_REQUEST, reason, [{ path, reason, sub_code: subCode }]);
-
-interface AccountRow {
-  id: string;
-  organization_id: string;
-  user_id: string;
-  type: 'CURRENT' | 'CREDIT';
-  currency: string;
-  status: string;
-  /** The account owner's registered mobile number. */
-  owner_phone: string | null;
-}
 
 export function transactionRoutes(deps: AppDeps, workflows: MobileMoneyWorkflows): AnyRoute[] {
   const { db, config, clock } = deps;
 
   /** The caller's own active account, and an amount the provider can carry in its currency. */
-  async function checkMovement(caller: Caller, body: z.output<typeof MoneyMovement>): Promise<AccountRow> {
-    const account = await db('accounts')
-      .join('users', 'users.id', 'accounts.user_id')
-      .where('accounts.id', body.account_id)
-      .first<AccountRow | undefined>('accounts.*', 'users.phone_number as owner_phone');
-    if (!account || caller.scheme !== 'user' || account.user_id !== caller.userId) throw badField('body.account_id', 'No such account of the caller');
+  async function checkMovement(caller: Caller, body: z.output<typeof MoneyMovement>): Promise<MovementAccountRow> {
+    const account = caller.scheme === 'user' ? await findOwnAccount(db, caller.organizationId, caller.userId, body.account_id) : undefined;
+    if (!account) throw badField('body.account_id', 'No such account of the caller');
     if (account.status !== 'ACTIVE') throw badField('body.account_id', `The account is ${account.status}`);
     if (body.amount.currency !== account.currency) throw badField('body.amount.currency', `The account is in ${account.currency}`);
     if (body.amount.value % MINOR_PER_SHILLING !== 0) throw badField('body.amount.value', 'The provider moves whole shillings: the value must be a multiple of 100');
     if (body.amount.value > MAX_AMOUNT_MINOR) throw badField('body.amount.value', `At most ${MAX_AMOUNT_MINOR} per transaction`, SubCode.OUT_OF_RANGE);
-    if (!KENYAN_MOBILE.test(body.mobile_number)) throw badField('body.mobile_number', 'The provider carries Kenyan mobile numbers only (+2547… or +2541…)', SubCode.INVALID_FORMAT);
+    if (!isKenyanMobile(body.mobile_number)) throw badField('body.mobile_number', 'The provider carries Kenyan mobile numbers only (+2547… or +2541…)', SubCode.INVALID_FORMAT);
     return account;
   }
 
@@ -119,7 +105,7 @@ export function transactionRoutes(deps: AppDeps, workflows: MobileMoneyWorkflows
    * execution repeated after a crash or a lost answer finds the transaction it created (and its
    * workflow, whose id is the transaction's) rather than moving the money a second time.
    */
-  async function create(ctx: Context, account: AccountRow, type: TransactionType, body: z.output<typeof MoneyMovement>): Promise<TransactionRow> {
+  async function create(ctx: Context, account: MovementAccountRow, type: TransactionType, body: z.output<typeof MoneyMovement>): Promise<TransactionRow> {
     const id = idempotentExecutionId(ctx) ?? randomUUID();
     const resourceId = `trx_${randomBytes(12).toString('base64url')}`;
     const details =
@@ -128,26 +114,19 @@ export function transactionRoutes(deps: AppDeps, workflows: MobileMoneyWorkflows
         : config.MOBILE_MONEY_TILL_NUMBER
           ? { type: 'BUY_GOODS', direction: 'COLLECTION', account_id: account.id, till_number: config.MOBILE_MONEY_TILL_NUMBER, account_reference: resourceId.slice(-12) }
           : { type: 'PAYBILL', direction: 'COLLECTION', account_id: account.id, paybill_number: config.MOBILE_MONEY_SHORT_CODE, account_reference: resourceId.slice(-12) };
-    const [row] = await db('transactions')
-      .insert({
-        id,
-        resource_id: resourceId,
-        organization_id: account.organization_id,
-        account_id: account.id,
-        type,
-        status: 'PENDING',
-        amount: body.amount.value,
-        fee_amount: feeFor(type, body.amount.value),
-        currency: account.currency,
-        mobile_number: body.mobile_number,
-        details,
-        callback_token: randomBytes(24).toString('base64url'),
-        transacted_at: clock.now(),
-      })
-      .onConflict('id')
-      .ignore()
-      .returning('*');
-    return (row as TransactionRow | undefined) ?? (await findTransaction(db, id))!;
+    return createTransaction(db, account.organization_id, {
+      id,
+      resource_id: resourceId,
+      account_id: account.id,
+      type,
+      amount: body.amount.value,
+      fee_amount: feeFor(type, body.amount.value),
+      currency: account.currency,
+      mobile_number: body.mobile_number,
+      details,
+      callback_token: randomBytes(24).toString('base64url'),
+      transacted_at: clock.now(),
+    });
   }
 
   /**
@@ -157,7 +136,8 @@ export function transactionRoutes(deps: AppDeps, workflows: MobileMoneyWorkflows
    */
   async function resumed(ctx: Context, start: (transaction: Movement) => Promise<void>): Promise<boolean> {
     const id = idempotentExecutionId(ctx);
-    const row = id === undefined ? undefined : await findTransaction(db, id);
+    const caller = ctx.state.caller as Caller;
+    const row = id === undefined ? undefined : await findTransactionWithOwner(db, caller.organizationId, id);
     if (row) await accept(ctx, row, start);
     return row !== undefined;
   }
@@ -228,12 +208,9 @@ export function transactionRoutes(deps: AppDeps, workflows: MobileMoneyWorkflows
       errors: { NOT_FOUND: "no such transaction visible to the caller (another customer's or organization's included)" },
       async handler(ctx, { params }) {
         const caller = ctx.state.caller as Caller;
-        // The transaction and its account's owner in one read: clients poll this until POSTED.
-        const row = await db('transactions')
-          .join('accounts', 'accounts.id', 'transactions.account_id')
-          .where(params.id.startsWith('trx_') ? { 'transactions.resource_id': params.id } : { 'transactions.id': params.id })
-          .first<(TransactionRow & { owner_id: string }) | undefined>('transactions.*', 'accounts.user_id as owner_id');
-        const visible = row && (caller.scheme === 'user' ? row.owner_id === caller.userId : caller.organizationId === null || caller.organizationId === row.organization_id);
+        // The transaction and its account's owner in one read, within the caller's organization: clients poll this until POSTED.
+        const row = await findTransactionWithOwner(db, caller.organizationId, params.id);
+        const visible = row && (caller.scheme !== 'user' || row.owner_id === caller.userId);
         if (!row || !visible) throw new ServiceError(ErrorCode.NOT_FOUND, 'No such transaction');
         ctx.body = transactionView(row);
       },

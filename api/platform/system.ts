@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
+import { ping } from '../../db/knex';
 import { ErrorCode, ServiceError } from '../../domain/errors';
 import type { AppDeps } from '../deps';
 import type { HttpMetrics } from '../metrics';
@@ -86,7 +87,7 @@ export function systemRoutes(deps: AppDeps, metrics: HttpMetrics, openApiDocumen
       async handler(ctx) {
         const deadline = config.READINESS_TIMEOUT;
         const [postgres, temporalCheck] = await Promise.all([
-          probe(() => db.raw('select 1'), deadline),
+          probe(() => ping(db), deadline),
           probe(
             () =>
               temporal.connection.withDeadline(Date.now() + deadline, () =>

@@ -72,3 +72,8 @@ export function findApplicationByJobId(db: Knex, jobId: string): Promise<Pick<Ky
   if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(jobId)) return Promise.resolve(undefined);
   return db('kyc_applications').where({ job_id: jobId }).first('id', 'organization_id');
 }
+
+/** The user's most recent application, of any status. */
+export function findLatestApplication(db: Knex, organizationId: string, userId: string): Promise<KycApplicationRow | undefined> {
+  return db('kyc_applications').where({ organization_id: organizationId, user_id: userId }).orderBy('created_at', 'desc').first();
+}

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { isUuid } from '../../domain/identifiers';
 
 /**
  * The double-entry ledger for mobile money (tables in migration 20261122050000_ledger). Amounts
@@ -29,7 +30,6 @@ export interface Leg {
 export type JournalKind = 'COLLECTION' | 'HOLD' | 'PAYOUT' | 'RELEASE';
 
 const JOURNAL_KINDS: readonly JournalKind[] = ['COLLECTION', 'HOLD', 'PAYOUT', 'RELEASE'];
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const CURRENCY = /^[A-Z]{3}$/;
 /** ledger_legs.leg is a smallint. */
 const MAX_LEGS = 32767;
@@ -37,7 +37,7 @@ const MAX_LEGS = 32767;
 /** Throws a descriptive Error unless the entry is well formed and balanced. Touches nothing. */
 function validateEntry(entry: { transactionId: string; kind: JournalKind; currency: string; legs: Leg[] }): void {
   const where = `journal entry ${String(entry.kind)} for transaction ${String(entry.transactionId)}`;
-  if (typeof entry.transactionId !== 'string' || !UUID.test(entry.transactionId)) {
+  if (typeof entry.transactionId !== 'string' || !isUuid(entry.transactionId)) {
     throw new Error(`${where}: transactionId must be a uuid`);
   }
   if (!JOURNAL_KINDS.includes(entry.kind)) throw new Error(`${where}: kind must be one of ${JOURNAL_KINDS.join(', ')}`);
@@ -153,4 +153,9 @@ export async function ledgerIsBalanced(db: Knex): Promise<boolean> {
     select 1 from ledger_legs l where not exists (select 1 from journal_entries e where e.id = l.journal_entry_id) limit 1
   `);
   return orphans.length === 0;
+}
+
+/** Whether a transaction has a journal entry of this kind. */
+export async function hasJournalEntry(db: Knex | Knex.Transaction, transactionId: string, kind: JournalKind): Promise<boolean> {
+  return (await db('journal_entries').where({ transaction_id: transactionId, kind }).first('id')) !== undefined;
 }

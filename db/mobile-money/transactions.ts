@@ -51,7 +51,145 @@ export function transactionView(row: TransactionRow) {
 }
 export type TransactionView = ReturnType<typeof transactionView>;
 
-export const findTransaction = (db: Knex | Knex.Transaction, id: string) => db('transactions').where({ id }).first<TransactionRow | undefined>();
+type Db = Knex | Knex.Transaction;
+
+/**
+ * A transaction by its id alone: for the run started for it (its business key, never a
+ * caller's input) and for the provider's callbacks (which carry no organization; their URL's
+ * unguessable token is checked against the row). Callers' reads go through the functions below,
+ * which take the caller's organization first.
+ */
+export const findTransaction = (db: Db, id: string) => db('transactions').where({ id }).first<TransactionRow | undefined>();
+
+/** The same, locked for the rest of the database transaction. */
+export const lockTransaction = (trx: Knex.Transaction, id: string) => trx('transactions').where({ id }).forUpdate().first<TransactionRow | undefined>();
+
+// ---------------------------------------------------------------------------------------------
+// What callers ask
+
+/** An account of the caller's with its owner's registered phone: the one money may move to or from. */
+export interface MovementAccountRow {
+  id: string;
+  organization_id: string;
+  user_id: string;
+  type: 'CURRENT' | 'CREDIT';
+  currency: string;
+  status: string;
+  owner_phone: string | null;
+}
+export function findOwnAccount(db: Knex, organizationId: string, userId: string, accountId: string): Promise<MovementAccountRow | undefined> {
+  return db('accounts')
+    .join('users', 'users.id', 'accounts.user_id')
+    .where({ 'accounts.organization_id': organizationId, 'accounts.user_id': userId, 'accounts.id': accountId })
+    .first<MovementAccountRow | undefined>('accounts.*', 'users.phone_number as owner_phone');
+}
+
+/** What a new transaction is created with (the rest starts empty). */
+export type NewTransaction = Pick<
+  TransactionRow,
+  'id' | 'resource_id' | 'account_id' | 'type' | 'amount' | 'fee_amount' | 'currency' | 'mobile_number' | 'details' | 'callback_token' | 'transacted_at'
+>;
+
+/** Stores a new PENDING transaction; an existing one with the same id (an execution repeated under its Idempotency-Key) is answered instead. */
+export async function createTransaction(db: Knex, organizationId: string, values: NewTransaction): Promise<TransactionRow> {
+  const [row] = await db('transactions')
+    .insert({ ...values, organization_id: organizationId, status: 'PENDING' })
+    .onConflict('id')
+    .ignore()
+    .returning<TransactionRow[]>('*');
+  return row ?? (await findTransaction(db, values.id))!;
+}
+
+/**
+ * A transaction by id or resource id with its account's owner, within the caller's organization
+ * (null: a platform caller, every organization).
+ */
+export function findTransactionWithOwner(db: Knex, organizationId: string | null, idOrResourceId: string): Promise<(TransactionRow & { owner_id: string }) | undefined> {
+  const query = db('transactions')
+    .join('accounts', 'accounts.id', 'transactions.account_id')
+    .where(idOrResourceId.startsWith('trx_') ? { 'transactions.resource_id': idOrResourceId } : { 'transactions.id': idOrResourceId });
+  if (organizationId !== null) query.where('transactions.organization_id', organizationId);
+  return query.first<(TransactionRow & { owner_id: string }) | undefined>('transactions.*', 'accounts.user_id as owner_id');
+}
+
+// ---------------------------------------------------------------------------------------------
+// What a run does to its own transaction (by its id: see findTransaction)
+
+/** Claims the one attempt to send a push and reads the row in one statement; undefined when it was claimed before. */
+export async function claimPushAttempt(db: Knex, id: string, now: Date): Promise<TransactionRow | undefined> {
+  const [row] = await db('transactions')
+    .where({ id, provider_request_attempted_at: null, checkout_request_id: null })
+    .update({ provider_request_attempted_at: now })
+    .returning<TransactionRow[]>('*');
+  return row;
+}
+
+/** Records that a payout (or push) request is about to leave, so a retry knows it may have reached the provider. */
+export async function recordAttempt(db: Knex, id: string, now: Date): Promise<void> {
+  await db('transactions').where({ id }).update({ provider_request_attempted_at: now });
+}
+
+/** Certainly not sent (OAuth failed, connection refused, rate limited): the next attempt may send it. */
+export async function forgetAttempt(db: Knex, id: string): Promise<void> {
+  await db('transactions').where({ id }).update({ provider_request_attempted_at: null });
+}
+
+/** The provider's answer to a push or payout request: its ids. */
+export async function recordProviderIds(db: Knex, id: string, ids: Partial<Pick<TransactionRow, 'checkout_request_id' | 'merchant_request_id' | 'conversation_id'>>, now: Date): Promise<void> {
+  await db('transactions').where({ id }).update({ ...ids, updated_at: now });
+}
+
+/** A PENDING transaction FAILED with its reason (nothing changes once it is final). */
+export async function failPending(db: Db, id: string, reason: string, resultCode: string | undefined, now: Date): Promise<void> {
+  await db('transactions')
+    .where({ id, status: 'PENDING' })
+    .update({ status: 'FAILED', failure_reason: reason, result_code: resultCode ?? null, failed_at: now, updated_at: now });
+}
+
+/** A PENDING push CONFIRMED with its receipt (runs started before a push was settled in one step). */
+export async function confirmPending(db: Knex, id: string, receipt: string | undefined, now: Date): Promise<void> {
+  await db('transactions')
+    .where({ id, status: 'PENDING' })
+    .update({ status: 'CONFIRMED', mobilemoney_transaction_id: receipt ?? null, result_code: '0', confirmed_at: now, updated_at: now });
+}
+
+/**
+ * A PENDING or CONFIRMED push made POSTED with its receipt and the push id that proved it
+ * (each kept if already set; both unique); undefined when it was not PENDING or CONFIRMED.
+ */
+export async function markCollectionPosted(trx: Knex.Transaction, id: string, proof: { receipt?: string; checkoutRequestId?: string }, now: Date): Promise<TransactionRow | undefined> {
+  const [row] = await trx('transactions')
+    .where({ id })
+    .whereIn('status', ['PENDING', 'CONFIRMED'])
+    .update({
+      status: 'POSTED',
+      mobilemoney_transaction_id: trx.raw('coalesce(?, mobilemoney_transaction_id)', [proof.receipt ?? null]),
+      checkout_request_id: trx.raw('coalesce(checkout_request_id, ?)', [proof.checkoutRequestId ?? null]),
+      result_code: '0',
+      confirmed_at: trx.raw('coalesce(confirmed_at, ?)', [now]),
+      posted_at: now,
+      updated_at: now,
+    })
+    .returning<TransactionRow[]>('*');
+  return row;
+}
+
+/** A CONFIRMED push made POSTED (runs started before a push was settled in one step). */
+export async function markPosted(trx: Knex.Transaction, id: string, now: Date): Promise<void> {
+  await trx('transactions').where({ id }).update({ status: 'POSTED', posted_at: now, updated_at: now });
+}
+
+/** A payout made POSTED with the provider's receipt and conversation. */
+export async function markPayoutPosted(trx: Knex.Transaction, id: string, result: { receipt?: string; conversationId: string | null }, now: Date): Promise<void> {
+  await trx('transactions')
+    .where({ id })
+    .update({ status: 'POSTED', mobilemoney_transaction_id: result.receipt ?? null, conversation_id: result.conversationId, result_code: '0', confirmed_at: now, posted_at: now, updated_at: now });
+}
+
+/** Locks a transaction's account, so two payouts cannot both spend the same available money. */
+export async function lockAccount(trx: Knex.Transaction, accountId: string): Promise<void> {
+  await trx('accounts').where({ id: accountId }).forUpdate().first();
+}
 
 /** Whether a receipt is recorded on a transaction other than `exceptId` (receipts are unique). */
 export async function receiptTaken(db: Knex, receipt: string, exceptId: string): Promise<boolean> {

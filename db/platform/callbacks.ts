@@ -6,7 +6,7 @@ import type { Knex } from 'knex';
  * fewer signals than another; both counted by conditional updates, so concurrent requests cannot
  * pass either cap. Only callbacks addressed to a resource of ours are ever stored (one with a
  * wrong token or an unknown job is counted and logged). Purged after a retention by the
- * callback-retention schedule.
+ * callback-retention schedule. The KYC events are stored by db/kyc/callbacks.ts.
  */
 export interface MobileMoneyCallbackRecord {
   kind: 'STK' | 'B2C_RESULT' | 'B2C_TIMEOUT';
@@ -44,34 +44,6 @@ export async function returnCallbackSignal(db: Knex, transactionId: string): Pro
 /** Notes a B2C queue timeout once; true the first time. */
 export async function noteQueueTimeout(db: Knex, transactionId: string): Promise<boolean> {
   return (await db('transactions').where({ id: transactionId }).whereNull('queue_timeout_at').update({ queue_timeout_at: db.fn.now() })) > 0;
-}
-
-/**
- * Records a KYC callback event once (its id is unique; the caller scopes it to the application),
- * unless its application already has `cap` stored.
- */
-export async function storeKycCallbackEvent(
-  db: Knex,
-  cap: number,
-  event: { apiVersion: string; eventId: string; applicationId: string; raw: string },
-): Promise<'stored' | 'duplicate' | 'over_cap'> {
-  if (await db('kyc_callback_events').where({ event_id: event.eventId }).first('id')) return 'duplicate';
-  const inserted = await db.raw(
-    `with slot as (
-       update kyc_applications set callbacks_stored = callbacks_stored + 1 where id = ? and callbacks_stored < ? returning id
-     )
-     insert into kyc_callback_events (api_version, event_id, application_id, raw_body)
-     select ?, ?, slot.id, ? from slot
-     on conflict (event_id) do nothing`,
-    [event.applicationId, cap, event.apiVersion, event.eventId, event.raw],
-  );
-  if (inserted.rowCount > 0) return 'stored';
-  return (await db('kyc_callback_events').where({ event_id: event.eventId }).first('id')) ? 'duplicate' : 'over_cap';
-}
-
-/** Forgets an event whose delivery failed, so that the provider's retry is taken as new. */
-export async function forgetKycCallbackEvent(db: Knex, eventId: string): Promise<void> {
-  await db('kyc_callback_events').where({ event_id: eventId }).del();
 }
 
 /** Deletes callbacks received before `cutoff`, oldest first, at most `limit` rows of each table; how many went. */

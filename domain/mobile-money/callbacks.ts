@@ -1,3 +1,4 @@
+import { normalizeKenyanMobile } from '../identifiers';
 import { MINOR_PER_SHILLING } from './transaction';
 
 /**
@@ -22,18 +23,6 @@ export const MAX_CALLBACK_SIGNALS = 10;
 export function wholeShillings(value: unknown): number | undefined {
   const n = typeof value === 'number' ? value : typeof value === 'string' && /^\d{1,15}(\.0{1,2})?$/.test(value) ? Number(value) : NaN;
   return Number.isSafeInteger(n) && n >= 0 ? n : undefined;
-}
-
-/**
- * A Kenyan mobile number in any of the forms callbacks carry it (`254712345678` as a number or
- * text, `+254712345678`, `0712345678`, `712345678`) as `+254712345678`; undefined for anything
- * else, a masked number (`2547*****678`) included.
- */
-export function normalizeKenyanMobile(value: unknown): string | undefined {
-  if (typeof value !== 'string' && typeof value !== 'number') return undefined;
-  const digits = String(value).trim().replace(/^\+/, '');
-  const match = /^(?:254|0)?([17]\d{8})$/.exec(digits);
-  return match ? `+254${match[1]}` : undefined;
 }
 
 /** The push as we sent it and as the provider acknowledged it. */

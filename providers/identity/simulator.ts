@@ -1,12 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { once } from 'node:events';
 import { readFile, writeFile } from 'node:fs/promises';
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { bodyParser } from '@koa/bodyparser';
 import Router from '@koa/router';
 import { exportJWK, generateKeyPair, importJWK, type JWK, SignJWT } from 'jose';
-import Koa from 'koa';
+import { controlRouter, SimulatorTimers, startSimulatorServer } from '../simulator-server';
 
 /**
  * Development identity provider: a real HTTP server that publishes JWKS and signs RS256 tokens,
@@ -131,21 +128,21 @@ export async function startIdentityProvider(options: IdentityProviderOptions = {
     ctx.status = 204;
   });
 
-  const app = new Koa();
-  app.use(bodyParser({ enableTypes: ['json'] }));
-  app.use(router.routes());
-  const server: Server = app.listen(options.port ?? 0, '127.0.0.1');
-  await once(server, 'listening');
-  baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  // Its token and grant routes are its API; it has no fault modes or control API of its own.
+  const server = await startSimulatorServer({
+    port: options.port,
+    timers: new SimulatorTimers(),
+    before: [],
+    bodyParser: bodyParser({ enableTypes: ['json'] }),
+    control: controlRouter(),
+    api: router,
+  });
+  baseUrl = server.url;
   return {
     url: baseUrl,
     issuer,
     jwksUrl: (realm) => `${baseUrl}/${realm}/.well-known/jwks.json`,
-    async close() {
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      server.closeAllConnections();
-      await closed;
-    },
+    close: () => server.close(),
   };
 }
 

@@ -1,12 +1,10 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { once } from 'node:events';
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { bodyParser } from '@koa/bodyparser';
 import Router from '@koa/router';
 import { strFromU8, unzipSync } from 'fflate';
 import { jwtVerify, SignJWT } from 'jose';
-import Koa, { type Context } from 'koa';
+import type { Context } from 'koa';
+import { controlRouter, SimulatorTimers, startSimulatorServer } from '../simulator-server';
 import { signV2, signV3Callback, verifyV2 } from './signature';
 
 /**
@@ -95,7 +93,7 @@ export async function startKycSimulator(options: KycSimulatorOptions): Promise<R
   const uploads = new Map<string, SimulatedJob>();
   /** SDK session tokens and the job each was minted for. */
   const sessions = new Map<string, SimulatedJob>();
-  const timers = new Set<NodeJS.Timeout>();
+  const timers = new SimulatorTimers();
   const defaults = (): Control => ({
     callbacks: 'normal',
     callbackDelayMs: options.callbackDelayMs ?? 50,
@@ -109,13 +107,7 @@ export async function startKycSimulator(options: KycSimulatorOptions): Promise<R
   let control = defaults();
   let baseUrl = '';
 
-  const later = (ms: number, work: () => Promise<unknown> | unknown) => {
-    const timer = setTimeout(() => {
-      timers.delete(timer);
-      void Promise.resolve().then(work).catch(() => {});
-    }, ms);
-    timers.add(timer);
-  };
+  const later = (ms: number, work: () => unknown) => timers.later(ms, work);
   const v2Key = (jobId: unknown, userId: unknown) => `${String(jobId)}\u0000${String(userId)}`;
   const findV2 = (jobId: unknown, userId: unknown) => byV2Key.get(v2Key(jobId, userId));
   const findV3 = (id: string) => byV3Id.get(id);
@@ -369,9 +361,8 @@ export async function startKycSimulator(options: KycSimulatorOptions): Promise<R
     ctx.body = { status: 'Accepted' };
   });
 
-  const controlApi = new Router({ prefix: '/_control' });
+  const controlApi = controlRouter();
   controlApi.post('/reset', (ctx) => {
-    for (const timer of timers) clearTimeout(timer);
     timers.clear();
     jobs.clear();
     byV2Key.clear();
@@ -446,30 +437,28 @@ export async function startKycSimulator(options: KycSimulatorOptions): Promise<R
     ctx.status = 204;
   });
 
-  const app = new Koa();
-  app.use(async (ctx, next) => {
-    if (control.failWith && !ctx.path.startsWith('/_control')) {
-      ctx.status = control.failWith;
-      ctx.body = { code: '2201', error: 'Simulated provider failure' };
-      return;
-    }
-    await next();
+  const server = await startSimulatorServer({
+    port: options.port,
+    timers,
+    before: [
+      async (ctx, next) => {
+        if (control.failWith && !ctx.path.startsWith('/_control')) {
+          ctx.status = control.failWith;
+          ctx.body = { code: '2201', error: 'Simulated provider failure' };
+          return;
+        }
+        await next();
+      },
+    ],
+    // Multipart and zip bodies are read by their routes; JSON everywhere else.
+    bodyParser: async (ctx, next) => (ctx.is('multipart/form-data') || ctx.method === 'PUT' ? next() : bodyParser({ enableTypes: ['json'], jsonLimit: '20mb' })(ctx, next)),
+    control: controlApi,
+    api,
   });
-  // Multipart and zip bodies are read by their routes; JSON everywhere else.
-  app.use(async (ctx, next) => (ctx.is('multipart/form-data') || ctx.method === 'PUT' ? next() : bodyParser({ enableTypes: ['json'], jsonLimit: '20mb' })(ctx, next)));
-  app.use(controlApi.routes());
-  app.use(api.routes());
-  const server: Server = app.listen(options.port ?? 0, '127.0.0.1');
-  await once(server, 'listening');
-  baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  baseUrl = server.url;
   return {
     url: baseUrl,
     jobs: () => [...jobs.values()],
-    async close() {
-      for (const timer of timers) clearTimeout(timer);
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      server.closeAllConnections();
-      await closed;
-    },
+    close: () => server.close(),
   };
 }

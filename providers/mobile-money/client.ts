@@ -1,199 +1,26 @@
 import { z } from 'zod';
 import { fetchWithDeadline, request } from '../http';
+import {
+  type B2cAccepted,
+  type B2cRequest,
+  ERROR_CODES,
+  type MobileMoneyClient,
+  type MobileMoneyClientOptions,
+  MobileMoneyError,
+  type MobileMoneyOperation,
+  providerTimestamp,
+  type StkPushAccepted,
+  type StkPushRequest,
+  type StkQueryResult,
+  stkPassword,
+  toProviderPhone,
+} from './protocol';
 
 /**
- * Client of the mobile-money provider (protocols/mobile-money.md, Daraja-like): OAuth, push
- * prompt (STK push) with its status query, send money (B2C), and parsers for the callbacks.
- * Callers speak whole shillings and `+254...` numbers; the provider's forms (`2547...`,
- * PascalCase bodies, `YYYYMMDDHHmmss`) exist only inside this module. Nothing here logs, and no
- * error message carries a credential, a token or a phone number.
+ * Client of the mobile-money provider: OAuth with a cached token, push prompt (STK push) with
+ * its status query, and send money (B2C), over keep-alive HTTP. Its types and edge conversions
+ * are ./protocol.ts; its callbacks are read by ./callbacks.ts.
  */
-export interface MobileMoneyClientOptions {
-  baseUrl: string;
-  consumerKey: string;
-  consumerSecret: string;
-  /** Paybill number, or the store number of a Buy Goods till. */
-  shortCode: string;
-  passkey: string;
-  /** B2C initiator and its encrypted password (the provider's SecurityCredential). */
-  initiatorName: string;
-  securityCredential: string;
-  /** The B2C paying shortcode when it differs from `shortCode`. */
-  b2cShortCode?: string;
-  fetch?: typeof fetch;
-  timeoutMs?: number;
-  clock?: () => Date;
-}
-
-export interface StkPushRequest {
-  /** Whole shillings (see toWholeShillings). */
-  amount: number;
-  /** `+2547XXXXXXXX` or `+2541XXXXXXXX`. */
-  phone: string;
-  /** Should carry an unguessable token: callbacks are not signed. */
-  callbackUrl: string;
-  /** Truncated to 12 characters (the provider does not echo it back). */
-  accountReference: string;
-  /** Truncated to 13 characters. */
-  description: string;
-  transactionType: 'CustomerPayBillOnline' | 'CustomerBuyGoodsOnline';
-  /** Required for Buy Goods (the store is `shortCode`, the till is PartyB); not for paybill. */
-  till?: string;
-}
-
-export interface StkPushAccepted {
-  merchantRequestId: string;
-  checkoutRequestId: string;
-  /** '0' means accepted for processing, not paid. */
-  responseCode: string;
-  customerMessage: string;
-}
-
-/** `unknown`: the provider refused the query itself (a CheckoutRequestID it does not know). */
-export type StkQueryResult = { state: 'pending' } | { state: 'unknown' } | { state: 'final'; resultCode: string; resultDesc: string };
-
-export interface B2cRequest {
-  /** Use our transaction id: the provider refuses a repeat, which makes a retry safe. */
-  originatorConversationId: string;
-  amount: number;
-  phone: string;
-  resultUrl: string;
-  queueTimeoutUrl: string;
-  /** Truncated to 100 characters. */
-  remarks: string;
-  occasion?: string;
-  commandId?: 'BusinessPayment' | 'SalaryPayment' | 'PromotionPayment';
-}
-
-export interface B2cAccepted {
-  conversationId: string;
-  originatorConversationId: string;
-  responseCode: string;
-}
-
-export interface StkCallback {
-  merchantRequestId: string;
-  checkoutRequestId: string;
-  /** '0' is paid; '1032', '1037', '1019', '1', '2001' are ordinary refusals; may be non-numeric. */
-  resultCode: string;
-  resultDesc: string;
-  metadata?: {
-    /** As sent (a number, sometimes text): checked by domain/mobile-money/callbacks.ts. */
-    amount?: string | number;
-    receipt?: string;
-    /** `YYYYMMDDHHmmss`, Nairobi time (fromProviderTimestamp). */
-    transactionDate?: string;
-    /** As the provider sent it (`2547...`, sometimes masked): checked by domain/mobile-money/callbacks.ts. */
-    phone?: string;
-  };
-}
-
-export interface B2cResult {
-  resultType: number;
-  resultCode: string;
-  resultDesc: string;
-  originatorConversationId: string;
-  conversationId: string;
-  transactionId?: string;
-  /** ResultParameters by Key: TransactionReceipt, TransactionAmount, ReceiverPartyPublicName... */
-  parameters: Record<string, string | number>;
-  referenceData: Record<string, string | number>;
-}
-
-export interface MobileMoneyClient {
-  /** The cached access token, fetched or refreshed as needed. For diagnostics: never log it. */
-  accessToken(): Promise<string>;
-  stkPush(request: StkPushRequest): Promise<StkPushAccepted>;
-  stkQuery(checkoutRequestId: string): Promise<StkQueryResult>;
-  b2c(request: B2cRequest): Promise<B2cAccepted>;
-}
-
-export type MobileMoneyOperation = 'oauth' | 'stkPush' | 'stkQuery' | 'b2c';
-
-export const ERROR_CODES = { badRequest: '400.002.02', invalidToken: '404.001.03', processing: '500.001.1001' } as const;
-
-/**
- * A failed provider call. `indeterminate` is the one thing a workflow must look at before a
- * push: true when the provider may have acted on the request (timeout, connection lost after
- * sending, 5xx, an unreadable success answer), so it must not be sent again, only followed up
- * by callback or status query; false when it certainly was not acted on (a 4xx, usually with the
- * error envelope; connection refused; an `oauth` failure, which happens before the request).
- */
-export class MobileMoneyError extends Error {
-  readonly operation: MobileMoneyOperation;
-  readonly httpStatus?: number;
-  readonly errorCode?: string;
-  readonly errorMessage?: string;
-  readonly requestId?: string;
-  readonly indeterminate: boolean;
-
-  constructor(
-    message: string,
-    details: { operation: MobileMoneyOperation; indeterminate: boolean; httpStatus?: number; errorCode?: string; errorMessage?: string; requestId?: string },
-  ) {
-    super(message);
-    this.name = 'MobileMoneyError';
-    this.operation = details.operation;
-    this.indeterminate = details.indeterminate;
-    this.httpStatus = details.httpStatus;
-    this.errorCode = details.errorCode;
-    this.errorMessage = details.errorMessage;
-    this.requestId = details.requestId;
-  }
-
-  /** B2C refused because the OriginatorConversationID was used before (*assumed* wording). */
-  get duplicateRequest(): boolean {
-    return this.operation === 'b2c' && this.errorCode === ERROR_CODES.badRequest && /duplicate/i.test(this.errorMessage ?? '');
-  }
-}
-
-/** A callback body that does not have the protocol's shape: answer it 400 and keep waiting. */
-export class MalformedCallbackError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'MalformedCallbackError';
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Conversions at the edge
-
-const KENYAN_MOBILE = /^\+254[17]\d{8}$/;
-
-/** `+254712345678` → `254712345678`; anything else (other countries, 07..., spaces) is refused. */
-export function toProviderPhone(phone: string): string {
-  if (!KENYAN_MOBILE.test(phone)) throw new RangeError('phone must be a Kenyan mobile number, +2547XXXXXXXX or +2541XXXXXXXX');
-  return phone.slice(1);
-}
-
-/** Money.value (integer cents) → whole shillings; the provider cannot move cents, so none may be lost. */
-export function toWholeShillings(minorUnits: number): number {
-  if (!Number.isSafeInteger(minorUnits) || minorUnits <= 0 || minorUnits % 100 !== 0) {
-    throw new RangeError(`amount ${minorUnits} (minor units) is not a positive whole number of shillings`);
-  }
-  return minorUnits / 100;
-}
-
-/** Daraja reads Timestamp as East Africa Time (UTC+3 all year, no daylight saving). */
-const EAT_OFFSET_MS = 3 * 60 * 60 * 1000;
-
-/** `YYYYMMDDHHmmss` in Nairobi time. */
-export function providerTimestamp(at: Date): string {
-  return new Date(at.getTime() + EAT_OFFSET_MS).toISOString().replace(/\D/g, '').slice(0, 14);
-}
-
-/** The inverse of providerTimestamp (e.g. a callback's TransactionDate). */
-export function fromProviderTimestamp(timestamp: string | number): Date {
-  const m = /^(\d{4})(\d{2})(\d{2})(\d{2})(\d{2})(\d{2})$/.exec(String(timestamp));
-  if (!m) throw new RangeError('provider timestamp must be YYYYMMDDHHmmss');
-  const [, y, mo, d, h, mi, s] = m.map(Number) as [number, number, number, number, number, number, number];
-  return new Date(Date.UTC(y, mo - 1, d, h, mi, s) - EAT_OFFSET_MS);
-}
-
-export function stkPassword(shortCode: string, passkey: string, timestamp: string): string {
-  return Buffer.from(`${shortCode}${passkey}${timestamp}`).toString('base64');
-}
-
 const wholeShillings = (amount: number) => {
   if (!Number.isSafeInteger(amount) || amount < 1) throw new RangeError('amount must be a positive whole number of shillings');
   return amount;
@@ -204,8 +31,7 @@ const bounded = (value: string, max: number, field: string) => {
   return text.slice(0, max);
 };
 
-// ---------------------------------------------------------------------------------------------
-// Answers and callbacks
+// Answers
 
 const providerValue = z.union([z.number(), z.string()]);
 const errorEnvelope = z.object({ requestId: z.string().optional(), errorCode: z.string(), errorMessage: z.string().optional() });
@@ -219,91 +45,6 @@ const pushAnswer = z.object({
 });
 const queryAnswer = z.object({ ResultCode: providerValue, ResultDesc: z.string().optional() });
 const b2cAnswer = z.object({ ConversationID: z.string().min(1), OriginatorConversationID: z.string(), ResponseCode: providerValue });
-
-const stkCallbackBody = z.object({
-  Body: z.object({
-    stkCallback: z.object({
-      MerchantRequestID: z.string().min(1),
-      CheckoutRequestID: z.string().min(1),
-      ResultCode: z.union([z.number().int(), z.string().min(1)]),
-      ResultDesc: z.string(),
-      CallbackMetadata: z.object({ Item: z.array(z.object({ Name: z.string(), Value: providerValue.nullish() })) }).optional(),
-    }),
-  }),
-});
-const keyValues = z
-  .union([z.array(z.object({ Key: z.string(), Value: providerValue.nullish() })), z.object({ Key: z.string(), Value: providerValue.nullish() })])
-  .transform((v) => (Array.isArray(v) ? v : [v]));
-const b2cResultBody = z.object({
-  Result: z.object({
-    ResultType: z.union([z.number().int(), z.string().regex(/^\d+$/).transform(Number)]),
-    ResultCode: z.union([z.number().int(), z.string().min(1)]),
-    ResultDesc: z.string(),
-    OriginatorConversationID: z.string().min(1),
-    ConversationID: z.string().min(1),
-    TransactionID: z.string().optional(),
-    ResultParameters: z.object({ ResultParameter: keyValues }).optional(),
-    ReferenceData: z.object({ ReferenceItem: keyValues }).optional(),
-  }),
-});
-
-function parseCallback<S extends z.ZodType>(schema: S, body: unknown, what: string): z.output<S> {
-  let input = body;
-  if (typeof body === 'string' || Buffer.isBuffer(body)) {
-    try {
-      input = JSON.parse(body.toString());
-    } catch {
-      throw new MalformedCallbackError(`${what}: not JSON`);
-    }
-  }
-  const parsed = schema.safeParse(input);
-  // prettifyError names paths and expectations, never values: safe to log.
-  if (!parsed.success) throw new MalformedCallbackError(`${what}: ${z.prettifyError(parsed.error)}`);
-  return parsed.data;
-}
-
-/** Reads a push callback (`{Body: {stkCallback}}`), as JSON text or parsed. */
-export function parseStkCallback(body: unknown): StkCallback {
-  const cb = parseCallback(stkCallbackBody, body, 'push callback').Body.stkCallback;
-  const result: StkCallback = {
-    merchantRequestId: cb.MerchantRequestID,
-    checkoutRequestId: cb.CheckoutRequestID,
-    resultCode: String(cb.ResultCode),
-    resultDesc: cb.ResultDesc,
-  };
-  if (!cb.CallbackMetadata) return result;
-  // Items are read by Name: their order is not promised, and Balance often comes without Value.
-  const item = (name: string) => cb.CallbackMetadata?.Item.find((i) => i.Name === name)?.Value ?? undefined;
-  const amount = item('Amount');
-  const receipt = item('MpesaReceiptNumber');
-  const date = item('TransactionDate');
-  const phone = item('PhoneNumber');
-  if (date !== undefined && !/^\d{14}$/.test(String(date))) throw new MalformedCallbackError('push callback: TransactionDate is not YYYYMMDDHHmmss');
-  result.metadata = {
-    ...(amount !== undefined && { amount }),
-    ...(receipt !== undefined && { receipt: String(receipt) }),
-    ...(date !== undefined && { transactionDate: String(date) }),
-    ...(phone !== undefined && { phone: String(phone) }),
-  };
-  return result;
-}
-
-/** Reads a B2C result or queue timeout (`{Result}`), as JSON text or parsed. */
-export function parseB2cResult(body: unknown): B2cResult {
-  const r = parseCallback(b2cResultBody, body, 'B2C result').Result;
-  const byKey = (items: { Key: string; Value?: string | number | null }[] = []) =>
-    Object.fromEntries(items.filter((i) => i.Value !== undefined && i.Value !== null).map((i) => [i.Key, i.Value as string | number]));
-  return {
-    resultType: r.ResultType,
-    resultCode: String(r.ResultCode),
-    resultDesc: r.ResultDesc,
-    originatorConversationId: r.OriginatorConversationID,
-    conversationId: r.ConversationID,
-    ...(r.TransactionID !== undefined && { transactionId: r.TransactionID }),
-    parameters: byKey(r.ResultParameters?.ResultParameter),
-    referenceData: byKey(r.ReferenceData?.ReferenceItem),
-  };
-}
 
 // ---------------------------------------------------------------------------------------------
 // The client

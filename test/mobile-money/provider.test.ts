@@ -3,19 +3,9 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import {
-  createMobileMoneyClient,
-  fromProviderTimestamp,
-  MalformedCallbackError,
-  type MobileMoneyClient,
-  type MobileMoneyClientOptions,
-  MobileMoneyError,
-  parseB2cResult,
-  parseStkCallback,
-  providerTimestamp,
-  toProviderPhone,
-  toWholeShillings,
-} from '../../providers/mobile-money/client';
+import { MalformedCallbackError, parseB2cResult, parseStkCallback } from '../../providers/mobile-money/callbacks';
+import { createMobileMoneyClient } from '../../providers/mobile-money/client';
+import { fromProviderTimestamp, type MobileMoneyClient, type MobileMoneyClientOptions, MobileMoneyError, providerTimestamp, toProviderPhone, toWholeShillings } from '../../providers/mobile-money/protocol';
 import { type RunningMobileMoneySimulator, startMobileMoneySimulator } from '../../providers/mobile-money/simulator';
 
 /**

@@ -1,6 +1,7 @@
 import { strict as assert } from 'node:assert';
 import { randomInt, randomUUID } from 'node:crypto';
-import { createIdempotency, fingerprintOf } from '../../api/middleware/idempotency';
+import { fingerprintOf } from '../../api/middleware/idempotency';
+import { scheduleIds } from '../../workflows/ids';
 import { DEMO } from '../../db/seeds/demo';
 import { harness } from '../support/harness';
 import { call, type Reply } from '../support/http';
@@ -326,9 +327,9 @@ describe('spec 4.3: Idempotency-Key on money-moving POSTs', () => {
       assert.equal(executions(value), 0);
     });
 
-    it('purgeExpired deletes expired keys in bounded batches and keeps live ones', async function () {
+    it('the idempotency-key-purge schedule deletes expired keys in bounded batches and keeps live ones', async function () {
       this.timeout(30_000);
-      const { db, config, logger } = harness();
+      const { db, client, config } = harness();
       const scope = `purge-test-${randomUUID()}`;
       const past = new Date(Date.now() - 60_000);
       const future = new Date(Date.now() + 60_000);
@@ -346,10 +347,14 @@ describe('spec 4.3: Idempotency-Key on money-moving POSTs', () => {
       const expired = Array.from({ length: 2_500 }, (_, i) => row(`expired-${i}`, past));
       await db.batchInsert('idempotency_keys', expired, 500);
       await db('idempotency_keys').insert(row('live', future));
-      const purged = await createIdempotency({ db, config, logger, clock: { now: () => new Date() } }).purgeExpired();
-      assert.ok(purged >= 2_500, `purged ${purged}`);
-      const left = await db('idempotency_keys').where({ scope }).pluck('key');
-      assert.deepEqual(left, ['live']);
+      const schedule = client.schedule.getHandle(scheduleIds.idempotencyKeyPurge);
+      const description = await schedule.describe();
+      assert.equal((description.action as { workflowType: string }).workflowType, 'idempotencyKeyPurge');
+      assert.deepEqual(description.spec.intervals?.map((i) => i.every), [config.IDEMPOTENCY_PURGE_INTERVAL]);
+      await schedule.trigger();
+      const left = async (): Promise<string[]> => db('idempotency_keys').where({ scope }).pluck('key');
+      await until(async () => (await left()).length === 1, 20_000);
+      assert.deepEqual(await left(), ['live']);
     });
   });
 

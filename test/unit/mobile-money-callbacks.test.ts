@@ -1,6 +1,7 @@
 import { strict as assert } from 'node:assert';
 import fc from 'fast-check';
-import { assessPayoutResult, assessPushCallback, normalizeKenyanMobile, wholeShillings } from '../../domain/mobile-money/callbacks';
+import { normalizeKenyanMobile } from '../../domain/identifiers';
+import { assessPayoutResult, assessPushCallback, wholeShillings } from '../../domain/mobile-money/callbacks';
 import type { StkCallbackTrigger, StkResult } from '../../workflows/mobile-money/messages';
 import { PushCallbackTriage } from '../../workflows/mobile-money/stk-push-callbacks';
 

@@ -17,6 +17,7 @@ export async function ensureSchedules(client: Client, config: Config): Promise<v
   const schedules = [
     every(scheduleIds.kycExpirySweep, config.KYC_EXPIRY_SWEEP_INTERVAL, 'kycExpirySweepAll', [{ batchSize: config.KYC_SWEEP_BATCH_SIZE }]),
     every(scheduleIds.callbackRetention, config.CALLBACK_PURGE_INTERVAL, 'callbackRetention', [{ retentionMs: config.CALLBACK_RETENTION }]),
+    every(scheduleIds.idempotencyKeyPurge, config.IDEMPOTENCY_PURGE_INTERVAL, 'idempotencyKeyPurge', []),
   ];
   for (const schedule of schedules) {
     const handle = client.schedule.getHandle(schedule.scheduleId);

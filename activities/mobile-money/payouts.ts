@@ -1,0 +1,120 @@
+import { ApplicationFailure } from '@temporalio/common';
+import { accountBalance, hasJournalEntry, ledgerAccounts, type Leg, postJournal } from '../../db/ledger/ledger';
+import { findTransaction, forgetAttempt, lockAccount, lockTransaction, markPayoutPosted, recordAttempt, recordProviderIds } from '../../db/mobile-money/transactions';
+import { Failure } from '../../domain/failures';
+import { payoutFailureReason, TransactionStatus } from '../../domain/mobile-money/transaction';
+import { MobileMoneyError, toWholeShillings } from '../../providers/mobile-money/protocol';
+import type { PayoutSent } from '../../workflows/mobile-money/messages';
+import type { ActivityDeps } from '../index';
+import { callbackUrls, moneySteps, move, refused, total } from './shared';
+
+/**
+ * The send-money run's steps. Each is safe to run again: the HOLD, PAYOUT and RELEASE entries
+ * are unique per transaction, states only move forward, and a payout cannot be paid twice (our
+ * transaction id is the provider's OriginatorConversationID, which it refuses to repeat). The
+ * activity names keep the provider's word (sendB2c): recorded histories name them.
+ */
+export function createPayoutActivities(deps: ActivityDeps) {
+  const { db, config, clock, providers } = deps;
+  const mm = providers.mobileMoney;
+  const { load, fail, withReceipt } = moneySteps(deps);
+
+  return {
+    /**
+     * Holds the payout's amount and fee when the account has them available, under a lock on
+     * the account so two payouts cannot both spend the same money. False (and the transaction
+     * FAILED) when it does not.
+     */
+    async holdFunds(transactionId: string): Promise<boolean> {
+      return db.transaction(async (trx) => {
+        const row = await findTransaction(trx, transactionId);
+        if (!row) throw ApplicationFailure.nonRetryable(`transaction ${transactionId} does not exist`, Failure.NOT_FOUND);
+        await lockAccount(trx, row.account_id);
+        if (await hasJournalEntry(trx, transactionId, 'HOLD')) return true;
+        if (row.status !== TransactionStatus.PENDING) return false;
+        const { available } = await accountBalance(trx, row.account_id);
+        if (available < total(row)) {
+          await fail(trx, transactionId, 'INSUFFICIENT_FUNDS');
+          return false;
+        }
+        await postJournal(trx, { transactionId, kind: 'HOLD', currency: row.currency, legs: move(row, ledgerAccounts.customer(row.account_id), ledgerAccounts.hold(row.account_id)) });
+        return true;
+      });
+    },
+
+    /**
+     * Sends the payout. Our transaction id is the provider's OriginatorConversationID and a
+     * repeat is refused there, so after an indeterminate answer the request is simply sent again.
+     * The attempt is recorded before the request leaves: once one may have reached the provider,
+     * a later attempt's refusal says nothing of it, so only its result (or the wait running out)
+     * decides, and the hold is not released on that refusal.
+     */
+    async sendB2c(transactionId: string): Promise<PayoutSent> {
+      const row = await load(transactionId);
+      if (row.conversation_id) return { state: 'accepted' };
+      const triedBefore = row.provider_request_attempted_at !== null;
+      if (!triedBefore) await recordAttempt(db, row.id, clock.now());
+      const urls = callbackUrls(config.PUBLIC_BASE_URL, row);
+      try {
+        const accepted = await mm.b2c({
+          originatorConversationId: row.id,
+          amount: toWholeShillings(Number(row.amount)),
+          phone: row.mobile_number,
+          resultUrl: urls.b2cResult,
+          queueTimeoutUrl: urls.b2cTimeout,
+          remarks: `Payout ${row.resource_id}`,
+        });
+        await recordProviderIds(db, row.id, { conversation_id: accepted.conversationId }, clock.now());
+        return { state: 'accepted' };
+      } catch (error) {
+        if (!(error instanceof MobileMoneyError)) throw error;
+        if (error.duplicateRequest) return { state: 'accepted' };
+        if (refused(error)) {
+          if (!triedBefore) return { state: 'rejected', errorCode: error.errorCode };
+          deps.logger.warn({ transaction_id: row.id, error_code: error.errorCode, http_status: error.httpStatus }, 'payout retry refused after an attempt of unknown fate; its result decides');
+          return { state: 'accepted' };
+        }
+        if (!error.indeterminate && !triedBefore) await forgetAttempt(db, row.id);
+        throw error;
+      }
+    },
+
+    /**
+     * Gives the held money back and records why the payout failed. A payout whose wait ended
+     * (NO_RESULT) after the provider reported a queue timeout failed QUEUE_TIMEOUT.
+     */
+    async releaseFunds(transactionId: string, input: { reason?: string; resultCode?: string }): Promise<string> {
+      let reason = input.reason ?? payoutFailureReason(input.resultCode ?? '');
+      await db.transaction(async (trx) => {
+        const row = await lockTransaction(trx, transactionId);
+        if (!row || row.status !== TransactionStatus.PENDING) return;
+        if (reason === 'NO_RESULT' && row.queue_timeout_at) reason = 'QUEUE_TIMEOUT';
+        if (await hasJournalEntry(trx, transactionId, 'HOLD')) {
+          await postJournal(trx, { transactionId, kind: 'RELEASE', currency: row.currency, legs: move(row, ledgerAccounts.hold(row.account_id), ledgerAccounts.customer(row.account_id)) });
+        }
+        await fail(trx, transactionId, reason, input.resultCode);
+      });
+      return reason;
+    },
+
+    /** The payout went through: the held money leaves to the provider, the fee to our income. */
+    async postPayout(transactionId: string, input: { receipt?: string; completedAt?: string; conversationId?: string }) {
+      await withReceipt(transactionId, input.receipt, (receipt) =>
+        db.transaction(async (trx) => {
+          const row = await lockTransaction(trx, transactionId);
+          if (!row || row.status === TransactionStatus.POSTED) return;
+          if (row.status !== TransactionStatus.PENDING) throw ApplicationFailure.nonRetryable(`transaction ${transactionId} is ${row.status}`, Failure.INVALID_STATE);
+          const amount = Number(row.amount);
+          const fee = Number(row.fee_amount);
+          const legs: Leg[] = [
+            { account: ledgerAccounts.hold(row.account_id), amount: amount + fee },
+            { account: ledgerAccounts.disbursements, amount: -amount },
+          ];
+          if (fee > 0) legs.push({ account: ledgerAccounts.feeIncome, amount: -fee });
+          await postJournal(trx, { transactionId, kind: 'PAYOUT', currency: row.currency, legs });
+          await markPayoutPosted(trx, transactionId, { receipt, conversationId: input.conversationId ?? row.conversation_id }, clock.now());
+        }),
+      );
+    },
+  };
+}

@@ -1,0 +1,87 @@
+import { controlRouter } from '../../simulator-server';
+import { reject } from './api';
+import type { SimulatorCallbacks } from './callbacks';
+import { B2C_BY_LAST_DIGIT, BAD_REQUEST, modeSchema, PAID, type RunningMobileMoneySimulator } from './model';
+import type { SimulatorState } from './state';
+import { z } from 'zod';
+
+/** The control API under /_control, and the same operations for tests in the same process. */
+export function simulatorControl(state: SimulatorState, callbacks: SimulatorCallbacks) {
+  const { post, flush, stkDelivery, b2cDelivery, decidePush, decidePayment } = callbacks;
+
+  const control: RunningMobileMoneySimulator['control'] = {
+    reset() {
+      state.timers.clear();
+      for (const store of [state.pushes, state.payments, state.originatorIds, state.receipts, state.processingAnswered]) store.clear();
+      state.sent.length = 0;
+      state.held = [];
+      state.mode = state.defaults();
+    },
+    setMode(patch) {
+      const leavingReorder = state.mode.callbacks === 'reorder' && patch.callbacks !== undefined && patch.callbacks !== 'reorder';
+      state.mode = { ...state.mode, ...patch };
+      // Each push gets a fresh budget of "being processed" answers.
+      if (patch.processingQueries !== undefined) state.processingAnswered.clear();
+      if (leavingReorder) void flush();
+      return { ...state.mode };
+    },
+    pushes: () => [...state.pushes.values()],
+    payments: () => [...state.payments.values()],
+    callbacks: () => [...state.sent],
+    flush,
+    revokeTokens: () => state.tokens.clear(),
+  };
+
+  const controlApi = controlRouter();
+  controlApi.post('/reset', (ctx) => {
+    control.reset();
+    ctx.status = 204;
+  });
+  controlApi.get('/mode', (ctx) => {
+    ctx.body = state.mode;
+  });
+  controlApi.patch('/mode', (ctx) => {
+    const patch = modeSchema.partial().safeParse(ctx.request.body);
+    if (!patch.success) return reject(ctx, 400, BAD_REQUEST, z.prettifyError(patch.error));
+    ctx.body = control.setMode(patch.data);
+  });
+  controlApi.get('/pushes', (ctx) => {
+    ctx.body = control.pushes();
+  });
+  controlApi.get('/b2c', (ctx) => {
+    ctx.body = control.payments();
+  });
+  controlApi.get('/callbacks', (ctx) => {
+    ctx.body = control.callbacks();
+  });
+  controlApi.post('/callbacks/flush', async (ctx) => {
+    await control.flush();
+    ctx.status = 204;
+  });
+  /**
+   * Sends a result callback now, once, whatever the mode; a pending request is decided first
+   * (and gets no other callback). The body's keys override the callback: ResultCode and
+   * ResultDesc, or a metadata item / result parameter by name (null removes it), e.g.
+   * `{"Amount": 1}` for a wrong-amount callback. Accepts a CheckoutRequestID or an
+   * OriginatorConversationID.
+   */
+  controlApi.post('/callbacks/:id/send', async (ctx) => {
+    const overrides = (ctx.request.body ?? {}) as Record<string, unknown>;
+    const push = state.pushes.get(ctx.params.id!);
+    const payment = state.payments.get(ctx.params.id!);
+    if (push) {
+      decidePush(push, false);
+      ctx.body = await post(stkDelivery(push, overrides));
+    } else if (payment) {
+      decidePayment(payment, B2C_BY_LAST_DIGIT[payment.phone.slice(-1)] ?? PAID, false);
+      ctx.body = await post(b2cDelivery(payment, overrides));
+    } else {
+      reject(ctx, 404, '404.001.01', 'No such CheckoutRequestID or OriginatorConversationID');
+    }
+  });
+  controlApi.post('/tokens/revoke', (ctx) => {
+    control.revokeTokens();
+    ctx.status = 204;
+  });
+  return { control, controlApi };
+}

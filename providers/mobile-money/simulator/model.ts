@@ -1,0 +1,190 @@
+import { randomInt } from 'node:crypto';
+import { z } from 'zod';
+
+/**
+ * Simulator of the mobile-money provider (protocols/mobile-money.md, Daraja-like) for
+ * development and tests: OAuth, push prompt, status query and B2C with the provider's checks and
+ * error envelopes `{requestId, errorCode, errorMessage}`, callbacks after a delay, and a control
+ * API under /_control to lose, duplicate, delay or reorder callbacks, hold status queries at
+ * "being processed", fail OAuth or pushes, and read what was received and sent.
+ *
+ * Outcomes, by the last digit of the phone number:
+ *
+ *   digit | push (stkCallback ResultCode)          | B2C (Result ResultCode)
+ *   ------+----------------------------------------+------------------------------------------
+ *   0     | 0 paid, with CallbackMetadata          | 0 paid, with ResultParameters
+ *   1     | 1032 cancelled by the user             | 0 paid
+ *   2     | 1037 phone unreachable                 | 0 paid
+ *   3     | 1 insufficient balance                 | 1 insufficient funds in the utility account
+ *   4     | 2001 wrong PIN                         | 2001 initiator information invalid
+ *   5     | 1019 expired                           | 0 paid
+ *   6     | "SFC_IC0003" (a string ResultCode)     | 0 paid
+ *   7     | 0 paid                                 | queue timeout, sent to QueueTimeOutURL
+ *   8     | 0 paid                                 | 2040 recipient not a registered customer
+ *   9     | 0 paid                                 | 0 paid
+ *
+ * *Assumed* (no public source shows them): a repeated OriginatorConversationID is refused with
+ * 400 / 400.002.02 "Bad Request - Duplicate OriginatorConversationID"; a wrong Password is 400 /
+ * 400.002.02 "Bad Request - Invalid Password"; an unknown CheckoutRequestID in a status query is
+ * 400 / 400.002.02; an invalid token is HTTP 404 / 404.001.03; a queue timeout is a Result with
+ * ResultType 1 and ResultCode "SVC0001"; simulated failures use `<status>.001.01`.
+ */
+export type CallbackMode = 'normal' | 'lose' | 'duplicate' | 'delay' | 'reorder';
+
+export interface MobileMoneySimulatorOptions {
+  consumerKey: string;
+  consumerSecret: string;
+  shortCode: string;
+  passkey: string;
+  /** B2C PartyA when it differs from `shortCode`. */
+  b2cShortCode?: string;
+  /** When given, a B2C with other initiator credentials results in 2001 (as the provider does). */
+  initiatorName?: string;
+  securityCredential?: string;
+  port?: number;
+  callbackDelayMs?: number;
+}
+
+export const modeSchema = z
+  .object({
+    callbacks: z.enum(['normal', 'lose', 'duplicate', 'delay', 'reorder']),
+    /** From a request to its decision and callback. */
+    callbackDelayMs: z.number().int().min(0),
+    /** 'delay' mode: how much later than the decision the callback arrives. */
+    lateCallbackMs: z.number().int().min(0),
+    /** 'reorder' mode: callbacks due within this window are held, then sent last-first. */
+    reorderWindowMs: z.number().int().min(0),
+    /** The next N status queries of each push answer "being processed" (counted from this change). */
+    processingQueries: z.number().int().min(0),
+    /** Status queries answer "being processed" until this long after the push. */
+    processingForMs: z.number().int().min(0),
+    failOAuth: z.boolean(),
+    /** 0: answer pushes normally; an HTTP status; or 'timeout': hang past the client's timeout. */
+    pushFailWith: z.union([z.literal(0), z.number().int().min(400).max(599), z.literal('timeout')]),
+    /** 0: answer payouts normally; or an HTTP status to refuse them with (the payment is not made). */
+    payoutFailWith: z.union([z.literal(0), z.number().int().min(400).max(599)]),
+    /** A push answered 5xx or 'timeout' was still delivered to the phone: the indeterminate case. */
+    failedPushesTakeEffect: z.boolean(),
+    hangMs: z.number().int().min(0),
+    tokenTtlSeconds: z.number().int().min(1),
+  })
+  .strict();
+export type SimulatorMode = z.infer<typeof modeSchema>;
+
+export interface SimulatedPush {
+  checkoutRequestId: string;
+  merchantRequestId: string;
+  phone: string;
+  amount: number;
+  accountReference: string;
+  description: string;
+  transactionType: string;
+  partyB: string;
+  callbackUrl: string;
+  receivedAt: string;
+  /** What the pusher was told: 200, a simulated failure status, or 'timeout'. */
+  answeredWith: number | 'timeout';
+  state: 'pending' | 'final';
+  /** The decided (or, while pending, planned) result. */
+  resultCode: number | string;
+  resultDesc: string;
+  receipt?: string;
+  transactionDate?: number;
+  queries: number;
+  callbacksSent: number;
+}
+
+export interface SimulatedPayment {
+  originatorConversationId: string;
+  conversationId: string;
+  phone: string;
+  amount: number;
+  commandId: string;
+  remarks: string;
+  occasion?: string;
+  resultUrl: string;
+  queueTimeoutUrl: string;
+  receivedAt: string;
+  state: 'pending' | 'completed' | 'failed' | 'timed_out';
+  resultCode: number | string;
+  resultDesc: string;
+  transactionId: string;
+  callbacksSent: number;
+}
+
+export interface SentCallback {
+  kind: 'stk' | 'b2c_result' | 'b2c_timeout';
+  /** CheckoutRequestID, or OriginatorConversationID for B2C. */
+  id: string;
+  url: string;
+  at: string;
+  /** The receiver's HTTP answer; absent when lost or unreachable. */
+  status?: number;
+  error?: string;
+  lost?: boolean;
+  body: unknown;
+}
+
+export interface RunningMobileMoneySimulator {
+  url: string;
+  control: {
+    reset(): void;
+    setMode(patch: Partial<SimulatorMode>): SimulatorMode;
+    pushes(): SimulatedPush[];
+    payments(): SimulatedPayment[];
+    callbacks(): SentCallback[];
+    /** Sends held 'reorder' callbacks now, last-first. */
+    flush(): Promise<void>;
+    /** Invalidates every issued token (clients must recover through 404.001.03). */
+    revokeTokens(): void;
+  };
+  close(): Promise<void>;
+}
+
+export interface Outcome {
+  code: number | string;
+  desc: string;
+}
+export const PAID: Outcome = { code: 0, desc: 'The service request is processed successfully.' };
+export const STK_BY_LAST_DIGIT: Record<string, Outcome> = {
+  '1': { code: 1032, desc: 'Request cancelled by user' },
+  '2': { code: 1037, desc: 'DS timeout user cannot be reached' },
+  '3': { code: 1, desc: 'The balance is insufficient for the transaction' },
+  '4': { code: 2001, desc: 'The initiator information is invalid.' },
+  '5': { code: 1019, desc: 'Transaction has expired' },
+  '6': { code: 'SFC_IC0003', desc: 'Unable to process the request (simulated string ResultCode)' },
+};
+export const B2C_BY_LAST_DIGIT: Record<string, Outcome | 'queue_timeout'> = {
+  '3': { code: 1, desc: 'The balance is insufficient for the transaction.' },
+  '4': { code: 2001, desc: 'The initiator information is invalid.' },
+  '7': 'queue_timeout',
+  '8': { code: 2040, desc: "Credit Party customer type (Unregistered or Registered Customer) can't be supported by the service." },
+};
+export const INVALID_INITIATOR: Outcome = { code: 2001, desc: 'The initiator information is invalid.' };
+
+export const BAD_REQUEST = '400.002.02';
+export const INVALID_TOKEN = '404.001.03';
+export const PROCESSING = '500.001.1001';
+/** State is kept in memory and bounded, oldest forgotten first. */
+export const LIMITS = { records: 1000, callbacks: 500, ids: 10_000, tokens: 100 };
+
+const EAT_OFFSET_MS = 3 * 60 * 60 * 1000;
+/** East Africa Time digits, YYYYMMDDHHmmssSSS. */
+export const eatDigits = (at = new Date()) => new Date(at.getTime() + EAT_OFFSET_MS).toISOString().replace(/\D/g, '');
+export const digits = (n: number) => Array.from({ length: n }, () => randomInt(10)).join('');
+export const ALNUM = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789';
+export const requestId = () => `${digits(5)}-${digits(8)}-1`;
+
+export function remember<K, V>(map: Map<K, V>, key: K, value: V, cap: number) {
+  map.delete(key);
+  map.set(key, value);
+  while (map.size > cap) map.delete(map.keys().next().value as K);
+}
+
+export const isUrl = (value: unknown) => typeof value === 'string' && /^https?:\/\/[^\s]+$/.test(value) && URL.canParse(value);
+export const text = (value: unknown, max: number) => typeof value === 'string' && value.length >= 1 && value.length <= max;
+/** Amounts may come as a number or a digit string; either way a positive whole number. */
+export const wholeAmount = (value: unknown) => {
+  const n = typeof value === 'number' ? value : typeof value === 'string' && /^\d+$/.test(value) ? Number(value) : NaN;
+  return Number.isSafeInteger(n) && n >= 1 ? n : undefined;
+};

@@ -1,0 +1,74 @@
+import { randomBytes, randomInt } from 'node:crypto';
+import { SimulatorTimers } from '../../simulator-server';
+import type { Delivery } from './callbacks';
+import { ALNUM, LIMITS, type MobileMoneySimulatorOptions, remember, type SentCallback, type SimulatedPayment, type SimulatedPush, type SimulatorMode } from './model';
+
+/** Everything the simulator remembers (in memory, bounded), shared by its API, control API and callbacks. */
+export interface SimulatorState {
+  options: MobileMoneySimulatorOptions;
+  mode: SimulatorMode;
+  /** Access tokens issued, with their expiry. */
+  tokens: Map<string, number>;
+  pushes: Map<string, SimulatedPush>;
+  payments: Map<string, SimulatedPayment>;
+  /** Every OriginatorConversationID accepted, kept longer than the payments themselves. */
+  originatorIds: Map<string, true>;
+  receipts: Map<string, true>;
+  /** "Being processed" answers already given per push since processingQueries was set. */
+  processingAnswered: Map<string, number>;
+  sent: SentCallback[];
+  /** 'reorder' mode: callbacks held, to be sent last-first. */
+  held: Delivery[];
+  timers: SimulatorTimers;
+  defaults(): SimulatorMode;
+  /** A receipt number never issued before (`SIM` and seven letters or digits). */
+  receipt(): string;
+  /** A fresh access token, valid for the mode's tokenTtlSeconds. */
+  issueToken(): string;
+}
+
+export function createSimulatorState(options: MobileMoneySimulatorOptions): SimulatorState {
+  const defaults = (): SimulatorMode => ({
+    callbacks: 'normal',
+    callbackDelayMs: options.callbackDelayMs ?? 50,
+    lateCallbackMs: 2_000,
+    reorderWindowMs: 250,
+    processingQueries: 0,
+    processingForMs: 0,
+    failOAuth: false,
+    pushFailWith: 0,
+    payoutFailWith: 0,
+    failedPushesTakeEffect: true,
+    hangMs: 60_000,
+    tokenTtlSeconds: 3599,
+  });
+  const state: SimulatorState = {
+    options,
+    mode: defaults(),
+    tokens: new Map(),
+    pushes: new Map(),
+    payments: new Map(),
+    originatorIds: new Map(),
+    receipts: new Map(),
+    processingAnswered: new Map(),
+    sent: [],
+    held: [],
+    timers: new SimulatorTimers(),
+    defaults,
+    receipt() {
+      for (;;) {
+        const candidate = `SIM${Array.from({ length: 7 }, () => ALNUM[randomInt(ALNUM.length)]).join('')}`;
+        if (!state.receipts.has(candidate)) {
+          remember(state.receipts, candidate, true, LIMITS.ids);
+          return candidate;
+        }
+      }
+    },
+    issueToken() {
+      const token = randomBytes(21).toString('base64url');
+      remember(state.tokens, token, Date.now() + state.mode.tokenTtlSeconds * 1000, LIMITS.tokens);
+      return token;
+    },
+  };
+  return state;
+}

@@ -1,5 +1,5 @@
 import { Context } from '@temporalio/activity';
-import { purgeCallbacks } from '../../db/platform/callbacks';
+import { purgeCallbacks } from '../../db/platform/callback-retention';
 import type { ActivityDeps } from '../index';
 
 /** Rows per delete: short statements, so the purge never holds the tables for long. */

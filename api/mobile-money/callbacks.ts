@@ -1,7 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Context } from 'koa';
 import { z } from 'zod';
-import { claimCallbackSignal, type MobileMoneyCallbackRecord, noteQueueTimeout, returnCallbackSignal, storeMobileMoneyCallback } from '../../db/platform/callbacks';
+import { claimCallbackSignal, type MobileMoneyCallbackRecord, noteQueueTimeout, returnCallbackSignal, storeMobileMoneyCallback } from '../../db/mobile-money/callbacks';
 import { checkoutRequestTaken, findTransaction, receiptTaken, type TransactionRow } from '../../db/mobile-money/transactions';
 import { ErrorCode, ServiceError } from '../../domain/errors';
 import { isUuid } from '../../domain/identifiers';

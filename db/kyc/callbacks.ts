@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 
 /**
- * KYC provider callback events (the mobile-money ones and the purge are in db/platform/callbacks.ts).
+ * KYC provider callback events (the mobile-money ones are db/mobile-money/callbacks.ts, the purge db/platform/callback-retention.ts).
  * Keyed by event id and application id without an organization: a callback carries none, and the
  * application was found by our job id (findApplicationByJobId).
  */

@@ -1,12 +1,12 @@
 import type { Knex } from 'knex';
 
 /**
- * Raw provider callbacks and what may be done with them. Stored with what was done while their
- * transaction or application has fewer than a cap; handed to a run while the transaction has
+ * The mobile-money provider's callbacks and what may be done with them. Stored with what was
+ * done while their transaction has fewer than a cap; handed to its run while the transaction has
  * fewer signals than another; both counted by conditional updates, so concurrent requests cannot
- * pass either cap. Only callbacks addressed to a resource of ours are ever stored (one with a
- * wrong token or an unknown job is counted and logged). Purged after a retention by the
- * callback-retention schedule. The KYC events are stored by db/kyc/callbacks.ts.
+ * pass either cap. Only callbacks addressed to a transaction of ours (id and token) are stored.
+ * A callback names its transaction by id alone (it carries no organization). Purged after a
+ * retention by db/platform/callback-retention.ts.
  */
 export interface MobileMoneyCallbackRecord {
   kind: 'STK' | 'B2C_RESULT' | 'B2C_TIMEOUT';
@@ -44,17 +44,4 @@ export async function returnCallbackSignal(db: Knex, transactionId: string): Pro
 /** Notes a B2C queue timeout once; true the first time. */
 export async function noteQueueTimeout(db: Knex, transactionId: string): Promise<boolean> {
   return (await db('transactions').where({ id: transactionId }).whereNull('queue_timeout_at').update({ queue_timeout_at: db.fn.now() })) > 0;
-}
-
-/** Deletes callbacks received before `cutoff`, oldest first, at most `limit` rows of each table; how many went. */
-export async function purgeCallbacks(db: Knex, cutoff: Date, limit: number): Promise<number> {
-  let purged = 0;
-  for (const table of ['mobile_money_callbacks', 'kyc_callback_events']) {
-    const result = await db.raw(
-      `delete from ${table} where id in (select id from ${table} where received_at < ? order by received_at limit ?)`,
-      [cutoff, limit],
-    );
-    purged += result.rowCount ?? 0;
-  }
-  return purged;
 }

@@ -1,17 +1,12 @@
 import { z } from 'zod';
 import { fetchWithDeadline, request } from '../http';
 import {
-  type B2cAccepted,
-  type B2cRequest,
   ERROR_CODES,
   type MobileMoneyClient,
   type MobileMoneyClientOptions,
   MobileMoneyError,
   type MobileMoneyOperation,
   providerTimestamp,
-  type StkPushAccepted,
-  type StkPushRequest,
-  type StkQueryResult,
   stkPassword,
   toProviderPhone,
 } from './protocol';

@@ -148,7 +148,7 @@ describe('attack run, finding 1: a callback moves money only when it is complete
       await setSimulatorMode({ callbacks: 'lose' }); // decided at once at the simulator; its callback is ours to send
       const customer = await newCustomer(0);
       const created = await pushAccepted(customer, { amount: 20_000 });
-      const checkoutRequestId = await accepted(created.id);
+      await accepted(created.id);
       const [push] = await pushesTo(customer.phone);
       const row = await transactionRow(created.id);
       const complete = paidStkCallback(row, { amountShillings: 200, receipt: push!.receipt!, phone: customer.phone, transactionDate: push!.transactionDate });

@@ -10,7 +10,6 @@ import {
   checkoutRequestOf,
   callbacksRecorded,
   journalOf,
-  money,
   newCustomer,
   paidStkCallback,
   payerNumber,
@@ -23,7 +22,6 @@ import {
   setSimulatorMode,
   settled,
   simulatorCallbacks,
-  stkPush,
   transactionRow,
   until,
 } from '../support/money';
@@ -183,7 +181,7 @@ describe('protocol: push-prompt callbacks (not signed: token in the URL, checked
     await setSimulatorMode({ callbacks: 'lose' });
     const customer = await newCustomer(1); // cancels
     const created = await pushAccepted(customer, { amount: 50_000 });
-    const checkoutRequestId = await accepted(created.id);
+    await accepted(created.id);
     const row = await transactionRow(created.id);
     const forged = paidStkCallback(row, { amountShillings: 500, receipt: receiptNumber(), phone: customer.phone });
     const base = '/v1/transactions/mobilemoney/callbacks/stk';

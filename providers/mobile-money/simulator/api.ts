@@ -3,7 +3,7 @@ import type { Context } from 'koa';
 import Router from '@koa/router';
 import { isKenyanMobile } from '../../../domain/identifiers';
 import type { SimulatorCallbacks } from './callbacks';
-import { B2C_BY_LAST_DIGIT, BAD_REQUEST, digits, eatDigits, INVALID_INITIATOR, INVALID_TOKEN, isUrl, LIMITS, type Outcome, PAID, PROCESSING, remember, requestId, type SimulatedPayment, type SimulatedPush, STK_BY_LAST_DIGIT, text, wholeAmount } from './model';
+import { B2C_BY_LAST_DIGIT, BAD_REQUEST, digits, eatDigits, INVALID_INITIATOR, INVALID_TOKEN, isUrl, LIMITS, PAID, PROCESSING, remember, requestId, type SimulatedPayment, type SimulatedPush, STK_BY_LAST_DIGIT, text, wholeAmount } from './model';
 import type { SimulatorState } from './state';
 
 /** Answers as the provider does: `{requestId, errorCode, errorMessage}` with its HTTP status. */

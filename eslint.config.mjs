@@ -1,0 +1,50 @@
+// Lint: typescript-eslint's recommended rules, plus the import rules that keep workflow code
+// deterministic (no I/O module may enter the workflow bundle) and domain code free of I/O.
+import js from '@eslint/js';
+import tseslint from 'typescript-eslint';
+
+/** Modules that do I/O: workflows may import their types only; domain may not import them at all. */
+const IO = ['**/activities', '**/activities/**', '**/db/**', '**/providers/**', '**/api/**', '**/config/**', '**/worker/**', '**/dev/**'];
+
+export default tseslint.config(
+  { ignores: ['node_modules/**', '.data/**', 'test/replay/histories/**'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    rules: {
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+    },
+  },
+  {
+    files: ['workflows/**/*.ts', 'test/fixtures/workflows/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { group: IO, allowTypeImports: true, message: 'Workflow code imports I/O modules as types only (import type).' },
+            {
+              regex: '^(?!@temporalio/(workflow|common)$|\\.)',
+              allowTypeImports: true,
+              message: 'Workflow code imports only @temporalio/workflow, @temporalio/common, workflow and domain modules.',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    files: ['domain/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { group: IO, message: 'Domain code is pure: no I/O module.' },
+            { regex: '^(node:|pg$|knex$|koa$|@temporalio/)', message: 'Domain code is pure: no I/O module.' },
+          ],
+        },
+      ],
+    },
+  },
+);

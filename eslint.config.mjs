@@ -4,7 +4,16 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 /** Modules that do I/O: workflows may import their types only; domain may not import them at all. */
-const IO = ['**/activities', '**/activities/**', '**/db/**', '**/providers/**', '**/api/**', '**/config/**', '**/worker/**', '**/dev/**'];
+const IO = [
+  '**/activities',
+  '**/activities/**',
+  '**/db/**',
+  '**/providers/**',
+  '**/api/**',
+  '**/config/**',
+  '**/worker/**',
+  '**/dev/**',
+];
 
 export default tseslint.config(
   { ignores: ['node_modules/**', '.data/**', 'test/replay/histories/**'] },
@@ -22,11 +31,16 @@ export default tseslint.config(
         'error',
         {
           patterns: [
-            { group: IO, allowTypeImports: true, message: 'Workflow code imports I/O modules as types only (import type).' },
+            {
+              group: IO,
+              allowTypeImports: true,
+              message: 'Workflow code imports I/O modules as types only (import type).',
+            },
             {
               regex: '^(?!@temporalio/(workflow|common)$|\\.)',
               allowTypeImports: true,
-              message: 'Workflow code imports only @temporalio/workflow, @temporalio/common, workflow and domain modules.',
+              message:
+                'Workflow code imports only @temporalio/workflow, @temporalio/common, workflow and domain modules.',
             },
           ],
         },

@@ -23,11 +23,18 @@ export interface ActivityDeps {
  * `proxyActivities<Activities>(...)`, so no I/O module enters the workflow bundle.
  */
 export function createActivities(deps: ActivityDeps) {
-  return { ...createKycActivities(deps), ...createKycSweepActivities(deps), ...createMobileMoneyActivities(deps), ...createCallbackActivities(deps), ...createIdempotencyPurgeActivities(deps) };
+  return {
+    ...createKycActivities(deps),
+    ...createKycSweepActivities(deps),
+    ...createMobileMoneyActivities(deps),
+    ...createCallbackActivities(deps),
+    ...createIdempotencyPurgeActivities(deps),
+  };
 }
 
 export type Activities = ReturnType<typeof createActivities>;
 /** Each area's activities: a workflow proxies only its own area's. */
 export type KycActivities = ReturnType<typeof createKycActivities> & ReturnType<typeof createKycSweepActivities>;
 export type MobileMoneyActivities = ReturnType<typeof createMobileMoneyActivities>;
-export type PlatformActivities = ReturnType<typeof createCallbackActivities> & ReturnType<typeof createIdempotencyPurgeActivities>;
+export type PlatformActivities = ReturnType<typeof createCallbackActivities> &
+  ReturnType<typeof createIdempotencyPurgeActivities>;

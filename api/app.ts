@@ -60,7 +60,9 @@ export function buildApp(deps: AppDeps, options: { extraRoutes?: AnyRoute[] } = 
   };
   let document: unknown;
   const routes: AnyRoute[] = [];
-  routes.push(...systemRoutes(deps, metrics, () => (document ??= buildOpenApiDocument(routes, deps.config.PUBLIC_BASE_URL))));
+  routes.push(
+    ...systemRoutes(deps, metrics, () => (document ??= buildOpenApiDocument(routes, deps.config.PUBLIC_BASE_URL))),
+  );
   routes.push(...authRoutes(deps, tokens));
   routes.push(...kycRoutes(deps));
   const kyc = kycWorkflows(deps.temporal, deps.config);
@@ -90,34 +92,49 @@ export function buildApp(deps: AppDeps, options: { extraRoutes?: AnyRoute[] } = 
         : (route.request ?? {});
     const { body: bodySchema, ...beforeBody } = schemas;
     const { callback } = route;
-    router.register(routerPath(route.path), [route.method.toUpperCase()], [
-      ...deprecationOf(route, deps.config),
-      requestGuard(),
-      ...(callback ? callbackSources(callback.sources, () => metrics.callbackRefused(callback.provider, 'source')) : []),
-      guard(route, authenticator, rateLimiter, deps.logger),
-      // The permission is enforced before the body is read: a caller without it is refused before
-      // one byte of a large body is parsed. Path, query and header problems wait for the body's,
-      // so every offending field is named at once, unless authorization needs a bad path.
-      async (ctx, next) => {
-        const checked = checkRequest(beforeBody, { params: ctx.params, query: ctx.query, headers: ctx.headers, body: undefined });
-        const pathProblem = checked.problems.some((p) => p.path.startsWith('path.'));
-        if (pathProblem && (route.auth?.organizationParam || route.auth?.merchant)) throw invalidParams(checked.problems);
-        await authorize(route, ctx, checked.values as RouteInput<never>, merchants);
-        ctx.state.checked = checked;
-        await next();
-      },
-      ...(BODY_METHODS.has(route.method) ? [parsers[callback ? 'callback' : (route.bodyLimit ?? 'default')]] : []),
-      async (ctx) => {
-        const checked = ctx.state.checked as ReturnType<typeof checkRequest>;
-        const body = checkRequest({ body: bodySchema }, { params: undefined, query: undefined, headers: undefined, body: ctx.request.body });
-        const problems = [...checked.problems, ...body.problems];
-        if (problems.length > 0) throw invalidParams(problems);
-        const input = { ...checked.values, body: body.values.body } as RouteInput<never>;
-        // After validation and authorization: neither kind of refusal is ever stored.
-        if (route.idempotent) await idempotency.run(ctx, route, input, () => route.handler(ctx, input));
-        else await route.handler(ctx, input);
-      },
-    ]);
+    router.register(
+      routerPath(route.path),
+      [route.method.toUpperCase()],
+      [
+        ...deprecationOf(route, deps.config),
+        requestGuard(),
+        ...(callback
+          ? callbackSources(callback.sources, () => metrics.callbackRefused(callback.provider, 'source'))
+          : []),
+        guard(route, authenticator, rateLimiter, deps.logger),
+        // The permission is enforced before the body is read: a caller without it is refused before
+        // one byte of a large body is parsed. Path, query and header problems wait for the body's,
+        // so every offending field is named at once, unless authorization needs a bad path.
+        async (ctx, next) => {
+          const checked = checkRequest(beforeBody, {
+            params: ctx.params,
+            query: ctx.query,
+            headers: ctx.headers,
+            body: undefined,
+          });
+          const pathProblem = checked.problems.some((p) => p.path.startsWith('path.'));
+          if (pathProblem && (route.auth?.organizationParam || route.auth?.merchant))
+            throw invalidParams(checked.problems);
+          await authorize(route, ctx, checked.values as RouteInput<never>, merchants);
+          ctx.state.checked = checked;
+          await next();
+        },
+        ...(BODY_METHODS.has(route.method) ? [parsers[callback ? 'callback' : (route.bodyLimit ?? 'default')]] : []),
+        async (ctx) => {
+          const checked = ctx.state.checked as ReturnType<typeof checkRequest>;
+          const body = checkRequest(
+            { body: bodySchema },
+            { params: undefined, query: undefined, headers: undefined, body: ctx.request.body },
+          );
+          const problems = [...checked.problems, ...body.problems];
+          if (problems.length > 0) throw invalidParams(problems);
+          const input = { ...checked.values, body: body.values.body } as RouteInput<never>;
+          // After validation and authorization: neither kind of refusal is ever stored.
+          if (route.idempotent) await idempotency.run(ctx, route, input, () => route.handler(ctx, input));
+          else await route.handler(ctx, input);
+        },
+      ],
+    );
   }
 
   // Behind a load balancer, TRUST_PROXY makes ctx.ip the client's address (X-Forwarded-For),

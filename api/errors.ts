@@ -63,7 +63,12 @@ export function errorBody(
   requestId: string,
 ): PlainErrorBody | ValidationErrorBody {
   if (family === 'validation') {
-    return { code: codeInFamily(error.code, family), description: error.message, identifier: requestId, invalid_params: error.invalidParams };
+    return {
+      code: codeInFamily(error.code, family),
+      description: error.message,
+      identifier: requestId,
+      invalid_params: error.invalidParams,
+    };
   }
   if (error.code === ErrorCode.INVALID_PARAMS) {
     const fields = error.invalidParams.map((p) => `${p.path}: ${p.reason}`).join('; ');

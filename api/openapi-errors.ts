@@ -19,15 +19,29 @@ export function errorResponsesOf(route: AnyRoute): Record<string, ResponseConfig
     const key = codeInFamily(code, family);
     codes.set(key, [...(codes.get(key) ?? []), when]);
   };
-  add(ErrorCode.BAD_REQUEST, 'invalid input (every offending field named); a NUL, a lone surrogate or an over-long segment in the path or query');
+  add(
+    ErrorCode.BAD_REQUEST,
+    'invalid input (every offending field named); a NUL, a lone surrogate or an over-long segment in the path or query',
+  );
   if (BODY_METHODS.has(route.method)) {
-    add(ErrorCode.BAD_REQUEST, 'a body that is not JSON, not UTF-8, nested too deeply or holding a NUL, a lone surrogate or a reserved key');
-    add(ErrorCode.PAYLOAD_TOO_LARGE, 'the body is over the route\'s limit');
+    add(
+      ErrorCode.BAD_REQUEST,
+      'a body that is not JSON, not UTF-8, nested too deeply or holding a NUL, a lone surrogate or a reserved key',
+    );
+    add(ErrorCode.PAYLOAD_TOO_LARGE, "the body is over the route's limit");
     add(ErrorCode.UNSUPPORTED_MEDIA_TYPE, 'the body is not application/json, or is compressed');
   }
   if (route.auth) {
-    add(ErrorCode.UNAUTHORISED, 'missing, invalid or expired credentials, or a credential of a scheme this operation does not take');
-    add(ErrorCode.FORBIDDEN, route.auth.permission ? `no \`${route.auth.permission}\` permission for the organization, or no access to it` : 'no access to the organization');
+    add(
+      ErrorCode.UNAUTHORISED,
+      'missing, invalid or expired credentials, or a credential of a scheme this operation does not take',
+    );
+    add(
+      ErrorCode.FORBIDDEN,
+      route.auth.permission
+        ? `no \`${route.auth.permission}\` permission for the organization, or no access to it`
+        : 'no access to the organization',
+    );
     if (route.auth.refuseWaitingList) add(ErrorCode.WAITING_LIST, 'the user is on the waiting list');
     if (route.auth.merchant) {
       add(ErrorCode.FORBIDDEN, `no \`${route.auth.merchant.permission}\` on the merchant`);
@@ -36,14 +50,20 @@ export function errorResponsesOf(route: AnyRoute): Record<string, ResponseConfig
     add(ErrorCode.TOO_MANY_REQUESTS, 'too many failed authentications from this address or against this user or key');
   }
   if (route.idempotent) {
-    add(ErrorCode.IDEMPOTENCY_KEY_REUSED, 'the Idempotency-Key was used with a different request (path parameters or body)');
-    add(ErrorCode.IDEMPOTENCY_REQUEST_IN_PROGRESS, 'the first request with this Idempotency-Key is still running (Retry-After says when to ask again)');
+    add(
+      ErrorCode.IDEMPOTENCY_KEY_REUSED,
+      'the Idempotency-Key was used with a different request (path parameters or body)',
+    );
+    add(
+      ErrorCode.IDEMPOTENCY_REQUEST_IN_PROGRESS,
+      'the first request with this Idempotency-Key is still running (Retry-After says when to ask again)',
+    );
   }
   if (route.callback) {
     add(ErrorCode.TOO_MANY_REQUESTS, 'too many callbacks from this source address');
     add(ErrorCode.FORBIDDEN, "a source address other than the provider's (when they are configured)");
-  }
-  else if (route.rateLimit !== false) add(ErrorCode.TOO_MANY_REQUESTS, 'over the caller\'s or the organization\'s rate limit');
+  } else if (route.rateLimit !== false)
+    add(ErrorCode.TOO_MANY_REQUESTS, "over the caller's or the organization's rate limit");
   for (const [code, when] of Object.entries(route.errors ?? {}) as [ErrorCode, string][]) add(code, when);
   add(ErrorCode.HEADERS_TOO_LARGE, 'request headers over 16 kB');
   add(ErrorCode.INTERNAL_SERVER_ERROR, 'an unexpected failure (the answer carries the request id)');
@@ -58,8 +78,17 @@ export function errorResponsesOf(route: AnyRoute): Record<string, ResponseConfig
   for (const [status, lines] of [...byStatus].sort(([a], [b]) => a - b)) {
     out[String(status)] = {
       description: lines.join('. '),
-      ...(status === 401 && { headers: { 'WWW-Authenticate': { description: 'The scheme to authenticate with (`Bearer`).', schema: { type: 'string' } } } }),
-      ...(status === 429 && { headers: { 'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'string' } } } }),
+      ...(status === 401 && {
+        headers: {
+          'WWW-Authenticate': {
+            description: 'The scheme to authenticate with (`Bearer`).',
+            schema: { type: 'string' },
+          },
+        },
+      }),
+      ...(status === 429 && {
+        headers: { 'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'string' } } },
+      }),
       content: { 'application/json': { schema } },
     };
   }

@@ -14,7 +14,10 @@ function responsesOf(route: AnyRoute): Record<string, ResponseConfig> {
   const out: Record<string, ResponseConfig> = {};
   for (const [status, response] of Object.entries(route.responses)) {
     out[status] = response.schema
-      ? { description: response.description, content: { [response.mediaType ?? 'application/json']: { schema: response.schema } } }
+      ? {
+          description: response.description,
+          content: { [response.mediaType ?? 'application/json']: { schema: response.schema } },
+        }
       : response.mediaType
         ? { description: response.description, content: { [response.mediaType]: { schema: { type: 'string' } } } }
         : { description: response.description };
@@ -48,10 +51,14 @@ const SECURITY_SCHEMES: Record<AuthScheme | 'partnerJwt', { name: string; descri
     name: 'apiKey',
     description: 'An API key (spec 5.6), sent as `Authorization: Bearer lsk_...`; organization-scoped or platform.',
   },
-  financing: { name: 'financingBearer', description: 'Financing bearer scheme (spec 5.5): an RS256 JWT from a trusted financing issuer.' },
+  financing: {
+    name: 'financingBearer',
+    description: 'Financing bearer scheme (spec 5.5): an RS256 JWT from a trusted financing issuer.',
+  },
   partnerJwt: {
     name: 'partnerJwt',
-    description: "A trusted partner's own RS256 JWT (iss: its registered issuer, aud: PARTNER_EXCHANGE_AUDIENCE), presented only to /v1/auth/exchange.",
+    description:
+      "A trusted partner's own RS256 JWT (iss: its registered issuer, aud: PARTNER_EXCHANGE_AUDIENCE), presented only to /v1/auth/exchange.",
   },
 };
 
@@ -86,7 +93,11 @@ function headersOf(route: AnyRoute): NonNullable<RouteConfig['request']>['header
 export function buildOpenApiDocument(routes: readonly AnyRoute[], serverUrl?: string) {
   const registry = new OpenAPIRegistry();
   for (const scheme of Object.values(SECURITY_SCHEMES)) {
-    registry.registerComponent('securitySchemes', scheme.name, { type: 'http', scheme: 'bearer', description: scheme.description });
+    registry.registerComponent('securitySchemes', scheme.name, {
+      type: 'http',
+      scheme: 'bearer',
+      description: scheme.description,
+    });
   }
   for (const route of routes) {
     const request: RouteConfig['request'] = {};
@@ -102,11 +113,15 @@ export function buildOpenApiDocument(routes: readonly AnyRoute[], serverUrl?: st
       path: route.path,
       operationId: route.operationId,
       summary: route.summary,
-      description: route.idempotent ? [route.description, IDEMPOTENCY_NOTE].filter(Boolean).join('\n\n') : route.description,
+      description: route.idempotent
+        ? [route.description, IDEMPOTENCY_NOTE].filter(Boolean).join('\n\n')
+        : route.description,
       tags: route.tags,
       deprecated: route.deprecated,
       ...(route.extension ? { 'x-extension': true } : {}),
-      ...(route.auth ? { security: route.auth.schemes.map((scheme) => ({ [SECURITY_SCHEMES[scheme].name]: [] })) } : {}),
+      ...(route.auth
+        ? { security: route.auth.schemes.map((scheme) => ({ [SECURITY_SCHEMES[scheme].name]: [] })) }
+        : {}),
       ...(route.documentedSecurity ? { security: [{ [SECURITY_SCHEMES[route.documentedSecurity].name]: [] }] } : {}),
       request,
       responses: responsesOf(route),

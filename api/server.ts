@@ -19,7 +19,11 @@ export interface RunningApi {
 }
 
 /** Serves a built app on host:port (0 picks a free port) until close() is called. */
-export async function startApi(built: Pick<BuiltApp, 'app' | 'close'>, host: string, port: number): Promise<RunningApi> {
+export async function startApi(
+  built: Pick<BuiltApp, 'app' | 'close'>,
+  host: string,
+  port: number,
+): Promise<RunningApi> {
   const server = built.app.listen(port, host);
   answerClientErrors(server);
   await once(server, 'listening');
@@ -40,15 +44,26 @@ export async function startApi(built: Pick<BuiltApp, 'app' | 'close'>, host: str
 async function main() {
   const config = loadConfig();
   const logger = createLogger(config.LOG_LEVEL);
-  if (!config.DATABASE_URL) throw new Error('DATABASE_URL is required to run the API on its own (npm start runs everything)');
-  if (!config.SERVICE_SIGNING_KEY) throw new Error('SERVICE_SIGNING_KEY is required to run the API on its own (npm start makes one)');
-  if (!config.AUTH_JWKS_URL || !config.AUTH_ISSUER) throw new Error('AUTH_JWKS_URL and AUTH_ISSUER are required to run the API on its own');
+  if (!config.DATABASE_URL)
+    throw new Error('DATABASE_URL is required to run the API on its own (npm start runs everything)');
+  if (!config.SERVICE_SIGNING_KEY)
+    throw new Error('SERVICE_SIGNING_KEY is required to run the API on its own (npm start makes one)');
+  if (!config.AUTH_JWKS_URL || !config.AUTH_ISSUER)
+    throw new Error('AUTH_JWKS_URL and AUTH_ISSUER are required to run the API on its own');
   const serviceKeys = await loadServiceKeys(config.SERVICE_SIGNING_KEY);
   const db = createDb(config.DATABASE_URL, config.DATABASE_POOL_MAX, logger);
   await migrate(db);
   const connection = await Connection.connect({ address: config.TEMPORAL_ADDRESS ?? 'localhost:7233' });
   const temporal = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
-  const deps: AppDeps = { config, db, temporal, providers: createProviders(config), logger, clock: systemClock, serviceKeys };
+  const deps: AppDeps = {
+    config,
+    db,
+    temporal,
+    providers: createProviders(config),
+    logger,
+    clock: systemClock,
+    serviceKeys,
+  };
   const api = await startApi(buildApp(deps), config.HOST, config.PORT);
   logger.info({ url: api.url }, 'api listening');
   const stop = async (signal: string) => {

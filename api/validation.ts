@@ -29,7 +29,8 @@ function subCodeOf(issue: z.core.$ZodIssue, value: unknown): string {
       return SubCode.INVALID_ENUM;
     case 'invalid_union':
       // A discriminated union (e.g. the verification channel) names its options like an enum.
-      if ((issue as { note?: string }).note === 'No matching discriminator') return value === undefined ? SubCode.REQUIRED : SubCode.INVALID_ENUM;
+      if ((issue as { note?: string }).note === 'No matching discriminator')
+        return value === undefined ? SubCode.REQUIRED : SubCode.INVALID_ENUM;
       return SubCode.INVALID_VALUE;
     case 'unrecognized_keys':
       return SubCode.UNKNOWN_FIELD;
@@ -66,7 +67,10 @@ export type RequestSchemas = Partial<Record<RequestPart, z.ZodType>>;
 export type RawRequest = Record<RequestPart, unknown>;
 
 /** Every declared part of a request checked: the parsed values, and every offending field. */
-export function checkRequest(schemas: RequestSchemas, raw: RawRequest): { values: Record<RequestPart, unknown>; problems: InvalidParam[] } {
+export function checkRequest(
+  schemas: RequestSchemas,
+  raw: RawRequest,
+): { values: Record<RequestPart, unknown>; problems: InvalidParam[] } {
   const values: Record<RequestPart, unknown> = { ...raw };
   const problems: InvalidParam[] = [];
   for (const part of Object.keys(REQUEST_PARTS) as RequestPart[]) {
@@ -79,7 +83,8 @@ export function checkRequest(schemas: RequestSchemas, raw: RawRequest): { values
   return { values, problems };
 }
 
-export const invalidParams = (problems: InvalidParam[]) => new ServiceError(ErrorCode.INVALID_PARAMS, 'Invalid parameters', problems);
+export const invalidParams = (problems: InvalidParam[]) =>
+  new ServiceError(ErrorCode.INVALID_PARAMS, 'Invalid parameters', problems);
 
 /**
  * Validates every declared part of a request and reports all offending fields at once, so a

@@ -19,8 +19,12 @@ export async function authBench(): Promise<number> {
     const memory = await measure({ name: 'memory', url: info['service-memory']!, headers: auth }, 16, 3);
     const full = await measure({ name: 'full', url: info.service!, headers: auth }, 16, 3);
     console.log(`    baseline                              ${bare.rps.toFixed(0).padStart(7)} req/s`);
-    console.log(`    whoami, in-process rate-limit counters ${memory.rps.toFixed(0).padStart(6)} req/s  ratio ${(memory.rps / bare.rps).toFixed(2)}`);
-    console.log(`    whoami, Postgres rate-limit counters   ${full.rps.toFixed(0).padStart(6)} req/s  ratio ${(full.rps / bare.rps).toFixed(2)}`);
+    console.log(
+      `    whoami, in-process rate-limit counters ${memory.rps.toFixed(0).padStart(6)} req/s  ratio ${(memory.rps / bare.rps).toFixed(2)}`,
+    );
+    console.log(
+      `    whoami, Postgres rate-limit counters   ${full.rps.toFixed(0).padStart(6)} req/s  ratio ${(full.rps / bare.rps).toFixed(2)}`,
+    );
     // The signature check alone, in this process: the fixed CPU price of every authenticated request.
     const jwks = createRemoteJWKSet(new URL(`${decodeJwt(info.token!).iss}/.well-known/jwks.json`));
     const options = { algorithms: ['RS256'] };

@@ -9,7 +9,10 @@ import { freePort } from '../test/support/ports';
  * A fresh database for one benchmark process, on DATABASE_URL's server or on an embedded one.
  * What to undo (the database, the embedded server) is pushed onto `cleanups`.
  */
-export async function benchDatabase(adminUrl: string | undefined, cleanups: (() => Promise<unknown>)[]): Promise<string> {
+export async function benchDatabase(
+  adminUrl: string | undefined,
+  cleanups: (() => Promise<unknown>)[],
+): Promise<string> {
   if (!adminUrl) {
     const dataDir = await mkdtemp(path.join(os.tmpdir(), 'lending-bench-pg-'));
     await chmod(dataDir, 0o755); // as root, PostgreSQL runs as the postgres user

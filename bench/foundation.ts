@@ -19,7 +19,9 @@ export async function foundationBench(): Promise<number> {
     for (const [name, url] of Object.entries(info)) {
       if (name === 'bare') continue;
       const m = await measure({ name, url }, 16, 3);
-      console.log(`    ${name.padEnd(24)} ${m.rps.toFixed(0).padStart(7)} req/s  ratio ${(m.rps / bare.rps).toFixed(2)}`);
+      console.log(
+        `    ${name.padEnd(24)} ${m.rps.toFixed(0).padStart(7)} req/s  ratio ${(m.rps / bare.rps).toFixed(2)}`,
+      );
     }
     return ratio;
   });

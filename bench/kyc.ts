@@ -21,7 +21,9 @@ export async function kycStatusBench(): Promise<number> {
       ['status as production runs it', info.kycStatus!],
     ] as const) {
       const m = await measure({ name, url, headers: auth }, 16, 3);
-      console.log(`    ${name.padEnd(46)} ${m.rps.toFixed(0).padStart(6)} req/s  ratio ${(m.rps / bare.rps).toFixed(2)}  p50 ${m.p50} ms`);
+      console.log(
+        `    ${name.padEnd(46)} ${m.rps.toFixed(0).padStart(6)} req/s  ratio ${(m.rps / bare.rps).toFixed(2)}  p50 ${m.p50} ms`,
+      );
     }
     return ratio;
   });

@@ -57,10 +57,16 @@ export async function compare(options: {
   const c = summary(cand);
   const ratio = c.rps / b.rps;
   console.log(`\n${options.title}  (${connections} connections, ${rounds} x ${seconds}s rounds, medians)`);
-  console.log(`  baseline   ${options.baseline.name.padEnd(44)} ${b.rps.toFixed(0).padStart(7)} req/s  p50 ${b.p50} ms  p99 ${b.p99} ms  errors ${b.errors}`);
-  console.log(`  candidate  ${options.candidate.name.padEnd(44)} ${c.rps.toFixed(0).padStart(7)} req/s  p50 ${c.p50} ms  p99 ${c.p99} ms  errors ${c.errors}`);
+  console.log(
+    `  baseline   ${options.baseline.name.padEnd(44)} ${b.rps.toFixed(0).padStart(7)} req/s  p50 ${b.p50} ms  p99 ${b.p99} ms  errors ${b.errors}`,
+  );
+  console.log(
+    `  candidate  ${options.candidate.name.padEnd(44)} ${c.rps.toFixed(0).padStart(7)} req/s  p50 ${c.p50} ms  p99 ${c.p99} ms  errors ${c.errors}`,
+  );
   const verdict =
-    options.goal === undefined ? '(no goal set)' : `(goal at least ${options.goal}) ${ratio >= options.goal ? 'met' : 'NOT met'}`;
+    options.goal === undefined
+      ? '(no goal set)'
+      : `(goal at least ${options.goal}) ${ratio >= options.goal ? 'met' : 'NOT met'}`;
   console.log(`  ratio ${ratio.toFixed(2)} ${verdict}`);
   if (b.errors + c.errors > 0) console.log('  warning: some requests failed; the ratio is not trustworthy');
   return ratio;
@@ -70,7 +76,10 @@ export async function compare(options: {
  * Starts a bench server script in its own process (the load generator must not share the
  * server's event loop) and resolves with the JSON line it prints once listening.
  */
-export async function startServer<T>(script: string, env: NodeJS.ProcessEnv = {}): Promise<{ info: T; child: ChildProcess }> {
+export async function startServer<T>(
+  script: string,
+  env: NodeJS.ProcessEnv = {},
+): Promise<{ info: T; child: ChildProcess }> {
   const root = path.resolve(__dirname, '..');
   const child = spawn(path.join(root, 'node_modules/.bin/tsx'), [path.join(__dirname, 'servers', script)], {
     cwd: root,
@@ -113,7 +122,12 @@ export async function withServer<T, R>(script: string, work: (info: T) => Promis
  * through tsx in the same process, so the pid is the service's own (for memory readings).
  * BENCH_NODE_ARGS (e.g. --cpu-prof) is passed to node.
  */
-export async function startService(entry: string, env: NodeJS.ProcessEnv, ready: RegExp, serviceNodeArgs: string[] = []): Promise<ChildProcess> {
+export async function startService(
+  entry: string,
+  env: NodeJS.ProcessEnv,
+  ready: RegExp,
+  serviceNodeArgs: string[] = [],
+): Promise<ChildProcess> {
   const root = path.resolve(__dirname, '..');
   const nodeArgs = [...serviceNodeArgs, ...(process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean)];
   const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', path.join(root, entry)], {
@@ -170,13 +184,22 @@ export function pidsMatching(needle: string): number[] {
  * CPU seconds each named group of processes spends while `work` runs (processes that come and
  * go meanwhile, such as Postgres backends, are counted from when they are first seen).
  */
-export async function cpuDuring<T>(groups: Record<string, () => number[]>, work: () => Promise<T>): Promise<{ result: T; cpu: Record<string, number> }> {
-  const read = () => Object.fromEntries(Object.entries(groups).map(([name, pids]) => [name, new Map(pids().map((pid) => [pid, cpuSeconds(pid)]))]));
+export async function cpuDuring<T>(
+  groups: Record<string, () => number[]>,
+  work: () => Promise<T>,
+): Promise<{ result: T; cpu: Record<string, number> }> {
+  const read = () =>
+    Object.fromEntries(
+      Object.entries(groups).map(([name, pids]) => [name, new Map(pids().map((pid) => [pid, cpuSeconds(pid)]))]),
+    );
   const before = read();
   const result = await work();
   const after = read();
   const cpu = Object.fromEntries(
-    Object.keys(groups).map((name) => [name, [...after[name]!].reduce((sum, [pid, seconds]) => sum + seconds - (before[name]!.get(pid) ?? 0), 0)]),
+    Object.keys(groups).map((name) => [
+      name,
+      [...after[name]!].reduce((sum, [pid, seconds]) => sum + seconds - (before[name]!.get(pid) ?? 0), 0),
+    ]),
   );
   return { result, cpu };
 }

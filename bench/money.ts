@@ -37,10 +37,16 @@ interface Loop {
   errors: number;
 }
 
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? NaN;
+const percentile = (sorted: number[], p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? NaN;
 function summary(latencies: number[], errors: number, ms: number): Loop {
   const sorted = [...latencies].sort((a, b) => a - b);
-  return { perSecond: latencies.length / (ms / 1000), p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99), errors };
+  return {
+    perSecond: latencies.length / (ms / 1000),
+    p50: percentile(sorted, 0.5),
+    p99: percentile(sorted, 0.99),
+    errors,
+  };
 }
 
 /** `op` run back to back by `concurrency` callers for `seconds`. */
@@ -77,10 +83,12 @@ async function openLoop(perSecond: number, seconds: number, op: (i: number) => P
     const wait = due - performance.now();
     if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
     const at = performance.now();
-    runs.push(op(i).then(
-      () => void latencies.push(performance.now() - at),
-      () => void (errors += 1),
-    ));
+    runs.push(
+      op(i).then(
+        () => void latencies.push(performance.now() - at),
+        () => void (errors += 1),
+      ),
+    );
   }
   await Promise.all(runs);
   return summary(latencies, errors, performance.now() - started);
@@ -108,9 +116,26 @@ export async function moneyBench(): Promise<void> {
       account: randomUUID(),
       phone: `+25471${String(i).padStart(6, '0')}0`, // last digit 0: the simulator's "paid"
     }));
-    await db('users').insert(customers.map((c) => ({ id: c.id, organization_id: DEMO.organizations.demo.id, email: `${c.id}@bench.test`, phone_number: c.phone })));
-    await db('user_access').insert(customers.map((c) => ({ user_id: c.id, organization_id: DEMO.organizations.demo.id, role: 'CUSTOMER' })));
-    await db('accounts').insert(customers.map((c) => ({ id: c.account, organization_id: DEMO.organizations.demo.id, user_id: c.id, type: 'CURRENT', currency: 'KES' })));
+    await db('users').insert(
+      customers.map((c) => ({
+        id: c.id,
+        organization_id: DEMO.organizations.demo.id,
+        email: `${c.id}@bench.test`,
+        phone_number: c.phone,
+      })),
+    );
+    await db('user_access').insert(
+      customers.map((c) => ({ user_id: c.id, organization_id: DEMO.organizations.demo.id, role: 'CUSTOMER' })),
+    );
+    await db('accounts').insert(
+      customers.map((c) => ({
+        id: c.account,
+        organization_id: DEMO.organizations.demo.id,
+        user_id: c.id,
+        type: 'CURRENT',
+        currency: 'KES',
+      })),
+    );
 
     const temporalServer = await startTemporalDevServer({ cliPath: base.TEMPORAL_CLI_PATH });
     cleanups.push(() => temporalServer.teardown());
@@ -143,16 +168,29 @@ export async function moneyBench(): Promise<void> {
     cleanups.push(() => stopProcess(api));
     const worker = await startService('worker/main.ts', env, /worker running/);
     cleanups.push(() => stopProcess(worker));
-    const trivial = await startServer<{ ready: boolean }>('trivial-worker.ts', { TEMPORAL_ADDRESS: temporalServer.address, TEMPORAL_TASK_QUEUE: 'bench-trivial' });
+    const trivial = await startServer<{ ready: boolean }>('trivial-worker.ts', {
+      TEMPORAL_ADDRESS: temporalServer.address,
+      TEMPORAL_TASK_QUEUE: 'bench-trivial',
+    });
     cleanups.push(() => stopProcess(trivial.child));
 
-    const tokens = await Promise.all(customers.map((c) => requestToken(dev.idp.url, 'backend', { sub: c.id, aud: config.AUTH_AUDIENCE })));
+    const tokens = await Promise.all(
+      customers.map((c) => requestToken(dev.idp.url, 'backend', { sub: c.id, aud: config.AUTH_AUDIENCE })),
+    );
     const post = async (i: number, key?: string) => {
       const c = i % CUSTOMERS;
       const response = await fetch(`${apiUrl}/v1/transactions/mobilemoney/stk-push`, {
         method: 'POST',
-        headers: { authorization: `Bearer ${tokens[c]}`, 'content-type': 'application/json', ...(key && { 'idempotency-key': key }) },
-        body: JSON.stringify({ account_id: customers[c]!.account, amount: { value: 10_000, currency: 'KES' }, mobile_number: customers[c]!.phone }),
+        headers: {
+          authorization: `Bearer ${tokens[c]}`,
+          'content-type': 'application/json',
+          ...(key && { 'idempotency-key': key }),
+        },
+        body: JSON.stringify({
+          account_id: customers[c]!.account,
+          amount: { value: 10_000, currency: 'KES' },
+          mobile_number: customers[c]!.phone,
+        }),
       });
       const body = (await response.json()) as { id: string; status: string };
       if (response.status !== 201) throw new Error(`stk-push answered ${response.status}`);
@@ -164,13 +202,19 @@ export async function moneyBench(): Promise<void> {
       if (result.status !== 'POSTED') throw new Error(`push ended ${result.status}`);
     };
     const bare = async () => {
-      const handle = await client.workflow.start('signalledOnce', { taskQueue: 'bench-trivial', workflowId: `bench-trivial-${randomUUID()}` });
+      const handle = await client.workflow.start('signalledOnce', {
+        taskQueue: 'bench-trivial',
+        workflowId: `bench-trivial-${randomUUID()}`,
+      });
       await handle.signal('go');
       await handle.result();
     };
     // Signalled by its own first activity, as a push is by its callback.
     const shaped = async () => {
-      const handle = await client.workflow.start('pushShaped', { taskQueue: 'bench-trivial', workflowId: `bench-trivial-${randomUUID()}` });
+      const handle = await client.workflow.start('pushShaped', {
+        taskQueue: 'bench-trivial',
+        workflowId: `bench-trivial-${randomUUID()}`,
+      });
       await handle.result();
     };
 
@@ -180,10 +224,10 @@ export async function moneyBench(): Promise<void> {
     const processes = {
       'Temporal server': () => pidsMatching(`--port ${temporalPort}`),
       Postgres: () => pidsMatching('postgres'),
-      'API': () => [api.pid!],
+      API: () => [api.pid!],
       // The service's worker, or the bare one (a tsx child process) for the baseline.
-      'worker': () => [worker.pid!, ...pidsMatching('servers/trivial-worker.ts')],
-      'simulator': () => pidsMatching('servers/simulator.ts'),
+      worker: () => [worker.pid!, ...pidsMatching('servers/trivial-worker.ts')],
+      simulator: () => pidsMatching('servers/simulator.ts'),
       'load generator': () => [process.pid],
     };
     type Measured = Loop & { cpu: Record<string, number> };
@@ -193,19 +237,29 @@ export async function moneyBench(): Promise<void> {
     };
     type Round = { base: Measured; shape: Measured; push: Measured };
     const rounds: Round[] = [];
-    for (let r = 0; r < 3; r++) rounds.push({ base: await measured(bare), shape: await measured(shaped), push: await measured(pushToPosted) });
-    const median = (pick: (x: Round) => Measured) => [...rounds].map(pick).sort((a, b) => a.perSecond - b.perSecond)[1]!;
+    for (let r = 0; r < 3; r++)
+      rounds.push({ base: await measured(bare), shape: await measured(shaped), push: await measured(pushToPosted) });
+    const median = (pick: (x: Round) => Measured) =>
+      [...rounds].map(pick).sort((a, b) => a.perSecond - b.perSecond)[1]!;
     const b = median((x) => x.base);
     const s = median((x) => x.shape);
     const p = median((x) => x.push);
     const ratio = p.perSecond / b.perSecond;
-    console.log(`\nSTK push, API call to POSTED, vs bare Temporal (start, one signal, complete)  (${CONCURRENCY} in flight, 3 x ${SECONDS}s rounds, medians)`);
+    console.log(
+      `\nSTK push, API call to POSTED, vs bare Temporal (start, one signal, complete)  (${CONCURRENCY} in flight, 3 x ${SECONDS}s rounds, medians)`,
+    );
     console.log(line('baseline   trivial workflow, worker in its own process', b, 'runs'));
-    console.log(line('ceiling    the push\'s shape, stand-in activities', s, 'runs'));
+    console.log(line("ceiling    the push's shape, stand-in activities", s, 'runs'));
     console.log(line('candidate  STK push to POSTED (API, worker, simulator)', p, 'pushes'));
-    console.log(`  ratio ${ratio.toFixed(2)} (goal at least 0.8) ${ratio >= 0.8 ? 'met' : 'NOT met'}; the shape alone reaches ${(s.perSecond / b.perSecond).toFixed(2)}`);
+    console.log(
+      `  ratio ${ratio.toFixed(2)} (goal at least 0.8) ${ratio >= 0.8 ? 'met' : 'NOT met'}; the shape alone reaches ${(s.perSecond / b.perSecond).toFixed(2)}`,
+    );
     const perOp = (m: Measured, name: string) => (m.cpu[name]! * 1000) / (m.perSecond * SECONDS);
-    console.log(`  CPU per bare run / shaped run / push (ms): ${Object.keys(processes).map((name) => `${name} ${[b, s, p].map((m) => perOp(m, name).toFixed(1)).join(' / ')}`).join(', ')}`);
+    console.log(
+      `  CPU per bare run / shaped run / push (ms): ${Object.keys(processes)
+        .map((name) => `${name} ${[b, s, p].map((m) => perOp(m, name).toFixed(1)).join(' / ')}`)
+        .join(', ')}`,
+    );
     const fixed = await openLoop(20, 10, pushToPosted);
     console.log(line('at a fixed 20 pushes/s for 10 s', fixed, 'pushes'));
     const { rows } = await db.raw(
@@ -216,22 +270,34 @@ export async function moneyBench(): Promise<void> {
         where t.status = 'POSTED'`,
     );
     const ms = (v: unknown) => `${Number(v).toFixed(0)} ms`;
-    console.log(`  where the time goes (means): accepted → callback in ${ms(rows[0].to_callback)}, → confirmed ${ms(rows[0].to_confirmed)}, → posted ${ms(rows[0].to_posted)}`);
+    console.log(
+      `  where the time goes (means): accepted → callback in ${ms(rows[0].to_callback)}, → confirmed ${ms(rows[0].to_confirmed)}, → posted ${ms(rows[0].to_posted)}`,
+    );
 
     // Idempotency: replays of stored answers, then first calls (each a new key: a new
     // transaction and push), each measured once the pushes before it have settled.
     const settledAll = async () => {
-      while ((await db('transactions').whereIn('status', ['PENDING', 'CONFIRMED']).count<{ count: string }[]>('id as count'))[0]!.count !== '0') {
+      while (
+        (
+          await db('transactions').whereIn('status', ['PENDING', 'CONFIRMED']).count<{ count: string }[]>('id as count')
+        )[0]!.count !== '0'
+      ) {
         await new Promise((resolve) => setTimeout(resolve, 200));
       }
     };
     const keys = Array.from({ length: CUSTOMERS }, () => randomUUID());
     await Promise.all(keys.map((key, c) => post(c, key)));
     await settledAll();
-    const replay = await closedLoop(CONCURRENCY, SECONDS, async (i) => void (await post(i % CUSTOMERS, keys[i % CUSTOMERS])));
+    const replay = await closedLoop(
+      CONCURRENCY,
+      SECONDS,
+      async (i) => void (await post(i % CUSTOMERS, keys[i % CUSTOMERS])),
+    );
     const first = await closedLoop(CONCURRENCY, SECONDS, async (i) => void (await post(i, randomUUID())));
     const speedup = replay.perSecond / first.perSecond;
-    console.log(`\nIdempotency-Key: identical replays vs first calls of POST stk-push  (${CONCURRENCY} in flight, ${SECONDS}s each)`);
+    console.log(
+      `\nIdempotency-Key: identical replays vs first calls of POST stk-push  (${CONCURRENCY} in flight, ${SECONDS}s each)`,
+    );
     console.log(line('first call (executes: a new transaction and push)', first, 'req'));
     console.log(line('identical replay (the stored answer)', replay, 'req'));
     console.log(`  replay ${speedup.toFixed(1)}x faster (goal at least 3x) ${speedup >= 3 ? 'met' : 'NOT met'}`);
@@ -240,16 +306,24 @@ export async function moneyBench(): Promise<void> {
     // consistent or not, is confirmed by the provider's status query before the push is posted.
     await settledAll();
     await stopProcess(api);
-    const confirming = await startService('api/server.ts', { ...env, STK_PUSH_CONFIRM_SUCCESS: 'true' }, /api listening/);
+    const confirming = await startService(
+      'api/server.ts',
+      { ...env, STK_PUSH_CONFIRM_SUCCESS: 'true' },
+      /api listening/,
+    );
     cleanups.push(() => stopProcess(confirming));
     await closedLoop(CONCURRENCY, 2, pushToPosted); // warm up
     const strict: Loop[] = [];
     for (let r = 0; r < 3; r++) strict.push(await closedLoop(CONCURRENCY, SECONDS, pushToPosted));
     const c = [...strict].sort((x, y) => x.perSecond - y.perSecond)[1]!;
-    console.log(`\nSTK_PUSH_CONFIRM_SUCCESS: every paid push confirmed by the status query  (${CONCURRENCY} in flight, 3 x ${SECONDS}s rounds, medians)`);
+    console.log(
+      `\nSTK_PUSH_CONFIRM_SUCCESS: every paid push confirmed by the status query  (${CONCURRENCY} in flight, 3 x ${SECONDS}s rounds, medians)`,
+    );
     console.log(line('default    a complete, consistent callback settles the push', p, 'pushes'));
     console.log(line('confirming one status query per paid push', c, 'pushes'));
-    console.log(`  ${(c.perSecond / p.perSecond).toFixed(2)} of the default's throughput; p50 ${(c.p50 - p.p50).toFixed(0)} ms later`);
+    console.log(
+      `  ${(c.perSecond / p.perSecond).toFixed(2)} of the default's throughput; p50 ${(c.p50 - p.p50).toFixed(0)} ms later`,
+    );
   } finally {
     for (const cleanup of cleanups.reverse()) await cleanup().catch(() => {});
   }

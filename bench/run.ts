@@ -9,7 +9,10 @@ const BENCHMARKS = ['foundation.ts', 'auth.ts', 'kyc.ts', 'money.ts', 'sweep.ts'
 
 let failed = 0;
 for (const script of BENCHMARKS) {
-  const run = spawnSync(process.execPath, ['--import', 'tsx', path.join(__dirname, script)], { stdio: 'inherit', cwd: path.resolve(__dirname, '..') });
+  const run = spawnSync(process.execPath, ['--import', 'tsx', path.join(__dirname, script)], {
+    stdio: 'inherit',
+    cwd: path.resolve(__dirname, '..'),
+  });
   if (run.status !== 0) {
     console.error(`${script} failed (${run.status ?? run.signal})`);
     failed += 1;

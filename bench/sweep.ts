@@ -47,29 +47,53 @@ export async function kycSweepBench(sizes = [10_000, 100_000]): Promise<void> {
     const client = new Client({ connection });
     const simulator = await startServer<{ url: string }>('simulator.ts', { ...KYC, BENCH_SIMULATOR: 'kyc' });
     cleanups.push(() => stopProcess(simulator.child));
-    const provider = createKycProviderClient({ baseUrl: simulator.info.url, partnerId: KYC.KYC_PARTNER_ID, apiKey: KYC.KYC_API_KEY });
+    const provider = createKycProviderClient({
+      baseUrl: simulator.info.url,
+      partnerId: KYC.KYC_PARTNER_ID,
+      apiKey: KYC.KYC_API_KEY,
+    });
 
-    await db('organizations').insert(Array.from({ length: ORGANIZATIONS }, (_, o) => ({ id: organization(o), name: `Bench lender ${o}` })));
-    console.log(`\nKYC expiry sweep: ${ORGANIZATIONS} organizations, ${WORKERS} worker/main.ts process${WORKERS === 1 ? '' : 'es'}, KYC_SWEEP_CONCURRENCY ${base.KYC_SWEEP_CONCURRENCY}, batches of ${base.KYC_SWEEP_BATCH_SIZE}`);
+    await db('organizations').insert(
+      Array.from({ length: ORGANIZATIONS }, (_, o) => ({ id: organization(o), name: `Bench lender ${o}` })),
+    );
+    console.log(
+      `\nKYC expiry sweep: ${ORGANIZATIONS} organizations, ${WORKERS} worker/main.ts process${WORKERS === 1 ? '' : 'es'}, KYC_SWEEP_CONCURRENCY ${base.KYC_SWEEP_CONCURRENCY}, batches of ${base.KYC_SWEEP_BATCH_SIZE}`,
+    );
     const peaks: number[] = [];
     for (const size of sizes) {
       const jobs = await populate(db, simulator.info.url, size);
       const baseline = await bareLookups(provider, jobs);
-      const run = await sweep({ db, client, databaseUrl, address: temporalServer.address, simulatorUrl: simulator.info.url, size });
+      const run = await sweep({
+        db,
+        client,
+        databaseUrl,
+        address: temporalServer.address,
+        simulatorUrl: simulator.info.url,
+        size,
+      });
       peaks.push(run.peakRssMb);
       const ratio = run.perSecond / baseline.perSecond;
       console.log(`  ${size.toLocaleString('en')} applications`);
-      console.log(`    baseline   bare signed v2 status lookups, one process     ${baseline.perSecond.toFixed(0).padStart(6)} /s  (best at concurrency ${baseline.concurrency})`);
-      console.log(`    candidate  sweep, applications swept                      ${run.perSecond.toFixed(0).padStart(6)} /s  in ${(run.ms / 1000).toFixed(1)} s`);
+      console.log(
+        `    baseline   bare signed v2 status lookups, one process     ${baseline.perSecond.toFixed(0).padStart(6)} /s  (best at concurrency ${baseline.concurrency})`,
+      );
+      console.log(
+        `    candidate  sweep, applications swept                      ${run.perSecond.toFixed(0).padStart(6)} /s  in ${(run.ms / 1000).toFixed(1)} s`,
+      );
       // The goal is set for the 100,000 sweep; a small one is dominated by starting 100 sweeps.
-      const verdict = size >= 100_000 ? `(goal at least 0.5) ${ratio >= 0.5 ? 'met' : 'NOT met'}` : '(the goal is set for 100,000)';
+      const verdict =
+        size >= 100_000 ? `(goal at least 0.5) ${ratio >= 0.5 ? 'met' : 'NOT met'}` : '(the goal is set for 100,000)';
       console.log(`    ratio ${ratio.toFixed(2)} ${verdict}`);
       console.log(`    counts ${JSON.stringify(run.counts)} ${run.countsExact ? 'exact' : 'NOT as expected'}`);
-      console.log(`    worker resident memory: peak ${run.peakRssMb.toFixed(0)} MB, after start ${run.startRssMb.toFixed(0)} MB`);
+      console.log(
+        `    worker resident memory: peak ${run.peakRssMb.toFixed(0)} MB, after start ${run.startRssMb.toFixed(0)} MB`,
+      );
     }
     if (peaks.length === 2) {
       const apart = Math.abs(peaks[1]! - peaks[0]!);
-      console.log(`  worker peak memory ${sizes[0]!.toLocaleString('en')} vs ${sizes[1]!.toLocaleString('en')}: ${apart.toFixed(0)} MB apart (goal under 50) ${apart < 50 ? 'met' : 'NOT met'}`);
+      console.log(
+        `  worker peak memory ${sizes[0]!.toLocaleString('en')} vs ${sizes[1]!.toLocaleString('en')}: ${apart.toFixed(0)} MB apart (goal under 50) ${apart < 50 ? 'met' : 'NOT met'}`,
+      );
     }
   } finally {
     for (const cleanup of cleanups.reverse()) await cleanup().catch(() => {});
@@ -99,9 +123,15 @@ async function populate(db: Knex, simulatorUrl: string, size: number): Promise<J
   );
   const jobs: Job[] = await db('kyc_applications').select('job_id', 'user_id');
   // A tenth unknown at the provider (→ EXPIRED), a tenth final (→ completed), the rest running.
-  const known = jobs.flatMap((job, i) => (i % 10 === 0 ? [] : [{ ...job, state: i % 10 === 1 ? 'final' : 'processing', outcome: 'approve' }]));
+  const known = jobs.flatMap((job, i) =>
+    i % 10 === 0 ? [] : [{ ...job, state: i % 10 === 1 ? 'final' : 'processing', outcome: 'approve' }],
+  );
   for (let i = 0; i < known.length; i += 5_000) {
-    const response = await fetch(`${simulatorUrl}/_control/jobs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jobs: known.slice(i, i + 5_000) }) });
+    const response = await fetch(`${simulatorUrl}/_control/jobs`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ jobs: known.slice(i, i + 5_000) }),
+    });
     if (response.status !== 201) throw new Error(`simulator refused the jobs: ${response.status}`);
   }
   await db.raw('analyze kyc_applications');
@@ -131,28 +161,36 @@ async function bareLookups(provider: ReturnType<typeof createKycProviderClient>,
   return best;
 }
 
-const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
+const rssMb = (pid: number) =>
+  Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
 
 /** One sweep of every organization by a fresh worker process; its pace, counts and memory. */
-async function sweep(options: { db: Knex; client: Client; databaseUrl: string; address: string; simulatorUrl: string; size: number }) {
+async function sweep(options: {
+  db: Knex;
+  client: Client;
+  databaseUrl: string;
+  address: string;
+  simulatorUrl: string;
+  size: number;
+}) {
   const startWorker = async () =>
     startService(
-    'worker/main.ts',
-    {
-      ...KYC,
-      DATABASE_URL: options.databaseUrl,
-      TEMPORAL_ADDRESS: options.address,
-      TEMPORAL_TASK_QUEUE: TASK_QUEUE,
-      KYC_PROVIDER_URL: options.simulatorUrl,
-      // Not called by the sweep; the worker needs the settings to start.
-      ...mobileMoneySettings('http://127.0.0.1:9'),
-      WORKER_METRICS_PORT: String(await freePort()),
-      // The schedule must not start a sweep of its own during the measurement.
-      KYC_EXPIRY_SWEEP_INTERVAL: '6h',
-    },
-    /worker running/,
-    WORKER_NODE_ARGS,
-  );
+      'worker/main.ts',
+      {
+        ...KYC,
+        DATABASE_URL: options.databaseUrl,
+        TEMPORAL_ADDRESS: options.address,
+        TEMPORAL_TASK_QUEUE: TASK_QUEUE,
+        KYC_PROVIDER_URL: options.simulatorUrl,
+        // Not called by the sweep; the worker needs the settings to start.
+        ...mobileMoneySettings('http://127.0.0.1:9'),
+        WORKER_METRICS_PORT: String(await freePort()),
+        // The schedule must not start a sweep of its own during the measurement.
+        KYC_EXPIRY_SWEEP_INTERVAL: '6h',
+      },
+      /worker running/,
+      WORKER_NODE_ARGS,
+    );
   const workers = await Promise.all(Array.from({ length: WORKERS }, startWorker));
   try {
     // Each worker's own resident memory; the peak of any of them.
@@ -161,10 +199,21 @@ async function sweep(options: { db: Knex; client: Client; databaseUrl: string; a
     let peakRssMb = startRssMb;
     const sampler = setInterval(() => (peakRssMb = Math.max(peakRssMb, rss())), 100);
     const started = performance.now();
-    const all = await options.client.workflow.execute('kycExpirySweepAll', { taskQueue: TASK_QUEUE, workflowId: `bench-sweep-all-${options.size}`, args: [{ batchSize: loadConfig().KYC_SWEEP_BATCH_SIZE }] });
-    if ((all as { started: number }).started !== ORGANIZATIONS) throw new Error(`the sweep started ${JSON.stringify(all)} organization sweeps`);
+    const all = await options.client.workflow.execute('kycExpirySweepAll', {
+      taskQueue: TASK_QUEUE,
+      workflowId: `bench-sweep-all-${options.size}`,
+      args: [{ batchSize: loadConfig().KYC_SWEEP_BATCH_SIZE }],
+    });
+    if ((all as { started: number }).started !== ORGANIZATIONS)
+      throw new Error(`the sweep started ${JSON.stringify(all)} organization sweeps`);
     const results = await Promise.all(
-      Array.from({ length: ORGANIZATIONS }, (_, o) => options.client.workflow.getHandle(workflowIds.kycExpirySweep(organization(o))).result() as Promise<SweepResult>),
+      Array.from(
+        { length: ORGANIZATIONS },
+        (_, o) =>
+          options.client.workflow
+            .getHandle(workflowIds.kycExpirySweep(organization(o)))
+            .result() as Promise<SweepResult>,
+      ),
     );
     const ms = performance.now() - started;
     clearInterval(sampler);
@@ -179,7 +228,12 @@ async function sweep(options: { db: Knex; client: Client; databaseUrl: string; a
       { scanned: 0, expired: 0, completed: 0, still_pending: 0, failed: 0 },
     );
     const tenth = options.size / 10;
-    const countsExact = counts.scanned === options.size && counts.expired === tenth && counts.completed === tenth && counts.still_pending === options.size - 2 * tenth && counts.failed === 0;
+    const countsExact =
+      counts.scanned === options.size &&
+      counts.expired === tenth &&
+      counts.completed === tenth &&
+      counts.still_pending === options.size - 2 * tenth &&
+      counts.failed === 0;
     return { ms, perSecond: options.size / (ms / 1000), counts, countsExact, peakRssMb, startRssMb };
   } finally {
     await Promise.all(workers.map(stopProcess));
@@ -187,7 +241,9 @@ async function sweep(options: { db: Knex; client: Client; databaseUrl: string; a
 }
 
 if (require.main === module) {
-  kycSweepBench(process.argv.slice(2).map(Number).filter(Boolean).length ? process.argv.slice(2).map(Number) : undefined).catch((error) => {
+  kycSweepBench(
+    process.argv.slice(2).map(Number).filter(Boolean).length ? process.argv.slice(2).map(Number) : undefined,
+  ).catch((error) => {
     console.error(error);
     process.exit(1);
   });

@@ -47,7 +47,10 @@ const addressList = z
   .string()
   .default('')
   .transform((text, ctx) => {
-    const entries = text.split(',').map((entry) => entry.trim()).filter(Boolean);
+    const entries = text
+      .split(',')
+      .map((entry) => entry.trim())
+      .filter(Boolean);
     for (const entry of entries) {
       const [address = '', prefix] = entry.split('/');
       const family = isIP(address);
@@ -150,9 +153,15 @@ export const configSchema = z.object({
   MOBILE_MONEY_CONSUMER_KEY: z.string().min(1).optional(),
   MOBILE_MONEY_CONSUMER_SECRET: z.string().min(1).optional(),
   /** Paybill number, or the store number when MOBILE_MONEY_TILL_NUMBER makes pushes Buy Goods. */
-  MOBILE_MONEY_SHORT_CODE: z.string().regex(/^\d{5,7}$/).optional(),
+  MOBILE_MONEY_SHORT_CODE: z
+    .string()
+    .regex(/^\d{5,7}$/)
+    .optional(),
   MOBILE_MONEY_PASSKEY: z.string().min(1).optional(),
-  MOBILE_MONEY_TILL_NUMBER: z.union([z.literal(''), z.string().regex(/^\d{5,7}$/)]).optional().transform((v) => v || undefined),
+  MOBILE_MONEY_TILL_NUMBER: z
+    .union([z.literal(''), z.string().regex(/^\d{5,7}$/)])
+    .optional()
+    .transform((v) => v || undefined),
   MOBILE_MONEY_INITIATOR_NAME: z.string().min(1).optional(),
   MOBILE_MONEY_SECURITY_CREDENTIAL: z.string().min(1).optional(),
   STK_PUSH_CALLBACK_WAIT: duration('2m'),

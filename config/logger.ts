@@ -27,7 +27,9 @@ const SECRET_FIELDS = [
  */
 export const REDACTED_PATHS = [
   ...SECRET_FIELDS,
-  ...['headers', 'body', 'input', 'request', 'response'].flatMap((parent) => SECRET_FIELDS.map((f) => `${parent}.${f}`)),
+  ...['headers', 'body', 'input', 'request', 'response'].flatMap((parent) =>
+    SECRET_FIELDS.map((f) => `${parent}.${f}`),
+  ),
 ];
 
 /**

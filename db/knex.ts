@@ -20,7 +20,8 @@ export function createDb(connectionString: string, poolMax = 10, logger?: DbLogg
           log: {
             warn: (message: unknown) => logger.warn(`knex: ${String(message)}`),
             error: (message: unknown) => logger.error(`knex: ${String(message)}`),
-            deprecate: (method: string, alternative: string) => logger.warn(`knex: ${method} is deprecated, use ${alternative}`),
+            deprecate: (method: string, alternative: string) =>
+              logger.warn(`knex: ${method} is deprecated, use ${alternative}`),
             debug: () => {},
           },
         }

@@ -11,14 +11,20 @@ revoke stops a key at once (API instances notice within AUTH_CALLER_CACHE_TTL).`
 /** `npm run --silent apikey`: create and revoke API keys against DATABASE_URL (or a running npm start). */
 runCli(async (config) => {
   const { values, positionals } = parseOptions(
-    { org: { type: 'string' }, platform: { type: 'boolean' }, label: { type: 'string' }, permission: { type: 'string', multiple: true } },
+    {
+      org: { type: 'string' },
+      platform: { type: 'boolean' },
+      label: { type: 'string' },
+      permission: { type: 'string', multiple: true },
+    },
     USAGE,
   );
   const [command, id] = positionals;
   const db = cliDatabase(config);
   try {
     if (command === 'create') {
-      if (Boolean(values.org) === Boolean(values.platform)) throw new Error(`give exactly one of --org and --platform\n${USAGE}`);
+      if (Boolean(values.org) === Boolean(values.platform))
+        throw new Error(`give exactly one of --org and --platform\n${USAGE}`);
       if (values.org && !(await organizationExists(db, values.org))) throw new Error(`no organization ${values.org}`);
       const created = await createApiKey(db, {
         organizationId: values.org,

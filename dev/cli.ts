@@ -3,7 +3,11 @@ import { loadConfig, type Config } from '../config';
 import { createDb, type Knex, withDatabase } from '../db/knex';
 
 /** Parses a CLI's options, exiting with its usage on a mistake. */
-export function parseOptions<T extends ParseArgsConfig['options']>(options: T, usage: string, args = process.argv.slice(2)) {
+export function parseOptions<T extends ParseArgsConfig['options']>(
+  options: T,
+  usage: string,
+  args = process.argv.slice(2),
+) {
   try {
     return parseArgs({ args, options, allowPositionals: true, strict: true });
   } catch (error) {
@@ -17,7 +21,9 @@ export function parseOptions<T extends ParseArgsConfig['options']>(options: T, u
  * `npm start` keeps under .data/.
  */
 export function cliDatabase(config: Config): Knex {
-  const url = config.DATABASE_URL ?? withDatabase(`postgres://postgres:postgres@127.0.0.1:${config.EMBEDDED_POSTGRES_PORT}/postgres`, 'lending');
+  const url =
+    config.DATABASE_URL ??
+    withDatabase(`postgres://postgres:postgres@127.0.0.1:${config.EMBEDDED_POSTGRES_PORT}/postgres`, 'lending');
   return createDb(url, 1);
 }
 

@@ -38,9 +38,15 @@ export async function startDevelopmentProviders(
   config: Config,
   options: { idpPort?: number; idpKeysFile?: string; kycPort?: number; mobileMoneyPort?: number } = {},
 ): Promise<DevelopmentProviders> {
-  const idp = await startIdentityProvider({ port: options.idpPort, keysFile: options.idpKeysFile, partnerIssuer: DEMO.partner.issuer });
+  const idp = await startIdentityProvider({
+    port: options.idpPort,
+    keysFile: options.idpKeysFile,
+    partnerIssuer: DEMO.partner.issuer,
+  });
   const kyc = config.KYC_PROVIDER_URL ? undefined : await startKycSimulator({ ...DEV_KYC, port: options.kycPort });
-  const mobileMoney = config.MOBILE_MONEY_URL ? undefined : await startMobileMoneySimulator({ ...DEV_MOBILE_MONEY, port: options.mobileMoneyPort });
+  const mobileMoney = config.MOBILE_MONEY_URL
+    ? undefined
+    : await startMobileMoneySimulator({ ...DEV_MOBILE_MONEY, port: options.mobileMoneyPort });
   const close = async () => {
     await Promise.all([idp.close(), kyc?.close(), mobileMoney?.close()]);
   };
@@ -51,7 +57,9 @@ export async function startDevelopmentProviders(
     throw error;
   }
   const withIdp = withDevIdentityProvider(config, idp);
-  const withKyc = kyc ? { ...withIdp, KYC_PROVIDER_URL: kyc.url, KYC_PARTNER_ID: DEV_KYC.partnerId, KYC_API_KEY: DEV_KYC.apiKey } : withIdp;
+  const withKyc = kyc
+    ? { ...withIdp, KYC_PROVIDER_URL: kyc.url, KYC_PARTNER_ID: DEV_KYC.partnerId, KYC_API_KEY: DEV_KYC.apiKey }
+    : withIdp;
   return {
     config: mobileMoney ? { ...withKyc, ...mobileMoneySettings(mobileMoney.url) } : withKyc,
     idp,

@@ -65,8 +65,13 @@ async function main() {
     });
     stops.push(() => providersDev.close());
     // Providers call back to the API; PUBLIC_BASE_URL says where it is when not set.
-    config = { ...providersDev.config, PUBLIC_BASE_URL: providersDev.config.PUBLIC_BASE_URL ?? `http://${config.HOST}:${config.PORT}` };
-    const serviceKeys = await loadServiceKeys(await serviceSigningKey(config, path.join(config.DATA_DIR, 'service-signing-key.json')));
+    config = {
+      ...providersDev.config,
+      PUBLIC_BASE_URL: providersDev.config.PUBLIC_BASE_URL ?? `http://${config.HOST}:${config.PORT}`,
+    };
+    const serviceKeys = await loadServiceKeys(
+      await serviceSigningKey(config, path.join(config.DATA_DIR, 'service-signing-key.json')),
+    );
 
     let databaseUrl = config.DATABASE_URL;
     if (!databaseUrl) {
@@ -125,7 +130,11 @@ async function main() {
       await running;
     });
 
-    const api = await startApi(buildApp({ config, db, temporal, providers, logger, clock: systemClock, serviceKeys }), config.HOST, config.PORT);
+    const api = await startApi(
+      buildApp({ config, db, temporal, providers, logger, clock: systemClock, serviceKeys }),
+      config.HOST,
+      config.PORT,
+    );
     stops.push(() => api.close());
 
     say(`API            ${api.url}`);

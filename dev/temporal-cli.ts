@@ -45,7 +45,8 @@ async function onPath(name: string): Promise<string | undefined> {
  */
 async function withBuildLock<T>(dir: string, log: (line: string) => void, work: () => Promise<T>): Promise<T> {
   const options = { lockfilePath: path.join(dir, 'build.lock'), realpath: false, stale: 30_000 };
-  if (await lockfile.check(dir, options)) log(`waiting for another build of the Temporal CLI (lock ${options.lockfilePath})`);
+  if (await lockfile.check(dir, options))
+    log(`waiting for another build of the Temporal CLI (lock ${options.lockfilePath})`);
   const release = await lockfile.lock(dir, {
     ...options,
     retries: { forever: true, minTimeout: 1_000, maxTimeout: 2_000, factor: 1 },

@@ -27,7 +27,8 @@ runCli(async (config) => {
     USAGE,
   );
   const realm = values.issuer as Realm;
-  if (!['backend', 'financing', 'financing-http', 'partner'].includes(realm)) throw new Error(`unknown --issuer ${realm}\n${USAGE}`);
+  if (!['backend', 'financing', 'financing-http', 'partner'].includes(realm))
+    throw new Error(`unknown --issuer ${realm}\n${USAGE}`);
   const idpUrl = `http://127.0.0.1:${config.DEV_IDP_PORT}`;
   const expiresIn = values['expires-in'] ? Number(values['expires-in']) : undefined;
   const claims: Record<string, unknown> = {};
@@ -41,7 +42,8 @@ runCli(async (config) => {
     Object.assign(claims, { sub: user?.auth_id ?? user?.id ?? given, aud: config.AUTH_AUDIENCE });
     if (values.org) claims.organization_id = values.org;
   } else {
-    const merchant = values.merchant === undefined ? undefined : values.merchant === DEMO.merchant.id ? DEMO.merchant : undefined;
+    const merchant =
+      values.merchant === undefined ? undefined : values.merchant === DEMO.merchant.id ? DEMO.merchant : undefined;
     if (values.merchant !== undefined && !merchant) throw new Error(`no seeded merchant ${values.merchant}`);
     Object.assign(claims, {
       sub: merchant?.financingSubject ?? values.user ?? DEMO.merchant.financingSubject,

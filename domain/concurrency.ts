@@ -2,7 +2,11 @@
  * Runs `work` over `items` with at most `limit` calls in flight, and settles when all have.
  * The first failure rejects (after the in-flight calls finish), as Promise.all would.
  */
-export async function forEachConcurrently<T>(items: readonly T[], limit: number, work: (item: T) => Promise<void>): Promise<void> {
+export async function forEachConcurrently<T>(
+  items: readonly T[],
+  limit: number,
+  work: (item: T) => Promise<void>,
+): Promise<void> {
   let next = 0;
   const runner = async () => {
     while (next < items.length) await work(items[next++]!);

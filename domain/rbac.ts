@@ -24,8 +24,10 @@ export interface Grant {
   scope: Scope;
 }
 
-const org = (...permissions: Permission[]): Grant[] => permissions.map((permission) => ({ permission, scope: Scope.ORG }));
-const platform = (...permissions: Permission[]): Grant[] => permissions.map((permission) => ({ permission, scope: Scope.PLATFORM }));
+const org = (...permissions: Permission[]): Grant[] =>
+  permissions.map((permission) => ({ permission, scope: Scope.ORG }));
+const platform = (...permissions: Permission[]): Grant[] =>
+  permissions.map((permission) => ({ permission, scope: Scope.PLATFORM }));
 
 /** What each role may do. Customers act on their own resources; staff roles on their organization's. */
 export const ROLE_GRANTS = {
@@ -33,11 +35,22 @@ export const ROLE_GRANTS = {
   AGENT: org(Permission.AGENTS_READ, Permission.ACCOUNTS_READ),
   MANAGER: org(Permission.AGENTS_READ, Permission.ACCOUNTS_READ),
   LEADER: org(Permission.AGENTS_READ, Permission.ACCOUNTS_READ),
-  ADMIN: org(Permission.AGENTS_READ, Permission.ACCOUNTS_READ, Permission.ACCOUNTS_WRITE, Permission.KYC_READ, Permission.LOANS_READ),
+  ADMIN: org(
+    Permission.AGENTS_READ,
+    Permission.ACCOUNTS_READ,
+    Permission.ACCOUNTS_WRITE,
+    Permission.KYC_READ,
+    Permission.LOANS_READ,
+  ),
   /** Operations staff of one organization: may run its expiry sweep and read KYC status. */
   INTERNAL: org(Permission.ACCOUNTS_WRITE, Permission.KYC_READ),
   /** Platform operators: every organization. */
-  PLATFORM_ADMIN: platform(Permission.ACCOUNTS_READ, Permission.ACCOUNTS_WRITE, Permission.KYC_READ, Permission.LOANS_READ),
+  PLATFORM_ADMIN: platform(
+    Permission.ACCOUNTS_READ,
+    Permission.ACCOUNTS_WRITE,
+    Permission.KYC_READ,
+    Permission.LOANS_READ,
+  ),
 } as const satisfies Record<string, Grant[]>;
 export type Role = keyof typeof ROLE_GRANTS;
 

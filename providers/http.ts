@@ -42,19 +42,27 @@ export class HttpTimeoutError extends Error {
  * the hot provider paths (status lookups, pushes). Network failures reject with the socket's
  * error (its `code`, e.g. ECONNREFUSED, tells whether anything was sent).
  */
-export function request(url: string, init: { method?: string; headers?: Record<string, string>; body?: string }, timeoutMs: number): Promise<HttpAnswer> {
+export function request(
+  url: string,
+  init: { method?: string; headers?: Record<string, string>; body?: string },
+  timeoutMs: number,
+): Promise<HttpAnswer> {
   const target = new URL(url);
   const transport = target.protocol === 'https:' ? https : http;
   return new Promise((resolve, reject) => {
-    const req = transport.request(target, { method: init.method ?? 'GET', headers: init.headers, agent: agents[target.protocol as 'http:' | 'https:'] }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => {
-        clearTimeout(timer);
-        resolve(answer(res.statusCode ?? 500, chunks.length > 0 ? Buffer.concat(chunks) : null));
-      });
-      res.on('error', fail);
-    });
+    const req = transport.request(
+      target,
+      { method: init.method ?? 'GET', headers: init.headers, agent: agents[target.protocol as 'http:' | 'https:'] },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () => {
+          clearTimeout(timer);
+          resolve(answer(res.statusCode ?? 500, chunks.length > 0 ? Buffer.concat(chunks) : null));
+        });
+        res.on('error', fail);
+      },
+    );
     const timer = setTimeout(() => req.destroy(new HttpTimeoutError(`no answer within ${timeoutMs} ms`)), timeoutMs);
     function fail(error: Error) {
       clearTimeout(timer);
@@ -66,7 +74,12 @@ export function request(url: string, init: { method?: string; headers?: Record<s
 }
 
 /** fetch (for multipart and binary bodies) with the same whole-exchange deadline. */
-export async function fetchWithDeadline(url: string, init: RequestInit, timeoutMs: number, fetchImpl: typeof fetch = fetch): Promise<HttpAnswer> {
+export async function fetchWithDeadline(
+  url: string,
+  init: RequestInit,
+  timeoutMs: number,
+  fetchImpl: typeof fetch = fetch,
+): Promise<HttpAnswer> {
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(new HttpTimeoutError(`no answer within ${timeoutMs} ms`)), timeoutMs);
   try {

@@ -15,7 +15,10 @@ export interface Providers {
 /** The named settings, or an error naming the missing ones (npm start and the tests run simulators). */
 function required<K extends keyof Config>(config: Config, keys: K[]): { [P in K]-?: NonNullable<Config[P]> } {
   const missing = keys.filter((key) => !config[key]);
-  if (missing.length > 0) throw new Error(`${missing.join(', ')} ${missing.length === 1 ? 'is' : 'are'} required (npm start runs simulators)`);
+  if (missing.length > 0)
+    throw new Error(
+      `${missing.join(', ')} ${missing.length === 1 ? 'is' : 'are'} required (npm start runs simulators)`,
+    );
   return config as unknown as { [P in K]-?: NonNullable<Config[P]> };
 }
 
@@ -31,7 +34,11 @@ export function createProviders(config: Config): Providers {
     'MOBILE_MONEY_SECURITY_CREDENTIAL',
   ]);
   return {
-    kyc: createKycProviderClient({ baseUrl: kyc.KYC_PROVIDER_URL, partnerId: kyc.KYC_PARTNER_ID, apiKey: kyc.KYC_API_KEY }),
+    kyc: createKycProviderClient({
+      baseUrl: kyc.KYC_PROVIDER_URL,
+      partnerId: kyc.KYC_PARTNER_ID,
+      apiKey: kyc.KYC_API_KEY,
+    }),
     mobileMoney: createMobileMoneyClient({
       baseUrl: mm.MOBILE_MONEY_URL,
       consumerKey: mm.MOBILE_MONEY_CONSUMER_KEY,

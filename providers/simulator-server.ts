@@ -20,7 +20,9 @@ export class SimulatorTimers {
   later(ms: number, work: () => unknown): void {
     const timer = setTimeout(() => {
       this.pending.delete(timer);
-      void Promise.resolve().then(work).catch(() => {});
+      void Promise.resolve()
+        .then(work)
+        .catch(() => {});
     }, ms);
     this.pending.add(timer);
   }

@@ -19,7 +19,8 @@ import { createWorker } from './worker';
 async function main() {
   const config = loadConfig();
   const logger = createLogger(config.LOG_LEVEL);
-  if (!config.DATABASE_URL) throw new Error('DATABASE_URL is required to run the worker on its own (npm start runs everything)');
+  if (!config.DATABASE_URL)
+    throw new Error('DATABASE_URL is required to run the worker on its own (npm start runs everything)');
   installRuntime({ logger, metricsBindAddress: `0.0.0.0:${config.WORKER_METRICS_PORT}` });
   const db = createDb(config.DATABASE_URL, config.DATABASE_POOL_MAX, logger);
   const address = config.TEMPORAL_ADDRESS ?? 'localhost:7233';

@@ -23,7 +23,8 @@ export function installRuntime(options: {
   const level = TEMPORAL_LEVEL[logger.level] ?? 'ERROR';
   Runtime.install({
     logger: new DefaultLogger(level, ({ level: entryLevel, message, meta }) => {
-      const method = entryLevel === 'TRACE' ? 'trace' : (entryLevel.toLowerCase() as 'debug' | 'info' | 'warn' | 'error');
+      const method =
+        entryLevel === 'TRACE' ? 'trace' : (entryLevel.toLowerCase() as 'debug' | 'info' | 'warn' | 'error');
       logger[method]({ temporal: meta }, message);
     }),
     ...(options.shutdownSignals ? { shutdownSignals: options.shutdownSignals } : {}),

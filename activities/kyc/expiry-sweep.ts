@@ -1,7 +1,15 @@
 import { Context } from '@temporalio/activity';
 import { categoryOf, ResultCategory } from '../../domain/kyc/result-codes';
 import { forEachConcurrently } from '../../domain/concurrency';
-import { completeWithVerdict, expireUnknownJobs, findStalePending, listOrganizationIds, noteProviderChecked, releaseSweepLease, takeSweepLease } from '../../db/kyc/sweep';
+import {
+  completeWithVerdict,
+  expireUnknownJobs,
+  findStalePending,
+  listOrganizationIds,
+  noteProviderChecked,
+  releaseSweepLease,
+  takeSweepLease,
+} from '../../db/kyc/sweep';
 import { NO_COUNTS, type SweepCounts, type SweepResult, type SweepStart } from '../../workflows/kyc/messages';
 import type { ActivityDeps } from '../index';
 
@@ -30,11 +38,20 @@ export function createKycSweepActivities(deps: ActivityDeps) {
       });
       if (!lease.taken) return { due: false, last: lease.lastResult };
       const { now } = lease;
-      return { due: true, startedAt: now.toISOString(), cutoff: new Date(now.getTime() - config.KYC_SUBMISSION_WINDOW).toISOString() };
+      return {
+        due: true,
+        startedAt: now.toISOString(),
+        cutoff: new Date(now.getTime() - config.KYC_SUBMISSION_WINDOW).toISOString(),
+      };
     },
 
     /** One batch of pending applications past the submission window, in id order after `afterId`. */
-    async sweepBatch(input: { organizationId: string; cutoff: string; afterId: string | null; limit: number }): Promise<{ counts: SweepCounts; lastId: string | null }> {
+    async sweepBatch(input: {
+      organizationId: string;
+      cutoff: string;
+      afterId: string | null;
+      limit: number;
+    }): Promise<{ counts: SweepCounts; lastId: string | null }> {
       const applications = await findStalePending(db, input.organizationId, input.cutoff, input.afterId, input.limit);
       const counts = { ...NO_COUNTS, scanned: applications.length };
       const stillPending: string[] = [];
@@ -63,7 +80,11 @@ export function createKycSweepActivities(deps: ActivityDeps) {
           counts.failed += 1;
           return;
         }
-        if (status.state === 'processing' || (status.state === 'final' && (categoryOf(status.resultCode) === ResultCategory.PROVISIONAL || !status.isFinal))) {
+        if (
+          status.state === 'processing' ||
+          (status.state === 'final' &&
+            (categoryOf(status.resultCode) === ResultCategory.PROVISIONAL || !status.isFinal))
+        ) {
           counts.still_pending += 1;
           stillPending.push(application.id);
         } else if (status.state === 'not_found') {
@@ -71,7 +92,12 @@ export function createKycSweepActivities(deps: ActivityDeps) {
         } else {
           const approved = categoryOf(status.resultCode) === ResultCategory.APPROVED;
           const key = `${approved}\u0000${status.resultCode}\u0000${status.resultText}`;
-          const group = verdicts.get(key) ?? { approved, resultCode: status.resultCode, resultText: status.resultText, ids: [] };
+          const group = verdicts.get(key) ?? {
+            approved,
+            resultCode: status.resultCode,
+            resultText: status.resultText,
+            ids: [],
+          };
           group.ids.push(application.id);
           verdicts.set(key, group);
         }

@@ -2,7 +2,13 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import { findApplication, type KycApplicationRow } from '../../db/kyc/applications';
 import { findDocumentContents } from '../../db/kyc/documents';
 import { findSubject } from '../../db/kyc/subjects';
-import { completePendingApplication, failPendingApplication, setProviderJobIdOnce, updateApplication, type VerificationNotes } from '../../db/kyc/verification';
+import {
+  completePendingApplication,
+  failPendingApplication,
+  setProviderJobIdOnce,
+  updateApplication,
+  type VerificationNotes,
+} from '../../db/kyc/verification';
 import { categoryOf, ResultCategory } from '../../domain/kyc/result-codes';
 import { KycStatus } from '../../domain/kyc/status';
 import { Failure } from '../../domain/failures';
@@ -24,10 +30,12 @@ export function createKycActivities(deps: ActivityDeps) {
 
   async function load(ref: ApplicationRef): Promise<KycApplicationRow> {
     const application = await findApplication(db, ref.organizationId, ref.applicationId);
-    if (!application) throw ApplicationFailure.nonRetryable(`no KYC application ${ref.applicationId}`, Failure.NOT_FOUND);
+    if (!application)
+      throw ApplicationFailure.nonRetryable(`no KYC application ${ref.applicationId}`, Failure.NOT_FOUND);
     return application;
   }
-  const update = (ref: ApplicationRef, notes: VerificationNotes) => updateApplication(db, ref.organizationId, ref.applicationId, notes, clock.now());
+  const update = (ref: ApplicationRef, notes: VerificationNotes) =>
+    updateApplication(db, ref.organizationId, ref.applicationId, notes, clock.now());
 
   return {
     /**
@@ -41,12 +49,16 @@ export function createKycActivities(deps: ActivityDeps) {
       const version = application.api_version ?? 'v2';
       if (application.submission_attempted_at) {
         if (version === 'v3') {
-          throw ApplicationFailure.nonRetryable('an earlier v3 submission may have reached the provider', Failure.SUBMISSION_INDETERMINATE);
+          throw ApplicationFailure.nonRetryable(
+            'an earlier v3 submission may have reached the provider',
+            Failure.SUBMISSION_INDETERMINATE,
+          );
         }
         const known = await providers.kyc
           .jobStatus({ apiVersion: 'v2', jobId: application.job_id!, userId: application.user_id })
           .catch(providerFailure);
-        if (known.state !== 'not_found') return { providerJobId: known.state === 'final' ? (known.providerJobId ?? null) : null };
+        if (known.state !== 'not_found')
+          return { providerJobId: known.state === 'final' ? (known.providerJobId ?? null) : null };
       }
       await update(ref, { submission_attempted_at: clock.now() });
       const documents = await findDocumentContents(db, ref.organizationId, ref.applicationId);
@@ -79,7 +91,12 @@ export function createKycActivities(deps: ActivityDeps) {
       const application = await load(ref);
       const version = application.api_version ?? 'v2';
       const session = await providers.kyc
-        .createSdkSession({ apiVersion: version, jobId: application.job_id!, userId: application.user_id, callbackUrl: callbackUrl(version) })
+        .createSdkSession({
+          apiVersion: version,
+          jobId: application.job_id!,
+          userId: application.user_id,
+          callbackUrl: callbackUrl(version),
+        })
         .catch(providerFailure);
       return { token: session.token, apiVersion: version };
     },
@@ -104,7 +121,14 @@ export function createKycActivities(deps: ActivityDeps) {
       if (status.state !== 'final') return { state: status.state };
       const providerJobId = status.providerJobId ?? application.provider_job_id ?? undefined;
       if (providerJobId && !application.provider_job_id) await update(ref, { provider_job_id: providerJobId });
-      return { state: 'final', category: categoryOf(status.resultCode), resultCode: status.resultCode, resultText: status.resultText, isFinal: status.isFinal, providerJobId };
+      return {
+        state: 'final',
+        category: categoryOf(status.resultCode),
+        resultCode: status.resultCode,
+        resultText: status.resultText,
+        isFinal: status.isFinal,
+        providerJobId,
+      };
     },
 
     async recordProviderJobId(ref: ApplicationRef & { providerJobId: string }): Promise<void> {
@@ -119,7 +143,9 @@ export function createKycActivities(deps: ActivityDeps) {
      * Completes a pending application from a confirmed provider verdict. Conditional on the
      * status, so completing twice (a replayed activity, the sweep racing) changes nothing.
      */
-    async completeVerification(ref: ApplicationRef & { resultCode: string; resultText: string }): Promise<{ status: KycStatus }> {
+    async completeVerification(
+      ref: ApplicationRef & { resultCode: string; resultText: string },
+    ): Promise<{ status: KycStatus }> {
       const application = await load(ref);
       if (application.status !== KycStatus.ID_VERIFICATION_PENDING) return { status: application.status };
       const approved = categoryOf(ref.resultCode) === ResultCategory.APPROVED;

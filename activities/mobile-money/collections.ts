@@ -48,8 +48,14 @@ export function createCollectionActivities(deps: ActivityDeps) {
       const row = await claimPushAttempt(db, transactionId, clock.now());
       if (!row) {
         const earlier = await load(transactionId);
-        if (earlier.checkout_request_id) return { state: 'accepted', checkoutRequestId: earlier.checkout_request_id, merchantRequestId: earlier.merchant_request_id ?? undefined };
-        if (earlier.failure_reason === 'PUSH_REJECTED') return { state: 'rejected', errorCode: earlier.result_code ?? undefined };
+        if (earlier.checkout_request_id)
+          return {
+            state: 'accepted',
+            checkoutRequestId: earlier.checkout_request_id,
+            merchantRequestId: earlier.merchant_request_id ?? undefined,
+          };
+        if (earlier.failure_reason === 'PUSH_REJECTED')
+          return { state: 'rejected', errorCode: earlier.result_code ?? undefined };
         return { state: 'indeterminate' };
       }
       const details = row.details as { type?: string; till_number?: string };
@@ -63,8 +69,17 @@ export function createCollectionActivities(deps: ActivityDeps) {
           transactionType: details.type === 'BUY_GOODS' ? 'CustomerBuyGoodsOnline' : 'CustomerPayBillOnline',
           till: details.type === 'BUY_GOODS' ? details.till_number : undefined,
         });
-        await recordProviderIds(db, row.id, { checkout_request_id: accepted.checkoutRequestId, merchant_request_id: accepted.merchantRequestId }, clock.now());
-        return { state: 'accepted', checkoutRequestId: accepted.checkoutRequestId, merchantRequestId: accepted.merchantRequestId };
+        await recordProviderIds(
+          db,
+          row.id,
+          { checkout_request_id: accepted.checkoutRequestId, merchant_request_id: accepted.merchantRequestId },
+          clock.now(),
+        );
+        return {
+          state: 'accepted',
+          checkoutRequestId: accepted.checkoutRequestId,
+          merchantRequestId: accepted.merchantRequestId,
+        };
       } catch (error) {
         if (!(error instanceof MobileMoneyError) || error.indeterminate) return { state: 'indeterminate' };
         if (refused(error)) {
@@ -89,7 +104,10 @@ export function createCollectionActivities(deps: ActivityDeps) {
       } catch (error) {
         if (!(error instanceof MobileMoneyError)) throw error;
         if (refused(error)) return { state: 'unknown' };
-        deps.logger.warn({ checkout_request_id: checkoutRequestId, error_code: error.errorCode, http_status: error.httpStatus }, 'push status query failed; treated as pending');
+        deps.logger.warn(
+          { checkout_request_id: checkoutRequestId, error_code: error.errorCode, http_status: error.httpStatus },
+          'push status query failed; treated as pending',
+        );
         return { state: 'pending' };
       }
     },
@@ -100,8 +118,13 @@ export function createCollectionActivities(deps: ActivityDeps) {
     },
 
     /** The provider confirmed the money moved: its receipt (unique) and the time (runs started before settleCollection). */
-    async confirmTransaction(transactionId: string, input: { receipt?: string; transactionDate?: string; checkoutRequestId: string }) {
-      await withReceipt(transactionId, input.receipt, (receipt) => confirmPending(db, transactionId, receipt, clock.now()));
+    async confirmTransaction(
+      transactionId: string,
+      input: { receipt?: string; transactionDate?: string; checkoutRequestId: string },
+    ) {
+      await withReceipt(transactionId, input.receipt, (receipt) =>
+        confirmPending(db, transactionId, receipt, clock.now()),
+      );
     },
 
     /**
@@ -111,23 +134,38 @@ export function createCollectionActivities(deps: ActivityDeps) {
      * transaction's (a callback of a push whose answer was lost named another push), nothing is
      * posted, the push is FAILED NO_RESULT and the clash logged for reconciliation: UNPROVEN.
      */
-    async settleCollection(transactionId: string, input: { receipt?: string; checkoutRequestId?: string }): Promise<'POSTED' | 'UNPROVEN'> {
+    async settleCollection(
+      transactionId: string,
+      input: { receipt?: string; checkoutRequestId?: string },
+    ): Promise<'POSTED' | 'UNPROVEN'> {
       try {
         await withReceipt(transactionId, input.receipt, (receipt) =>
           db.transaction(async (trx) => {
-            const row = await markCollectionPosted(trx, transactionId, { receipt, checkoutRequestId: input.checkoutRequestId }, clock.now());
+            const row = await markCollectionPosted(
+              trx,
+              transactionId,
+              { receipt, checkoutRequestId: input.checkoutRequestId },
+              clock.now(),
+            );
             if (row) {
               await postCollectionEntry(trx, row);
               return;
             }
             const current = await findTransaction(trx, transactionId);
-            if (current?.status !== TransactionStatus.POSTED) throw ApplicationFailure.nonRetryable(`transaction ${transactionId} is ${current?.status ?? 'missing'}, not payable`, Failure.INVALID_STATE);
+            if (current?.status !== TransactionStatus.POSTED)
+              throw ApplicationFailure.nonRetryable(
+                `transaction ${transactionId} is ${current?.status ?? 'missing'}, not payable`,
+                Failure.INVALID_STATE,
+              );
           }),
         );
         return 'POSTED';
       } catch (error) {
         if (!isUniqueViolation(error, 'transactions_checkout_request_id_unique')) throw error;
-        deps.logger.error({ transaction_id: transactionId, checkout_request_id: input.checkoutRequestId }, "the push that proved this payment is another transaction's; nothing posted, to reconcile");
+        deps.logger.error(
+          { transaction_id: transactionId, checkout_request_id: input.checkoutRequestId },
+          "the push that proved this payment is another transaction's; nothing posted, to reconcile",
+        );
         await fail(db, transactionId, 'NO_RESULT');
         return 'UNPROVEN';
       }
@@ -138,7 +176,11 @@ export function createCollectionActivities(deps: ActivityDeps) {
       await db.transaction(async (trx) => {
         const row = await lockTransaction(trx, transactionId);
         if (!row || row.status === TransactionStatus.POSTED) return;
-        if (row.status !== TransactionStatus.CONFIRMED) throw ApplicationFailure.nonRetryable(`transaction ${transactionId} is ${row.status}, not CONFIRMED`, Failure.INVALID_STATE);
+        if (row.status !== TransactionStatus.CONFIRMED)
+          throw ApplicationFailure.nonRetryable(
+            `transaction ${transactionId} is ${row.status}, not CONFIRMED`,
+            Failure.INVALID_STATE,
+          );
         await postCollectionEntry(trx, row);
         await markPosted(trx, transactionId, clock.now());
       });

@@ -1,6 +1,14 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { accountBalance, hasJournalEntry, ledgerAccounts, type Leg, postJournal } from '../../db/ledger/ledger';
-import { findTransaction, forgetAttempt, lockAccount, lockTransaction, markPayoutPosted, recordAttempt, recordProviderIds } from '../../db/mobile-money/transactions';
+import {
+  findTransaction,
+  forgetAttempt,
+  lockAccount,
+  lockTransaction,
+  markPayoutPosted,
+  recordAttempt,
+  recordProviderIds,
+} from '../../db/mobile-money/transactions';
 import { Failure } from '../../domain/failures';
 import { payoutFailureReason, TransactionStatus } from '../../domain/mobile-money/transaction';
 import { MobileMoneyError, toWholeShillings } from '../../providers/mobile-money/protocol';
@@ -28,7 +36,8 @@ export function createPayoutActivities(deps: ActivityDeps) {
     async holdFunds(transactionId: string): Promise<boolean> {
       return db.transaction(async (trx) => {
         const row = await findTransaction(trx, transactionId);
-        if (!row) throw ApplicationFailure.nonRetryable(`transaction ${transactionId} does not exist`, Failure.NOT_FOUND);
+        if (!row)
+          throw ApplicationFailure.nonRetryable(`transaction ${transactionId} does not exist`, Failure.NOT_FOUND);
         await lockAccount(trx, row.account_id);
         if (await hasJournalEntry(trx, transactionId, 'HOLD')) return true;
         if (row.status !== TransactionStatus.PENDING) return false;
@@ -37,7 +46,12 @@ export function createPayoutActivities(deps: ActivityDeps) {
           await fail(trx, transactionId, 'INSUFFICIENT_FUNDS');
           return false;
         }
-        await postJournal(trx, { transactionId, kind: 'HOLD', currency: row.currency, legs: move(row, ledgerAccounts.customer(row.account_id), ledgerAccounts.hold(row.account_id)) });
+        await postJournal(trx, {
+          transactionId,
+          kind: 'HOLD',
+          currency: row.currency,
+          legs: move(row, ledgerAccounts.customer(row.account_id), ledgerAccounts.hold(row.account_id)),
+        });
         return true;
       });
     },
@@ -71,7 +85,10 @@ export function createPayoutActivities(deps: ActivityDeps) {
         if (error.duplicateRequest) return { state: 'accepted' };
         if (refused(error)) {
           if (!triedBefore) return { state: 'rejected', errorCode: error.errorCode };
-          deps.logger.warn({ transaction_id: row.id, error_code: error.errorCode, http_status: error.httpStatus }, 'payout retry refused after an attempt of unknown fate; its result decides');
+          deps.logger.warn(
+            { transaction_id: row.id, error_code: error.errorCode, http_status: error.httpStatus },
+            'payout retry refused after an attempt of unknown fate; its result decides',
+          );
           return { state: 'accepted' };
         }
         if (!error.indeterminate && !triedBefore) await forgetAttempt(db, row.id);
@@ -90,7 +107,12 @@ export function createPayoutActivities(deps: ActivityDeps) {
         if (!row || row.status !== TransactionStatus.PENDING) return;
         if (reason === 'NO_RESULT' && row.queue_timeout_at) reason = 'QUEUE_TIMEOUT';
         if (await hasJournalEntry(trx, transactionId, 'HOLD')) {
-          await postJournal(trx, { transactionId, kind: 'RELEASE', currency: row.currency, legs: move(row, ledgerAccounts.hold(row.account_id), ledgerAccounts.customer(row.account_id)) });
+          await postJournal(trx, {
+            transactionId,
+            kind: 'RELEASE',
+            currency: row.currency,
+            legs: move(row, ledgerAccounts.hold(row.account_id), ledgerAccounts.customer(row.account_id)),
+          });
         }
         await fail(trx, transactionId, reason, input.resultCode);
       });
@@ -98,12 +120,19 @@ export function createPayoutActivities(deps: ActivityDeps) {
     },
 
     /** The payout went through: the held money leaves to the provider, the fee to our income. */
-    async postPayout(transactionId: string, input: { receipt?: string; completedAt?: string; conversationId?: string }) {
+    async postPayout(
+      transactionId: string,
+      input: { receipt?: string; completedAt?: string; conversationId?: string },
+    ) {
       await withReceipt(transactionId, input.receipt, (receipt) =>
         db.transaction(async (trx) => {
           const row = await lockTransaction(trx, transactionId);
           if (!row || row.status === TransactionStatus.POSTED) return;
-          if (row.status !== TransactionStatus.PENDING) throw ApplicationFailure.nonRetryable(`transaction ${transactionId} is ${row.status}`, Failure.INVALID_STATE);
+          if (row.status !== TransactionStatus.PENDING)
+            throw ApplicationFailure.nonRetryable(
+              `transaction ${transactionId} is ${row.status}`,
+              Failure.INVALID_STATE,
+            );
           const amount = Number(row.amount);
           const fee = Number(row.fee_amount);
           const legs: Leg[] = [
@@ -112,7 +141,12 @@ export function createPayoutActivities(deps: ActivityDeps) {
           ];
           if (fee > 0) legs.push({ account: ledgerAccounts.feeIncome, amount: -fee });
           await postJournal(trx, { transactionId, kind: 'PAYOUT', currency: row.currency, legs });
-          await markPayoutPosted(trx, transactionId, { receipt, conversationId: input.conversationId ?? row.conversation_id }, clock.now());
+          await markPayoutPosted(
+            trx,
+            transactionId,
+            { receipt, conversationId: input.conversationId ?? row.conversation_id },
+            clock.now(),
+          );
         }),
       );
     },

@@ -22,7 +22,12 @@ export function callbackUrls(publicBaseUrl: string | undefined, row: Pick<Transa
  * provider's rate limit: a 429 turns the request away before it is looked at, so it is retried).
  */
 export const refused = (error: MobileMoneyError) =>
-  !error.indeterminate && error.operation !== 'oauth' && error.httpStatus !== undefined && error.httpStatus >= 400 && error.httpStatus < 500 && error.httpStatus !== 429;
+  !error.indeterminate &&
+  error.operation !== 'oauth' &&
+  error.httpStatus !== undefined &&
+  error.httpStatus >= 400 &&
+  error.httpStatus < 500 &&
+  error.httpStatus !== 429;
 
 const total = (row: TransactionRow) => Number(row.amount) + Number(row.fee_amount);
 /** The legs that move a transaction's amount and fee from one ledger account to another. */
@@ -43,7 +48,12 @@ export function moneySteps(deps: Pick<ActivityDeps, 'db' | 'clock' | 'logger'>) 
     },
 
     /** A PENDING transaction FAILED with its reason (nothing changes once it is final). */
-    async fail(q: Knex | Knex.Transaction, transactionId: string, reason: string, resultCode?: string): Promise<string> {
+    async fail(
+      q: Knex | Knex.Transaction,
+      transactionId: string,
+      reason: string,
+      resultCode?: string,
+    ): Promise<string> {
       await failPending(q, transactionId, reason, resultCode, clock.now());
       return reason;
     },
@@ -55,12 +65,20 @@ export function moneySteps(deps: Pick<ActivityDeps, 'db' | 'clock' | 'logger'>) 
      * this transaction paid, so it is recorded without the receipt (as a status query would) and
      * the clash logged for reconciliation.
      */
-    async withReceipt(transactionId: string, receipt: string | undefined, record: (receipt: string | undefined) => Promise<void>): Promise<void> {
+    async withReceipt(
+      transactionId: string,
+      receipt: string | undefined,
+      record: (receipt: string | undefined) => Promise<void>,
+    ): Promise<void> {
       try {
         await record(receipt);
       } catch (error) {
-        if (receipt === undefined || !isUniqueViolation(error, 'transactions_mobilemoney_transaction_id_unique')) throw error;
-        deps.logger.error({ transaction_id: transactionId, receipt }, 'receipt already recorded on another transaction; recorded without it, to reconcile');
+        if (receipt === undefined || !isUniqueViolation(error, 'transactions_mobilemoney_transaction_id_unique'))
+          throw error;
+        deps.logger.error(
+          { transaction_id: transactionId, receipt },
+          'receipt already recorded on another transaction; recorded without it, to reconcile',
+        );
         await record(undefined);
       }
     },

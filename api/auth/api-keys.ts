@@ -30,7 +30,8 @@ export async function createApiKey(
   const scope = platform ? Scope.PLATFORM : Scope.ORG;
   const permissions = options.permissions ?? DEFAULT_KEY_PERMISSIONS;
   const unknown = permissions.filter((name) => !isPermission(name));
-  if (unknown.length > 0) throw new Error(`unknown permission ${unknown.join(', ')} (a key's scope follows from --org or --platform)`);
+  if (unknown.length > 0)
+    throw new Error(`unknown permission ${unknown.join(', ')} (a key's scope follows from --org or --platform)`);
   const key = `${API_KEY_PREFIX}${randomSecret()}`;
   const id = randomUUID();
   await insertApiKey(db, options.organizationId ?? null, {

@@ -36,9 +36,14 @@ export const TokenUse = { ID: 'id', ACCESS: 'access' } as const;
  * Without credentials the challenge names the scheme alone (RFC 6750 3.1).
  */
 export const unauthorised = (reason: string) =>
-  Object.assign(new ServiceError(ErrorCode.UNAUTHORISED, undefined, [], { 'WWW-Authenticate': reason === 'missing' ? 'Bearer' : 'Bearer error="invalid_token"' }), {
-    reason,
-  });
+  Object.assign(
+    new ServiceError(ErrorCode.UNAUTHORISED, undefined, [], {
+      'WWW-Authenticate': reason === 'missing' ? 'Bearer' : 'Bearer error="invalid_token"',
+    }),
+    {
+      reason,
+    },
+  );
 
 /** The credential of an `Authorization: Bearer <credential>` header, refused unread when over `maxBytes`. */
 export function bearerToken(authorization: string | undefined, maxBytes: number): string {
@@ -57,7 +62,9 @@ export function bearerToken(authorization: string | undefined, maxBytes: number)
  */
 export function credentialTarget(authorization: string | undefined): string | undefined {
   const token = /^Bearer (\S+)$/.exec(authorization ?? '')?.[1];
-  return token?.startsWith(API_KEY_PREFIX) ? `target:${hashSecret(token.slice(0, API_KEY_PREFIX.length + 6))}` : undefined;
+  return token?.startsWith(API_KEY_PREFIX)
+    ? `target:${hashSecret(token.slice(0, API_KEY_PREFIX.length + 6))}`
+    : undefined;
 }
 
 interface Verifier {
@@ -100,11 +107,19 @@ export function createAuthenticator(deps: AuthenticatorDeps) {
     return caller;
   };
   const remoteJwks = (url: string) =>
-    createRemoteJWKSet(new URL(url), { cacheMaxAge: config.AUTH_JWKS_CACHE_MAX_AGE, cooldownDuration: config.AUTH_JWKS_COOLDOWN });
+    createRemoteJWKSet(new URL(url), {
+      cacheMaxAge: config.AUTH_JWKS_CACHE_MAX_AGE,
+      cooldownDuration: config.AUTH_JWKS_COOLDOWN,
+    });
 
   /** Backend users: by our uuid or the identity provider's auth id, in the organization claimed or their own. */
-  async function resolveUser(subject: string, claimedOrganization: unknown, via: UserCaller['via']): Promise<UserCaller> {
-    const organizationClaim = typeof claimedOrganization === 'string' && claimedOrganization ? claimedOrganization : undefined;
+  async function resolveUser(
+    subject: string,
+    claimedOrganization: unknown,
+    via: UserCaller['via'],
+  ): Promise<UserCaller> {
+    const organizationClaim =
+      typeof claimedOrganization === 'string' && claimedOrganization ? claimedOrganization : undefined;
     return cached(`user|${via}|${subject}|${organizationClaim ?? ''}`, async () => {
       // Our own tokens carry our user id. The identity provider's carry its auth id, or our id
       // for users it knows by it; an auth id may itself look like a uuid, so it is tried first.
@@ -134,7 +149,8 @@ export function createAuthenticator(deps: AuthenticatorDeps) {
   const verifiers = new Map<string, Verifier>();
   /** One verifier per issuer: a second one silently replacing the first would confuse schemes. */
   const register = (issuer: string, verifier: Verifier) => {
-    if (verifiers.has(issuer)) throw new Error(`issuer ${issuer} is configured twice (service, identity provider, financing)`);
+    if (verifiers.has(issuer))
+      throw new Error(`issuer ${issuer} is configured twice (service, identity provider, financing)`);
     verifiers.set(issuer, verifier);
   };
   register(config.SERVICE_TOKEN_ISSUER, {
@@ -221,11 +237,18 @@ export function createAuthenticator(deps: AuthenticatorDeps) {
       throw unauthorised('verification failed');
     }
     const now = Date.now() / 1000;
-    if (typeof payload.iat !== 'number' || payload.iat > now + config.AUTH_CLOCK_TOLERANCE / 1000) throw unauthorised('iat in the future');
+    if (typeof payload.iat !== 'number' || payload.iat > now + config.AUTH_CLOCK_TOLERANCE / 1000)
+      throw unauthorised('iat in the future');
     // Verified claims still reach queries (users, access, merchants): only text Postgres can take.
     if (!isClaimText(payload.sub)) throw unauthorised('sub');
     const organizationClaim = payload.organization_id;
-    if (organizationClaim !== undefined && organizationClaim !== null && organizationClaim !== '' && !isClaimText(organizationClaim)) throw unauthorised('organization_id');
+    if (
+      organizationClaim !== undefined &&
+      organizationClaim !== null &&
+      organizationClaim !== '' &&
+      !isClaimText(organizationClaim)
+    )
+      throw unauthorised('organization_id');
     const caller = await verifier.resolve(payload as JWTPayload & { sub: string });
     const lifetime = Math.min(config.AUTH_CALLER_CACHE_TTL, (payload.exp! - now) * 1000);
     if (lifetime > 0) verified.set(token, caller, { ttl: lifetime });

@@ -21,7 +21,12 @@ function failureBudgets(ip: string, authorization: string | undefined): string[]
   return target ? [`ip:${ip}`, target] : [`ip:${ip}`];
 }
 
-export function guard(route: AnyRoute, authenticator: Authenticator, rateLimiter: RateLimiter, logger: Logger): Middleware {
+export function guard(
+  route: AnyRoute,
+  authenticator: Authenticator,
+  rateLimiter: RateLimiter,
+  logger: Logger,
+): Middleware {
   return async (ctx, next) => {
     let caller: Caller | undefined;
     if (route.auth) {
@@ -48,7 +53,8 @@ export function guard(route: AnyRoute, authenticator: Authenticator, rateLimiter
       ctx.state.organizationId = caller.organizationId;
     }
     if (route.callback) await rateLimiter.consumeCallback(ctx);
-    else if (route.rateLimit !== false) await rateLimiter.consume(ctx, caller?.id ?? `ip:${ctx.ip}`, caller?.organizationId ?? null);
+    else if (route.rateLimit !== false)
+      await rateLimiter.consume(ctx, caller?.id ?? `ip:${ctx.ip}`, caller?.organizationId ?? null);
     await next();
   };
 }
@@ -64,7 +70,12 @@ export interface MerchantChecks {
   organizationOf(merchantId: string): Promise<string | undefined>;
 }
 
-export async function authorize(route: AnyRoute, ctx: Context, input: RouteInput<never>, merchants: MerchantChecks): Promise<void> {
+export async function authorize(
+  route: AnyRoute,
+  ctx: Context,
+  input: RouteInput<never>,
+  merchants: MerchantChecks,
+): Promise<void> {
   const caller = ctx.state.caller as Caller | undefined;
   if (!route.auth || !caller) return;
   const params = (input.params ?? {}) as Record<string, string>;

@@ -8,9 +8,14 @@ import type { Caller } from './caller';
  * credentials, and naming one is refused with 403 FORBIDDEN (documented choice: the request is
  * well-formed, the caller is not allowed to make it).
  */
-export function actingOrganization(caller: Caller, requested: string | undefined, field = 'query.organization_id'): string {
+export function actingOrganization(
+  caller: Caller,
+  requested: string | undefined,
+  field = 'query.organization_id',
+): string {
   if (requested !== undefined) {
-    const platform = caller.scheme === 'api_key' && caller.platform && caller.grants.some((g) => g.scope === 'PLATFORM');
+    const platform =
+      caller.scheme === 'api_key' && caller.platform && caller.grants.some((g) => g.scope === 'PLATFORM');
     if (!platform) {
       throw new ServiceError(ErrorCode.FORBIDDEN, 'organization_id may be passed only with a platform API key', [
         { path: field, reason: 'only a platform API key may choose the organization', sub_code: SubCode.NOT_ALLOWED },

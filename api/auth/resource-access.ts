@@ -31,7 +31,10 @@ export function httpResourceAccess(url: string, issuer: string, timeoutMs = 3_00
 }
 
 /** The provider for each trusted financing issuer, chosen by the verified issuer. */
-export function resourceAccessProviders(db: Knex, issuers: readonly FinancingIssuer[]): Map<string, ResourceAccessProvider> {
+export function resourceAccessProviders(
+  db: Knex,
+  issuers: readonly FinancingIssuer[],
+): Map<string, ResourceAccessProvider> {
   return new Map(
     issuers.map((issuer) => [
       issuer.issuer,

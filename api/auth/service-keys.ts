@@ -1,5 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { createLocalJWKSet, type CryptoKey, exportJWK, generateKeyPair, importJWK, type JWK, type JWTVerifyGetKey } from 'jose';
+import {
+  createLocalJWKSet,
+  type CryptoKey,
+  exportJWK,
+  generateKeyPair,
+  importJWK,
+  type JWK,
+  type JWTVerifyGetKey,
+} from 'jose';
 
 /**
  * The key this service signs its own tokens with (partner access tokens, session ID tokens),

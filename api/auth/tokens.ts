@@ -60,7 +60,10 @@ export function createTokenService(deps: {
     let key = partnerKeys.get(cacheKey);
     if (!key) {
       key = partner.jwks_url
-        ? createRemoteJWKSet(new URL(partner.jwks_url), { cacheMaxAge: config.AUTH_JWKS_CACHE_MAX_AGE, cooldownDuration: config.AUTH_JWKS_COOLDOWN })
+        ? createRemoteJWKSet(new URL(partner.jwks_url), {
+            cacheMaxAge: config.AUTH_JWKS_CACHE_MAX_AGE,
+            cooldownDuration: config.AUTH_JWKS_COOLDOWN,
+          })
         : createLocalJWKSet({ keys: [partner.public_jwk!] });
       partnerKeys.set(cacheKey, key);
     }

@@ -1,5 +1,11 @@
 import { z } from 'zod';
-import { createApplication, findActiveApplication, findApplication, type KycApplicationRow, recordNegotiatedVersion } from '../../db/kyc/applications';
+import {
+  createApplication,
+  findActiveApplication,
+  findApplication,
+  type KycApplicationRow,
+  recordNegotiatedVersion,
+} from '../../db/kyc/applications';
 import { findCallerUser } from '../../db/kyc/subjects';
 import { ErrorCode, ServiceError } from '../../domain/errors';
 import { negotiateProviderApiVersion } from '../../domain/kyc/provider-version';
@@ -31,18 +37,20 @@ const Requirements = z
     consent_notice: z.object({ language: z.string(), privacy_policy_url: z.string() }),
     missing_applicant_fields: z.array(z.string()),
     supported_documents: z.array(
-      z.object({ country: z.string(), id_types: z.array(z.object({ code: z.string(), label: z.string(), has_back: z.boolean() })) }),
+      z.object({
+        country: z.string(),
+        id_types: z.array(z.object({ code: z.string(), label: z.string(), has_back: z.boolean() })),
+      }),
     ),
   })
   .meta({ id: 'VerificationRequirements' });
 
 export const ApplicationPath = z.object({ id: z.uuid() });
 export const VersionsHeader = z.object({
-  'x-provider-api-versions': z
-    .string()
-    .max(200)
-    .optional()
-    .meta({ description: 'Provider API versions the client can run, comma-separated (e.g. "v2, v3"). Newest common wins; v2 when omitted.' }),
+  'x-provider-api-versions': z.string().max(200).optional().meta({
+    description:
+      'Provider API versions the client can run, comma-separated (e.g. "v2, v3"). Newest common wins; v2 when omitted.',
+  }),
 });
 
 /** KYC routes are the applicant's own: backend bearer, kyc.write, waiting list allowed. */
@@ -58,12 +66,13 @@ export async function ownApplication(deps: AppDeps, caller: UserCaller, id: stri
 
 /** The row when it is the caller's own application; 404 otherwise. */
 export function callersOwn<T extends { user_id: string }>(application: T | undefined, caller: UserCaller): T {
-  if (!application || application.user_id !== caller.userId) throw new ServiceError(ErrorCode.NOT_FOUND, 'No such KYC application');
+  if (!application || application.user_id !== caller.userId)
+    throw new ServiceError(ErrorCode.NOT_FOUND, 'No such KYC application');
   return application;
 }
 
 /** The 404 of every route that reads one of the caller's applications. */
-export const NO_SUCH_APPLICATION = 'no such KYC application of the caller (another user\'s or organization\'s included)';
+export const NO_SUCH_APPLICATION = "no such KYC application of the caller (another user's or organization's included)";
 
 const APPLICANT_FIELDS = ['name', 'phone_number'] as const;
 
@@ -71,46 +80,50 @@ export function kycRoutes(deps: AppDeps): AnyRoute[] {
   const { config, db, clock } = deps;
   const view = (application: KycApplicationRow) => statusView(application, clock.now(), config.KYC_MAX_RESUBMISSIONS);
   const requirements = defineRoute({
-      method: 'get',
-      path: '/v1/kyc/applications/{id}/verification',
-      operationId: 'getVerificationRequirements',
-      summary: 'What a verification submission needs, for the provider API version the client can run',
-      description:
-        'Side-effect free on the status. Records the negotiated version: a POST verification sent with a different ' +
-        'X-Provider-Api-Versions header is rejected. Supersedes the older GET capture form.',
-      tags: ['kyc'],
-      auth: APPLICANT,
-      request: { params: ApplicationPath, headers: VersionsHeader },
-      responses: { 200: { description: 'Verification requirements', schema: Requirements } },
-      errors: { NOT_FOUND: NO_SUCH_APPLICATION },
-      async handler(ctx, { params, headers }) {
-        const caller = ctx.state.caller as UserCaller;
-        const application = await ownApplication(deps, caller, params.id);
-        const version = negotiateProviderApiVersion(headers['x-provider-api-versions']);
-        if (application.negotiated_api_version !== version) await recordNegotiatedVersion(db, caller.organizationId, application.id, version);
-        const user = await findCallerUser(db, caller.userId);
-        // v3 runs the active liveness check on every job; v2 takes frames when the client has them.
-        const liveness = version === 'v3';
-        ctx.body = {
-          requires_selfie: true,
-          requires_liveness: liveness,
-          requires_document: true,
-          min_liveness_images: liveness ? config.KYC_LIVENESS_MIN_IMAGES : 0,
-          max_liveness_images: config.KYC_LIVENESS_MAX_IMAGES,
-          requires_consent: config.KYC_CONSENT_REQUIRED,
-          consent_notice: { language: 'EN', privacy_policy_url: config.KYC_PRIVACY_POLICY_URL },
-          missing_applicant_fields: APPLICANT_FIELDS.filter((field) => !user?.[field]).map((field) => (field === 'phone_number' ? 'phone' : field)),
-          supported_documents: supportedDocuments(version),
-        };
-      },
-    });
+    method: 'get',
+    path: '/v1/kyc/applications/{id}/verification',
+    operationId: 'getVerificationRequirements',
+    summary: 'What a verification submission needs, for the provider API version the client can run',
+    description:
+      'Side-effect free on the status. Records the negotiated version: a POST verification sent with a different ' +
+      'X-Provider-Api-Versions header is rejected. Supersedes the older GET capture form.',
+    tags: ['kyc'],
+    auth: APPLICANT,
+    request: { params: ApplicationPath, headers: VersionsHeader },
+    responses: { 200: { description: 'Verification requirements', schema: Requirements } },
+    errors: { NOT_FOUND: NO_SUCH_APPLICATION },
+    async handler(ctx, { params, headers }) {
+      const caller = ctx.state.caller as UserCaller;
+      const application = await ownApplication(deps, caller, params.id);
+      const version = negotiateProviderApiVersion(headers['x-provider-api-versions']);
+      if (application.negotiated_api_version !== version)
+        await recordNegotiatedVersion(db, caller.organizationId, application.id, version);
+      const user = await findCallerUser(db, caller.userId);
+      // v3 runs the active liveness check on every job; v2 takes frames when the client has them.
+      const liveness = version === 'v3';
+      ctx.body = {
+        requires_selfie: true,
+        requires_liveness: liveness,
+        requires_document: true,
+        min_liveness_images: liveness ? config.KYC_LIVENESS_MIN_IMAGES : 0,
+        max_liveness_images: config.KYC_LIVENESS_MAX_IMAGES,
+        requires_consent: config.KYC_CONSENT_REQUIRED,
+        consent_notice: { language: 'EN', privacy_policy_url: config.KYC_PRIVACY_POLICY_URL },
+        missing_applicant_fields: APPLICANT_FIELDS.filter((field) => !user?.[field]).map((field) =>
+          field === 'phone_number' ? 'phone' : field,
+        ),
+        supported_documents: supportedDocuments(version),
+      };
+    },
+  });
   return [
     defineRoute({
       method: 'post',
       path: '/v1/kyc/applications',
       operationId: 'createKycApplication',
       summary: "Create the caller's DRAFT KYC application",
-      description: 'Not shown in the spec. One active (DRAFT or ID_VERIFICATION_PENDING) application per user: a second gets 409.',
+      description:
+        'Not shown in the spec. One active (DRAFT or ID_VERIFICATION_PENDING) application per user: a second gets 409.',
       tags: ['kyc'],
       extension: true,
       auth: APPLICANT,
@@ -121,7 +134,10 @@ export function kycRoutes(deps: AppDeps): AnyRoute[] {
         const created = await createApplication(db, caller.organizationId, caller.userId);
         if (!created) {
           const active = await findActiveApplication(db, caller.organizationId, caller.userId);
-          throw new ServiceError(ErrorCode.CONFLICT, `The user already has an active KYC application${active ? ` (${active.id})` : ''}`);
+          throw new ServiceError(
+            ErrorCode.CONFLICT,
+            `The user already has an active KYC application${active ? ` (${active.id})` : ''}`,
+          );
         }
         ctx.status = 201;
         ctx.set('Location', `/v1/kyc/applications/${created.id}/status`);

@@ -37,7 +37,9 @@ export function kycCallbackRoutes(deps: AppDeps, workflows: KycWorkflows, metric
       extension: true,
       callback: { provider: 'kyc', sources: config.KYC_CALLBACK_SOURCES },
       request: { body: z.record(z.string(), z.unknown()) },
-      responses: { 200: { description: 'Received (duplicates and ones for no application of ours too)', schema: Received } },
+      responses: {
+        200: { description: 'Received (duplicates and ones for no application of ours too)', schema: Received },
+      },
       errors: { UNAUTHORISED: 'the signature or its timestamp is refused (counted and logged, not stored)' },
       async handler(ctx) {
         const raw = ctx.request.rawBody ?? '';
@@ -45,7 +47,9 @@ export function kycCallbackRoutes(deps: AppDeps, workflows: KycWorkflows, metric
         if (!event) {
           metrics.callbackRefused('kyc', 'signature');
           logger.warn({ api_version: version, source: ctx.ip, bytes: raw.length }, 'KYC callback signature refused');
-          throw new ServiceError(ErrorCode.UNAUTHORISED, 'Callback signature or timestamp refused', [], { 'WWW-Authenticate': 'SmileID-Signature' });
+          throw new ServiceError(ErrorCode.UNAUTHORISED, 'Callback signature or timestamp refused', [], {
+            'WWW-Authenticate': 'SmileID-Signature',
+          });
         }
         ctx.body = { received: true };
         const application = event.jobId ? await findApplicationByJobId(db, event.jobId) : undefined;
@@ -59,22 +63,38 @@ export function kycCallbackRoutes(deps: AppDeps, workflows: KycWorkflows, metric
         // digest (it is an index key).
         const scoped = `${application.id}:${event.eventId}`;
         const eventId = scoped.length <= 200 ? scoped : `sha256:${createHash('sha256').update(scoped).digest('hex')}`;
-        const stored = await storeKycCallbackEvent(db, config.CALLBACKS_STORED_PER_RESOURCE, { apiVersion: version, eventId, applicationId: application.id, raw });
+        const stored = await storeKycCallbackEvent(db, config.CALLBACKS_STORED_PER_RESOURCE, {
+          apiVersion: version,
+          eventId,
+          applicationId: application.id,
+          raw,
+        });
         if (stored === 'duplicate') return;
         if (stored === 'over_cap') {
           // Enough events for this application are stored: its run's own lookups settle it from here.
           metrics.callbackRefused('kyc', 'over_cap');
-          logger.warn({ application_id: application.id, api_version: version }, 'KYC callback not stored: the application has its share of stored callbacks');
+          logger.warn(
+            { application_id: application.id, api_version: version },
+            'KYC callback not stored: the application has its share of stored callbacks',
+          );
           return;
         }
         const delivered = await workflows
-          .deliverCallback(application.id, { eventId, providerJobId: version === 'v3' ? event.providerJobId : undefined, isFinal: true })
+          .deliverCallback(application.id, {
+            eventId,
+            providerJobId: version === 'v3' ? event.providerJobId : undefined,
+            isFinal: true,
+          })
           .catch(async (error: unknown) => {
             // Temporal could not take it: forgotten, so the provider's retry is a new event (500).
             await forgetKycCallbackEvent(db, eventId);
             throw error;
           });
-        if (!delivered) logger.info({ application_id: application.id, event_id: eventId }, 'late KYC callback recorded; no verification running');
+        if (!delivered)
+          logger.info(
+            { application_id: application.id, event_id: eventId },
+            'late KYC callback recorded; no verification running',
+          );
       },
     });
   return [route('v2'), route('v3')];

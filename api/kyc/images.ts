@@ -25,9 +25,11 @@ export function decodeImage(text: string, path: string, maxBytes: number): Decod
     return { path, reason: 'not valid base64', sub_code: KycSubCode.INVALID_BASE64 };
   }
   const content = Buffer.from(base64, 'base64');
-  if (content.length > maxBytes) return { path, reason: `larger than ${maxBytes} bytes`, sub_code: KycSubCode.IMAGE_TOO_LARGE };
+  if (content.length > maxBytes)
+    return { path, reason: `larger than ${maxBytes} bytes`, sub_code: KycSubCode.IMAGE_TOO_LARGE };
   if (content[0] === 0xff && content[1] === 0xd8 && content[2] === 0xff) return { content, contentType: 'image/jpeg' };
-  if (content.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]))) return { content, contentType: 'image/png' };
+  if (content.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])))
+    return { content, contentType: 'image/png' };
   return { path, reason: 'must be a JPEG or PNG image', sub_code: KycSubCode.UNSUPPORTED_IMAGE_TYPE };
 }
 

@@ -13,7 +13,8 @@ import { type AnyRoute, defineRoute, type RouteAuth } from '../route';
 
 /** Backend user tokens or API keys (organization or platform), as spec 4.2 says for these lookups. */
 const INTERNAL: RouteAuth = { schemes: ['user', 'api_key'] };
-const LOOKUP_FORBIDDEN = 'organization_id passed by a caller other than a platform API key, or neither the user themself nor kyc.read for the organization';
+const LOOKUP_FORBIDDEN =
+  'organization_id passed by a caller other than a platform API key, or neither the user themself nor kyc.read for the organization';
 /** An organization id as a query parameter: the organizations table's ids are short text. */
 const OrganizationId = z.string().min(1).max(255);
 
@@ -58,11 +59,19 @@ const SubjectDetails = z
     organization_id: z.string(),
     application_id: z.uuid().nullable(),
     subject: Subject,
-    documents: z.array(z.object({ kind: z.string(), position: z.number().int(), content_type: z.string(), image_base64: z.string() })),
+    documents: z.array(
+      z.object({ kind: z.string(), position: z.number().int(), content_type: z.string(), image_base64: z.string() }),
+    ),
   })
   .meta({ id: 'KycSubjectDetails' });
 
-const RESULT: Record<KycStatus, string> = { DRAFT: 'PENDING', ID_VERIFICATION_PENDING: 'PENDING', APPROVED: 'PASSED', REJECTED: 'FAILED', EXPIRED: 'EXPIRED' };
+const RESULT: Record<KycStatus, string> = {
+  DRAFT: 'PENDING',
+  ID_VERIFICATION_PENDING: 'PENDING',
+  APPROVED: 'PASSED',
+  REJECTED: 'FAILED',
+  EXPIRED: 'EXPIRED',
+};
 const iso = (value: Date | string | null | undefined) => (value ? new Date(value).toISOString() : null);
 const day = (value: Date | string | null | undefined) => (value ? new Date(value).toISOString().slice(0, 10) : null);
 
@@ -146,10 +155,14 @@ export function kycInternalRoutes(deps: AppDeps): AnyRoute[] {
         path: `${prefix}/subjects/{user_id}`,
         operationId: cluster ? 'getKycSubjectDetailsClusterLocal' : 'getKycSubjectDetails',
         summary: `Full identity and documents of a KYC subject, images inline as base64${cluster ? ' (cluster-local prefix)' : ''}`,
-        description: 'For a bank onboarding during current-account self-activation. 404 when the user has no provisioned subject yet.',
+        description:
+          'For a bank onboarding during current-account self-activation. 404 when the user has no provisioned subject yet.',
         tags: ['kyc internal'],
         auth: INTERNAL,
-        request: { params: z.object({ user_id: z.uuid() }), query: z.strictObject({ organization_id: OrganizationId.optional() }) },
+        request: {
+          params: z.object({ user_id: z.uuid() }),
+          query: z.strictObject({ organization_id: OrganizationId.optional() }),
+        },
         responses: { 200: { description: 'Subject details', schema: SubjectDetails } },
         errors: { NOT_FOUND: 'the user has no provisioned KYC subject yet', FORBIDDEN: LOOKUP_FORBIDDEN },
         async handler(ctx, { params, query }) {
@@ -163,7 +176,12 @@ export function kycInternalRoutes(deps: AppDeps): AnyRoute[] {
             organization_id: organizationId,
             application_id: application?.id ?? null,
             subject,
-            documents: documents.map((d) => ({ kind: d.kind, position: d.position, content_type: d.content_type, image_base64: d.content.toString('base64') })),
+            documents: documents.map((d) => ({
+              kind: d.kind,
+              position: d.position,
+              content_type: d.content_type,
+              image_base64: d.content.toString('base64'),
+            })),
           };
         },
       }),
@@ -177,7 +195,13 @@ const SweepResultSchema = z
     organization_id: z.string(),
     started_at: z.string(),
     finished_at: z.string(),
-    result: z.object({ scanned: z.number().int(), expired: z.number().int(), completed: z.number().int(), still_pending: z.number().int(), failed: z.number().int() }),
+    result: z.object({
+      scanned: z.number().int(),
+      expired: z.number().int(),
+      completed: z.number().int(),
+      still_pending: z.number().int(),
+      failed: z.number().int(),
+    }),
   })
   .meta({ id: 'ExpirySweepResult' });
 
@@ -196,7 +220,13 @@ export function kycSweepRoutes(workflows: KycWorkflows): AnyRoute[] {
       summary: 'Run the stale-session expiry sweep for the caller organization',
       tags: ['kyc internal'],
       auth: { schemes: ['user'], permission: Permission.ACCOUNTS_WRITE },
-      request: { query: z.strictObject({ organization_id: OrganizationId.optional().meta({ description: 'Refused: the organization comes from the token.' }) }) },
+      request: {
+        query: z.strictObject({
+          organization_id: OrganizationId.optional().meta({
+            description: 'Refused: the organization comes from the token.',
+          }),
+        }),
+      },
       responses: { 200: { description: 'Sweep result', schema: SweepResultSchema } },
       errors: { FORBIDDEN: 'organization_id passed (the organization comes from the token)' },
       async handler(ctx, { query }) {

@@ -12,14 +12,26 @@ import type { AppDeps } from '../deps';
 import { type DecodedImage, decodeImage, isInvalid, KycSubCode } from './images';
 import type { KycWorkflows } from './workflows';
 import { type AnyRoute, defineRoute, deprecatedAlias } from '../route';
-import { APPLICANT, ApplicationPath, ApplicationStatus, callersOwn, NO_SUCH_APPLICATION, ownApplication, VersionsHeader } from './applications';
+import {
+  APPLICANT,
+  ApplicationPath,
+  ApplicationStatus,
+  callersOwn,
+  NO_SUCH_APPLICATION,
+  ownApplication,
+  VersionsHeader,
+} from './applications';
 
 const image = z.string().min(1).meta({ description: 'Base64 JPEG or PNG (a data: URL prefix is accepted).' });
 
 const ServerUpload = z.strictObject({
   channel: z.literal('server_upload'),
   id_type: z.string().min(1).max(64).meta({ example: 'IDENTITY_CARD' }),
-  country: z.string().length(2).default('KE').meta({ description: 'Two-letter country of the document; KE when omitted.' }),
+  country: z
+    .string()
+    .length(2)
+    .default('KE')
+    .meta({ description: 'Two-letter country of the document; KE when omitted.' }),
   id_number: z.string().min(1).max(64).optional(),
   selfie: image,
   document_front: image,
@@ -28,16 +40,23 @@ const ServerUpload = z.strictObject({
   consent: z.boolean().optional(),
 });
 const ProviderSdk = z.strictObject({
-  channel: z.enum(['provider_sdk', 'web_sdk']).meta({ description: 'web_sdk is the legacy name of provider_sdk (deprecated).' }),
+  channel: z
+    .enum(['provider_sdk', 'web_sdk'])
+    .meta({ description: 'web_sdk is the legacy name of provider_sdk (deprecated).' }),
   consent: z.boolean().optional(),
 });
-const VerificationRequest = z.discriminatedUnion('channel', [ServerUpload, ProviderSdk]).meta({ id: 'VerificationRequest' });
+const VerificationRequest = z
+  .discriminatedUnion('channel', [ServerUpload, ProviderSdk])
+  .meta({ id: 'VerificationRequest' });
 
 const ProviderSession = z
   .object({
     application_id: z.uuid(),
     provider: z.string(),
-    config: z.record(z.string(), z.unknown()).meta({ description: 'token (the SDK session token, also at network.config.token for the mobile SDKs), api_version, job_id, user_id' }),
+    config: z.record(z.string(), z.unknown()).meta({
+      description:
+        'token (the SDK session token, also at network.config.token for the mobile SDKs), api_version, job_id, user_id',
+    }),
   })
   .meta({ id: 'ProviderSession' });
 
@@ -52,19 +71,24 @@ const SESSION_CREATED = { description: 'Provider session (provider_sdk, web_sdk)
 
 export function kycVerificationRoutes(deps: AppDeps, workflows: KycWorkflows, hotReads: HotReads): AnyRoute[] {
   const { config, db, clock } = deps;
-  const view = (application: Parameters<typeof statusView>[0]) => statusView(application, clock.now(), config.KYC_MAX_RESUBMISSIONS);
+  const view = (application: Parameters<typeof statusView>[0]) =>
+    statusView(application, clock.now(), config.KYC_MAX_RESUBMISSIONS);
 
   /** The version a submission runs on; it must be the one the requirements were read for. */
   function pinVersion(application: KycApplicationRow, header: string | undefined): ProviderApiVersion {
     const version = negotiateProviderApiVersion(header);
     if (application.negotiated_api_version && application.negotiated_api_version !== version) {
-      throw new ServiceError(ErrorCode.INVALID_PARAMS, 'X-Provider-Api-Versions differs from the one sent to GET verification', [
-        {
-          path: 'header.x-provider-api-versions',
-          reason: `the requirements were read for ${application.negotiated_api_version}; this request negotiates ${version}`,
-          sub_code: KycSubCode.VERSION_MISMATCH,
-        },
-      ]);
+      throw new ServiceError(
+        ErrorCode.INVALID_PARAMS,
+        'X-Provider-Api-Versions differs from the one sent to GET verification',
+        [
+          {
+            path: 'header.x-provider-api-versions',
+            reason: `the requirements were read for ${application.negotiated_api_version}; this request negotiates ${version}`,
+            sub_code: KycSubCode.VERSION_MISMATCH,
+          },
+        ],
+      );
     }
     return version;
   }
@@ -94,84 +118,121 @@ export function kycVerificationRoutes(deps: AppDeps, workflows: KycWorkflows, ho
     if (body.document_back) take('DOCUMENT_BACK', 0, body.document_back, 'body.document_back');
     (body.liveness_images ?? []).forEach((frame, i) => take('LIVENESS', i, frame, `body.liveness_images.${i}`));
     if (!isSupportedDocument(version, body.country, body.id_type)) {
-      problems.push({ path: 'body.id_type', reason: `${body.id_type} is not supported for ${body.country} on ${version}`, sub_code: KycSubCode.UNSUPPORTED_DOCUMENT });
+      problems.push({
+        path: 'body.id_type',
+        reason: `${body.id_type} is not supported for ${body.country} on ${version}`,
+        sub_code: KycSubCode.UNSUPPORTED_DOCUMENT,
+      });
     }
     if (config.KYC_CONSENT_REQUIRED && body.consent !== true) {
-      problems.push({ path: 'body.consent', reason: 'the applicant must consent', sub_code: KycSubCode.CONSENT_REQUIRED });
+      problems.push({
+        path: 'body.consent',
+        reason: 'the applicant must consent',
+        sub_code: KycSubCode.CONSENT_REQUIRED,
+      });
     }
     const frames = body.liveness_images?.length ?? 0;
     const min = version === 'v3' ? config.KYC_LIVENESS_MIN_IMAGES : 0;
     if ((frames > 0 || min > 0) && (frames < min || frames > config.KYC_LIVENESS_MAX_IMAGES)) {
-      problems.push({ path: 'body.liveness_images', reason: `between ${min} and ${config.KYC_LIVENESS_MAX_IMAGES} frames`, sub_code: SubCode.OUT_OF_RANGE });
+      problems.push({
+        path: 'body.liveness_images',
+        reason: `between ${min} and ${config.KYC_LIVENESS_MAX_IMAGES} frames`,
+        sub_code: SubCode.OUT_OF_RANGE,
+      });
     }
     if (problems.length > 0) throw new ServiceError(ErrorCode.INVALID_PARAMS, 'Invalid parameters', problems);
     return images;
   }
 
   const verify = defineRoute({
-      method: 'post',
-      path: '/v1/kyc/applications/{id}/verification',
-      operationId: 'startVerification',
-      summary: 'Start identity verification (server_upload: 202 status; provider_sdk or legacy web_sdk: 201 provider session)',
-      description:
-        'server_upload submits the selfie and ID to the provider\'s enhanced document verification (job type 11) and answers 202 ' +
-        'with the status shape. provider_sdk mints a provider SDK session and answers 201. Either leaves the application in ' +
-        'ID_VERIFICATION_PENDING; the result arrives later through the provider callback. The X-Provider-Api-Versions header must ' +
-        'negotiate the version the requirements were read for.',
-      tags: ['kyc'],
-      auth: APPLICANT,
-      bodyLimit: 'verification',
-      // The legacy web_sdk channel is announced deprecated on its answers (provider_sdk succeeds it).
-      deprecation: { when: (body) => (body as { channel?: unknown } | undefined)?.channel === 'web_sdk' },
-      request: { params: ApplicationPath, headers: VersionsHeader, body: VerificationRequest },
-      errors: {
-        NOT_FOUND: NO_SUCH_APPLICATION,
-        CONFLICT: 'the application cannot take a submission now (pending, approved, or blocked from reapplying)',
-        INVALID_PARAMS: 'an image that is not base64 JPEG or PNG or is too large, an unsupported document, missing consent, a liveness frame count out of range, or X-Provider-Api-Versions differing from the GET\'s',
-      },
-      responses: {
-        202: SUBMITTED,
-        201: SESSION_CREATED,
-      },
-      async handler(ctx, { params, headers, body }) {
-        const caller = ctx.state.caller as UserCaller;
-        const application = await ownApplication(deps, caller, params.id);
-        const apiVersion = pinVersion(application, headers['x-provider-api-versions']);
-        if (!view(application).can_submit) throw new ServiceError(ErrorCode.CONFLICT, `The application is ${application.status} and cannot take a submission`);
-        if (body.channel === 'server_upload') {
-          const images = validateServerUpload(body, apiVersion);
-          const pending = await submit(application, {
-            channel: 'server_upload',
-            apiVersion,
-            documents: images,
-            subject: { country: body.country, identity_type: body.id_type, id_number: body.id_number ?? null },
-          });
-          const input: KycVerificationInput = { organizationId: caller.organizationId, applicationId: application.id, channel: 'server_upload', callbackWaitMs: config.KYC_CALLBACK_WAIT };
-          await workflows.startServerUpload(input, caller.userId).catch(async (error) => {
-            await unsubmit(application);
-            throw error;
-          });
-          ctx.status = 202;
-          ctx.body = view(pending);
-          return;
-        }
-        if (config.KYC_CONSENT_REQUIRED && body.consent === false) {
-          throw new ServiceError(ErrorCode.INVALID_PARAMS, 'Invalid parameters', [{ path: 'body.consent', reason: 'the applicant must consent', sub_code: KycSubCode.CONSENT_REQUIRED }]);
-        }
-        const pending = await submit(application, { channel: body.channel, apiVersion });
-        const input: KycVerificationInput = { organizationId: caller.organizationId, applicationId: application.id, channel: 'provider_sdk', callbackWaitMs: config.KYC_CALLBACK_WAIT };
-        const session = await workflows.startProviderSdk(input, caller.userId).catch(async (error) => {
+    method: 'post',
+    path: '/v1/kyc/applications/{id}/verification',
+    operationId: 'startVerification',
+    summary:
+      'Start identity verification (server_upload: 202 status; provider_sdk or legacy web_sdk: 201 provider session)',
+    description:
+      "server_upload submits the selfie and ID to the provider's enhanced document verification (job type 11) and answers 202 " +
+      'with the status shape. provider_sdk mints a provider SDK session and answers 201. Either leaves the application in ' +
+      'ID_VERIFICATION_PENDING; the result arrives later through the provider callback. The X-Provider-Api-Versions header must ' +
+      'negotiate the version the requirements were read for.',
+    tags: ['kyc'],
+    auth: APPLICANT,
+    bodyLimit: 'verification',
+    // The legacy web_sdk channel is announced deprecated on its answers (provider_sdk succeeds it).
+    deprecation: { when: (body) => (body as { channel?: unknown } | undefined)?.channel === 'web_sdk' },
+    request: { params: ApplicationPath, headers: VersionsHeader, body: VerificationRequest },
+    errors: {
+      NOT_FOUND: NO_SUCH_APPLICATION,
+      CONFLICT: 'the application cannot take a submission now (pending, approved, or blocked from reapplying)',
+      INVALID_PARAMS:
+        "an image that is not base64 JPEG or PNG or is too large, an unsupported document, missing consent, a liveness frame count out of range, or X-Provider-Api-Versions differing from the GET's",
+    },
+    responses: {
+      202: SUBMITTED,
+      201: SESSION_CREATED,
+    },
+    async handler(ctx, { params, headers, body }) {
+      const caller = ctx.state.caller as UserCaller;
+      const application = await ownApplication(deps, caller, params.id);
+      const apiVersion = pinVersion(application, headers['x-provider-api-versions']);
+      if (!view(application).can_submit)
+        throw new ServiceError(
+          ErrorCode.CONFLICT,
+          `The application is ${application.status} and cannot take a submission`,
+        );
+      if (body.channel === 'server_upload') {
+        const images = validateServerUpload(body, apiVersion);
+        const pending = await submit(application, {
+          channel: 'server_upload',
+          apiVersion,
+          documents: images,
+          subject: { country: body.country, identity_type: body.id_type, id_number: body.id_number ?? null },
+        });
+        const input: KycVerificationInput = {
+          organizationId: caller.organizationId,
+          applicationId: application.id,
+          channel: 'server_upload',
+          callbackWaitMs: config.KYC_CALLBACK_WAIT,
+        };
+        await workflows.startServerUpload(input, caller.userId).catch(async (error) => {
           await unsubmit(application);
           throw error;
         });
-        ctx.status = 201;
-        ctx.body = {
-          application_id: application.id,
-          provider: config.KYC_PROVIDER_NAME,
-          config: { token: session.token, api_version: session.apiVersion, partner_id: config.KYC_PARTNER_ID, job_id: pending.job_id, user_id: pending.user_id, product: 'enhanced_document_verification' },
-        };
-      },
-    });
+        ctx.status = 202;
+        ctx.body = view(pending);
+        return;
+      }
+      if (config.KYC_CONSENT_REQUIRED && body.consent === false) {
+        throw new ServiceError(ErrorCode.INVALID_PARAMS, 'Invalid parameters', [
+          { path: 'body.consent', reason: 'the applicant must consent', sub_code: KycSubCode.CONSENT_REQUIRED },
+        ]);
+      }
+      const pending = await submit(application, { channel: body.channel, apiVersion });
+      const input: KycVerificationInput = {
+        organizationId: caller.organizationId,
+        applicationId: application.id,
+        channel: 'provider_sdk',
+        callbackWaitMs: config.KYC_CALLBACK_WAIT,
+      };
+      const session = await workflows.startProviderSdk(input, caller.userId).catch(async (error) => {
+        await unsubmit(application);
+        throw error;
+      });
+      ctx.status = 201;
+      ctx.body = {
+        application_id: application.id,
+        provider: config.KYC_PROVIDER_NAME,
+        config: {
+          token: session.token,
+          api_version: session.apiVersion,
+          partner_id: config.KYC_PARTNER_ID,
+          job_id: pending.job_id,
+          user_id: pending.user_id,
+          product: 'enhanced_document_verification',
+        },
+      };
+    },
+  });
   return [
     verify,
     deprecatedAlias(verify, {
@@ -188,7 +249,10 @@ export function kycVerificationRoutes(deps: AppDeps, workflows: KycWorkflows, ho
       summary: 'Provider SDK session (deprecated alias of the provider_sdk channel)',
       request: { params: ApplicationPath, headers: VersionsHeader, body: Session },
       responses: { 201: SESSION_CREATED },
-      toSuccessorInput: (input) => ({ ...input, body: { consent: input.body?.consent, channel: 'provider_sdk' as const } }),
+      toSuccessorInput: (input) => ({
+        ...input,
+        body: { consent: input.body?.consent, channel: 'provider_sdk' as const },
+      }),
     }),
     defineRoute({
       method: 'patch',
@@ -201,8 +265,16 @@ export function kycVerificationRoutes(deps: AppDeps, workflows: KycWorkflows, ho
       tags: ['kyc'],
       auth: APPLICANT,
       request: { params: ApplicationPath, body: ReportJobId },
-      errors: { NOT_FOUND: NO_SUCH_APPLICATION, CONFLICT: 'a different provider job id is already recorded, or the verification is not pending' },
-      responses: { 200: { description: 'Recorded', schema: z.object({ application_id: z.uuid(), provider_job_id: z.string() }).meta({ id: 'ProviderJobId' }) } },
+      errors: {
+        NOT_FOUND: NO_SUCH_APPLICATION,
+        CONFLICT: 'a different provider job id is already recorded, or the verification is not pending',
+      },
+      responses: {
+        200: {
+          description: 'Recorded',
+          schema: z.object({ application_id: z.uuid(), provider_job_id: z.string() }).meta({ id: 'ProviderJobId' }),
+        },
+      },
       async handler(ctx, { params, body }) {
         const caller = ctx.state.caller as UserCaller;
         const application = await ownApplication(deps, caller, params.id);
@@ -216,7 +288,9 @@ export function kycVerificationRoutes(deps: AppDeps, workflows: KycWorkflows, ho
         if (!outcome.ok) {
           throw new ServiceError(
             ErrorCode.CONFLICT,
-            outcome.reason === 'DIFFERENT_JOB_ID' ? 'A different provider job id is already recorded' : 'The verification is not pending',
+            outcome.reason === 'DIFFERENT_JOB_ID'
+              ? 'A different provider job id is already recorded'
+              : 'The verification is not pending',
           );
         }
         ctx.body = { application_id: application.id, provider_job_id: body.provider_job_id };
@@ -239,13 +313,20 @@ export function kycVerificationRoutes(deps: AppDeps, workflows: KycWorkflows, ho
         const caller = ctx.state.caller as UserCaller;
         let application = callersOwn(await hotReads.kycApplicationStatus(caller.organizationId, params.id), caller);
         const lastHeard = application.provider_checked_at ?? application.submitted_at;
-        const stale = application.status === KycStatus.ID_VERIFICATION_PENDING && (!lastHeard || clock.now().getTime() - lastHeard.getTime() > config.KYC_STATUS_STALE_AFTER);
+        const stale =
+          application.status === KycStatus.ID_VERIFICATION_PENDING &&
+          (!lastHeard || clock.now().getTime() - lastHeard.getTime() > config.KYC_STATUS_STALE_AFTER);
         if (stale) {
           let timer: NodeJS.Timeout | undefined;
-          const timeout = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), config.KYC_STATUS_RECOVERY_TIMEOUT)));
+          const timeout = new Promise<false>(
+            (resolve) => (timer = setTimeout(() => resolve(false), config.KYC_STATUS_RECOVERY_TIMEOUT)),
+          );
           const recovered = await Promise.race([workflows.refreshStatus(application.id).catch(() => false), timeout]);
           clearTimeout(timer);
-          if (recovered) application = (await hotReads.kycApplicationStatus(caller.organizationId, application.id, { fresh: true })) ?? application;
+          if (recovered)
+            application =
+              (await hotReads.kycApplicationStatus(caller.organizationId, application.id, { fresh: true })) ??
+              application;
         }
         ctx.body = view(application);
       },

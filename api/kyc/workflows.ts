@@ -48,7 +48,13 @@ export function kycWorkflows(temporal: Client, config: Config) {
     try {
       if ((await previous.describe()).status.name !== 'RUNNING') return;
       await previous.signal(verificationClosedSignal);
-      const closed = await Promise.race([previous.result().then(() => true, () => true), sleep(5_000).then(() => false)]);
+      const closed = await Promise.race([
+        previous.result().then(
+          () => true,
+          () => true,
+        ),
+        sleep(5_000).then(() => false),
+      ]);
       if (!closed) await previous.terminate('superseded by a new submission');
     } catch (error) {
       if (!(error instanceof WorkflowNotFoundError)) throw error;
@@ -59,7 +65,10 @@ export function kycWorkflows(temporal: Client, config: Config) {
     async startServerUpload(input: KycVerificationInput, userId: string): Promise<void> {
       await closePreviousRun(input.applicationId);
       try {
-        await temporal.workflow.start<typeof kycVerification>('kycVerification', { ...startOptions(input, userId), workflowIdConflictPolicy: 'FAIL' });
+        await temporal.workflow.start<typeof kycVerification>('kycVerification', {
+          ...startOptions(input, userId),
+          workflowIdConflictPolicy: 'FAIL',
+        });
       } catch (error) {
         if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
       }
@@ -76,12 +85,16 @@ export function kycWorkflows(temporal: Client, config: Config) {
     },
 
     /** Reports the provider's job id; the failure type (DIFFERENT_JOB_ID, NOT_PENDING) is returned as is. */
-    async reportProviderJobId(applicationId: string, providerJobId: string): Promise<{ ok: true } | { ok: false; reason: string }> {
+    async reportProviderJobId(
+      applicationId: string,
+      providerJobId: string,
+    ): Promise<{ ok: true } | { ok: false; reason: string }> {
       try {
         await handle(applicationId).executeUpdate(reportProviderJobIdUpdate, { args: [providerJobId] });
         return { ok: true };
       } catch (error) {
-        if (error instanceof WorkflowUpdateFailedError && error.cause instanceof ApplicationFailure) return { ok: false, reason: error.cause.type ?? 'REFUSED' };
+        if (error instanceof WorkflowUpdateFailedError && error.cause instanceof ApplicationFailure)
+          return { ok: false, reason: error.cause.type ?? 'REFUSED' };
         if (error instanceof WorkflowNotFoundError) return { ok: false, reason: 'NOT_PENDING' };
         throw error;
       }

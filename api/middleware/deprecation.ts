@@ -8,7 +8,10 @@ import type { AnyRoute } from '../route';
  * (configured dates), and `Link`s to the successor (`rel="successor-version"`) and to the
  * reference (`rel="deprecation"`).
  */
-export function deprecationOf(route: AnyRoute, config: Pick<Config, 'DEPRECATED_SINCE' | 'DEPRECATION_SUNSET'>): Middleware[] {
+export function deprecationOf(
+  route: AnyRoute,
+  config: Pick<Config, 'DEPRECATED_SINCE' | 'DEPRECATION_SUNSET'>,
+): Middleware[] {
   const { deprecation } = route;
   if (!route.deprecated && !deprecation?.when) return [];
   const since = `@${Math.floor(config.DEPRECATED_SINCE.getTime() / 1000)}`;
@@ -17,7 +20,9 @@ export function deprecationOf(route: AnyRoute, config: Pick<Config, 'DEPRECATED_
   const announce = (ctx: Context) => {
     ctx.set('Deprecation', since);
     ctx.set('Sunset', sunset);
-    const successor = deprecation?.successor?.replace(/\{(\w+)\}/g, (_, name: string) => encodeURIComponent(String(ctx.params[name] ?? '')));
+    const successor = deprecation?.successor?.replace(/\{(\w+)\}/g, (_, name: string) =>
+      encodeURIComponent(String(ctx.params[name] ?? '')),
+    );
     ctx.set('Link', successor ? `<${successor}>; rel="successor-version", ${reference}` : reference);
   };
   return [

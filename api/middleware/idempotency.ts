@@ -60,7 +60,10 @@ const EXECUTION_ID = 'idempotentExecutionId';
 
 /** A uuid (RFC 9562 version 8: custom) derived from the scope, key and request fingerprint. */
 function executionId(scope: string, key: string, fingerprint: string): string {
-  const bytes = createHash('sha256').update(JSON.stringify([scope, key, fingerprint])).digest().subarray(0, 16);
+  const bytes = createHash('sha256')
+    .update(JSON.stringify([scope, key, fingerprint]))
+    .digest()
+    .subarray(0, 16);
   bytes[6] = (bytes[6]! & 0x0f) | 0x80;
   bytes[8] = (bytes[8]! & 0x3f) | 0x80;
   const hex = bytes.toString('hex');
@@ -78,12 +81,17 @@ export function idempotentExecutionId(ctx: Context): string | undefined {
 }
 
 /** The scope of a key: the caller and the organization it acts for, the method and the route template. */
-export function scopeOf(caller: Pick<Caller, 'id' | 'organizationId'>, route: Pick<AnyRoute, 'method' | 'path'>): string {
+export function scopeOf(
+  caller: Pick<Caller, 'id' | 'organizationId'>,
+  route: Pick<AnyRoute, 'method' | 'path'>,
+): string {
   return JSON.stringify([caller.id, caller.organizationId, route.method.toUpperCase(), route.path]);
 }
 
 function invalidKey(reason: string, subCode: string): ServiceError {
-  return new ServiceError(ErrorCode.INVALID_PARAMS, 'Invalid parameters', [{ path: `header.${IDEMPOTENCY_HEADER}`, reason, sub_code: subCode }]);
+  return new ServiceError(ErrorCode.INVALID_PARAMS, 'Invalid parameters', [
+    { path: `header.${IDEMPOTENCY_HEADER}`, reason, sub_code: subCode },
+  ]);
 }
 
 /** The key of a request, undefined without the header; an empty or over-long key is refused. */
@@ -92,7 +100,8 @@ function keyOf(ctx: Context): string | undefined {
   if (raw === undefined) return undefined;
   const key = Array.isArray(raw) ? raw.join(', ') : raw;
   if (key.length === 0) throw invalidKey('must not be empty', SubCode.TOO_SHORT);
-  if (key.length > IDEMPOTENCY_KEY_MAX_LENGTH) throw invalidKey(`must be at most ${IDEMPOTENCY_KEY_MAX_LENGTH} characters`, SubCode.TOO_LONG);
+  if (key.length > IDEMPOTENCY_KEY_MAX_LENGTH)
+    throw invalidKey(`must be at most ${IDEMPOTENCY_KEY_MAX_LENGTH} characters`, SubCode.TOO_LONG);
   return key;
 }
 
@@ -115,7 +124,8 @@ export function createIdempotency({ db, config, clock, logger }: IdempotencyDeps
   const ttl = config.IDEMPOTENCY_KEY_TTL;
   const later = (from: Date, ms: number) => new Date(from.getTime() + ms);
 
-  const storedHeaders = (ctx: Context) => Object.fromEntries(STORED_HEADERS.map((name) => [name, ctx.response.get(name)]).filter(([, value]) => value));
+  const storedHeaders = (ctx: Context) =>
+    Object.fromEntries(STORED_HEADERS.map((name) => [name, ctx.response.get(name)]).filter(([, value]) => value));
 
   function replay(ctx: Context, row: KeyRow) {
     ctx.status = row.response_status!;
@@ -127,17 +137,29 @@ export function createIdempotency({ db, config, clock, logger }: IdempotencyDeps
     }
   }
 
-  async function execute(ctx: Context, scope: string, key: string, token: string, handler: () => Promise<void> | void): Promise<void> {
+  async function execute(
+    ctx: Context,
+    scope: string,
+    key: string,
+    token: string,
+    handler: () => Promise<void> | void,
+  ): Promise<void> {
     // A handler that outlives the lock timeout (a provider round trip) keeps its key by renewing it.
-    const renewal = setInterval(() => {
-      renewKey(db, scope, key, token, later(clock.now(), lockTimeout)).catch((error: unknown) =>
-        logger.warn({ err: error, req_id: ctx.state.requestId }, 'idempotency lock renewal failed'),
-      );
-    }, Math.max(1_000, Math.floor(lockTimeout / 3)));
+    const renewal = setInterval(
+      () => {
+        renewKey(db, scope, key, token, later(clock.now(), lockTimeout)).catch((error: unknown) =>
+          logger.warn({ err: error, req_id: ctx.state.requestId }, 'idempotency lock renewal failed'),
+        );
+      },
+      Math.max(1_000, Math.floor(lockTimeout / 3)),
+    );
     renewal.unref();
     const releaseQuietly = () =>
       releaseKey(db, scope, key, token).catch((error: unknown) =>
-        logger.error({ err: error, req_id: ctx.state.requestId }, 'idempotency key not released; retries wait for its lock to run out'),
+        logger.error(
+          { err: error, req_id: ctx.state.requestId },
+          'idempotency key not released; retries wait for its lock to run out',
+        ),
       );
     try {
       await handler();
@@ -166,8 +188,19 @@ export function createIdempotency({ db, config, clock, logger }: IdempotencyDeps
     }
     ctx.status = status;
     try {
-      const stored = await storeAnswer(db, scope, key, token, { status, body: text, headers: storedHeaders(ctx) }, clock.now());
-      if (!stored) logger.warn({ req_id: ctx.state.requestId, scope }, 'idempotency key was taken over while executing; answer not stored');
+      const stored = await storeAnswer(
+        db,
+        scope,
+        key,
+        token,
+        { status, body: text, headers: storedHeaders(ctx) },
+        clock.now(),
+      );
+      if (!stored)
+        logger.warn(
+          { req_id: ctx.state.requestId, scope },
+          'idempotency key was taken over while executing; answer not stored',
+        );
     } catch (error) {
       // The work is done: the client gets its answer. Retries see RUNNING until the lock runs out,
       // then execute again, and find this execution's work under idempotentExecutionId.
@@ -181,11 +214,17 @@ export function createIdempotency({ db, config, clock, logger }: IdempotencyDeps
      * once per key, replays its stored answer, or refuses with 409. Called after validation and
      * authorization, so neither kind of refusal is ever stored.
      */
-    async run(ctx: Context, route: AnyRoute, input: { params?: unknown; body?: unknown }, handler: () => Promise<void> | void): Promise<void> {
+    async run(
+      ctx: Context,
+      route: AnyRoute,
+      input: { params?: unknown; body?: unknown },
+      handler: () => Promise<void> | void,
+    ): Promise<void> {
       const key = keyOf(ctx);
       if (key === undefined) return handler();
       const caller = ctx.state.caller as Caller | undefined;
-      if (!caller) throw new Error(`${route.method.toUpperCase()} ${route.path} is idempotent but has no authenticated caller`);
+      if (!caller)
+        throw new Error(`${route.method.toUpperCase()} ${route.path} is idempotent but has no authenticated caller`);
       const scope = scopeOf(caller, route);
       const fingerprint = fingerprintOf(input);
 
@@ -194,9 +233,19 @@ export function createIdempotency({ db, config, clock, logger }: IdempotencyDeps
       for (let round = 0; round < 3; round++) {
         const token = randomUUID();
         const now = clock.now();
-        const acquired = await acquireKey(db, scope, key, { fingerprint, token, now, lockedUntil: later(now, lockTimeout), expiresAt: later(now, ttl) });
+        const acquired = await acquireKey(db, scope, key, {
+          fingerprint,
+          token,
+          now,
+          lockedUntil: later(now, lockTimeout),
+          expiresAt: later(now, ttl),
+        });
         if (acquired) {
-          if (!acquired.inserted) logger.warn({ req_id: ctx.state.requestId, scope }, 'idempotency key taken over (expired, or its executor stopped)');
+          if (!acquired.inserted)
+            logger.warn(
+              { req_id: ctx.state.requestId, scope },
+              'idempotency key taken over (expired, or its executor stopped)',
+            );
           ctx.state[EXECUTION_ID] = executionId(scope, key, fingerprint);
           return execute(ctx, scope, key, token, handler);
         }
@@ -209,7 +258,6 @@ export function createIdempotency({ db, config, clock, logger }: IdempotencyDeps
       }
       throw new ServiceError(ErrorCode.IDEMPOTENCY_REQUEST_IN_PROGRESS, undefined, [], { 'Retry-After': '1' });
     },
-
   };
 }
 export type Idempotency = ReturnType<typeof createIdempotency>;

@@ -19,7 +19,8 @@ export const INPUT_LIMITS = {
 /** Keys that would reach an object's prototype if anything ever merged a body into an object. */
 const RESERVED_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
 
-const refused = (problems: InvalidParam[]) => new ServiceError(ErrorCode.INVALID_PARAMS, 'Invalid parameters', problems.slice(0, INPUT_LIMITS.problems));
+const refused = (problems: InvalidParam[]) =>
+  new ServiceError(ErrorCode.INVALID_PARAMS, 'Invalid parameters', problems.slice(0, INPUT_LIMITS.problems));
 
 /** A name that is itself fit to be echoed back in `invalid_params[].path`, else the part alone. */
 const named = (part: string, name: string) => (unstorableText(name) || name.length > 100 ? part : `${part}.${name}`);
@@ -38,13 +39,21 @@ export function requestGuard(): Middleware {
       try {
         segment = decodeURIComponent(raw);
       } catch {
-        problems.push({ path: 'path', reason: `segment ${index} is not percent-encoded UTF-8`, sub_code: SubCode.INVALID_CHARACTERS });
+        problems.push({
+          path: 'path',
+          reason: `segment ${index} is not percent-encoded UTF-8`,
+          sub_code: SubCode.INVALID_CHARACTERS,
+        });
         return;
       }
       const why = unstorableText(segment);
       if (why) problems.push({ path: 'path', reason: `segment ${index} ${why}`, sub_code: SubCode.INVALID_CHARACTERS });
       else if (segment.length > INPUT_LIMITS.pathSegment) {
-        problems.push({ path: 'path', reason: `segment ${index} is longer than ${INPUT_LIMITS.pathSegment} characters`, sub_code: SubCode.TOO_LONG });
+        problems.push({
+          path: 'path',
+          reason: `segment ${index} is longer than ${INPUT_LIMITS.pathSegment} characters`,
+          sub_code: SubCode.TOO_LONG,
+        });
       }
     });
     for (const [name, value] of Object.entries(ctx.query)) {
@@ -66,7 +75,8 @@ export function jsonNestingExceeds(text: string, limit: number): boolean {
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (inString) {
-      if (c === 0x5c) i++; // a backslash escapes the next character
+      if (c === 0x5c)
+        i++; // a backslash escapes the next character
       else if (c === 0x22) inString = false;
     } else if (c === 0x22) inString = true;
     else if (c === 0x5b || c === 0x7b) {
@@ -94,7 +104,8 @@ export function inspectJson(value: unknown): InvalidParam[] {
       for (const [key, item] of Object.entries(current)) {
         const keyWhy = unstorableText(key);
         if (keyWhy) problems.push({ path, reason: `a key ${keyWhy}`, sub_code: SubCode.INVALID_CHARACTERS });
-        else if (RESERVED_KEYS.has(key)) problems.push({ path: `${path}.${key}`, reason: 'reserved key name', sub_code: SubCode.RESERVED_KEY });
+        else if (RESERVED_KEYS.has(key))
+          problems.push({ path: `${path}.${key}`, reason: 'reserved key name', sub_code: SubCode.RESERVED_KEY });
         else stack.push({ value: item, path: `${path}.${key}` });
       }
     }
@@ -108,13 +119,17 @@ export function inspectJson(value: unknown): InvalidParam[] {
  */
 export function parseGuardedJson(text: string): unknown {
   if (jsonNestingExceeds(text, INPUT_LIMITS.jsonDepth)) {
-    throw refused([{ path: 'body', reason: `nested deeper than ${INPUT_LIMITS.jsonDepth} levels`, sub_code: SubCode.TOO_DEEP }]);
+    throw refused([
+      { path: 'body', reason: `nested deeper than ${INPUT_LIMITS.jsonDepth} levels`, sub_code: SubCode.TOO_DEEP },
+    ]);
   }
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch {
-    throw new ServiceError(ErrorCode.INVALID_PARAMS, 'The request body is not valid JSON', [{ path: 'body', reason: 'malformed JSON', sub_code: SubCode.MALFORMED_JSON }]);
+    throw new ServiceError(ErrorCode.INVALID_PARAMS, 'The request body is not valid JSON', [
+      { path: 'body', reason: 'malformed JSON', sub_code: SubCode.MALFORMED_JSON },
+    ]);
   }
   const problems = inspectJson(value);
   if (problems.length > 0) throw refused(problems);

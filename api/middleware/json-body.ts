@@ -24,19 +24,24 @@ export function jsonBody(limit: number): Middleware {
     }
     if (!ctx.is('application/json')) throw new ServiceError(ErrorCode.UNSUPPORTED_MEDIA_TYPE);
     const encoding = ctx.get('content-encoding').toLowerCase();
-    if (encoding && encoding !== 'identity') throw new ServiceError(ErrorCode.UNSUPPORTED_MEDIA_TYPE, 'Unsupported Media Type: send an uncompressed body');
+    if (encoding && encoding !== 'identity')
+      throw new ServiceError(ErrorCode.UNSUPPORTED_MEDIA_TYPE, 'Unsupported Media Type: send an uncompressed body');
     let bytes: Buffer;
     try {
       bytes = await getRawBody(ctx.req, { limit, length: ctx.get('content-length') || undefined });
     } catch (error) {
       if ((error as { type?: string }).type === 'entity.too.large') throw new ServiceError(ErrorCode.PAYLOAD_TOO_LARGE);
-      throw new ServiceError(ErrorCode.INVALID_PARAMS, 'The request body could not be read', [{ path: 'body', reason: 'incomplete body', sub_code: SubCode.MALFORMED_JSON }]);
+      throw new ServiceError(ErrorCode.INVALID_PARAMS, 'The request body could not be read', [
+        { path: 'body', reason: 'incomplete body', sub_code: SubCode.MALFORMED_JSON },
+      ]);
     }
     let text: string;
     try {
       text = utf8.decode(bytes);
     } catch {
-      throw new ServiceError(ErrorCode.INVALID_PARAMS, 'Invalid parameters', [{ path: 'body', reason: 'not UTF-8', sub_code: SubCode.INVALID_CHARACTERS }]);
+      throw new ServiceError(ErrorCode.INVALID_PARAMS, 'Invalid parameters', [
+        { path: 'body', reason: 'not UTF-8', sub_code: SubCode.INVALID_CHARACTERS },
+      ]);
     }
     ctx.request.rawBody = text;
     ctx.request.body = parseGuardedJson(text);

@@ -38,7 +38,11 @@ function memoryBudget(keyPrefix: string, points: number, duration: number): Budg
     async spent(key) {
       const res = await limiter.get(key);
       const used = res?.consumedPoints ?? 0;
-      return { allowed: used < points, remaining: Math.max(0, points - used), msBeforeReset: res?.msBeforeNext ?? duration * 1000 };
+      return {
+        allowed: used < points,
+        remaining: Math.max(0, points - used),
+        msBeforeReset: res?.msBeforeNext ?? duration * 1000,
+      };
     },
     close: async () => {},
   };
@@ -63,9 +67,16 @@ interface KeyState {
  * organization on one row lock (the auth benchmark measured a third of the throughput).
  */
 /** Store keys fit the store's varchar(255): long ones (financing issuer and subject) are hashed. */
-const storeKey = (key: string) => (key.length <= 200 ? key : `sha256:${createHash('sha256').update(key).digest('hex')}`);
+const storeKey = (key: string) =>
+  key.length <= 200 ? key : `sha256:${createHash('sha256').update(key).digest('hex')}`;
 
-function sharedBudget(store: RateLimiterAbstract, points: number, windowMs: number, syncMs: number, logger: Logger): Budget {
+function sharedBudget(
+  store: RateLimiterAbstract,
+  points: number,
+  windowMs: number,
+  syncMs: number,
+  logger: Logger,
+): Budget {
   const keys = new Map<string, KeyState>();
   let flushing: Promise<void> | undefined;
 
@@ -148,7 +159,11 @@ function sharedBudget(store: RateLimiterAbstract, points: number, windowMs: numb
     async spent(key) {
       const state = await current(key);
       const used = state.consumed + state.pending;
-      return { allowed: used < points, remaining: Math.max(0, points - used), msBeforeReset: state.resetAt - Date.now() };
+      return {
+        allowed: used < points,
+        remaining: Math.max(0, points - used),
+        msBeforeReset: state.resetAt - Date.now(),
+      };
     },
     async close() {
       clearInterval(timer);
@@ -182,7 +197,15 @@ export function createRateLimiter(config: Config, db: Knex, logger: Logger) {
     config.RATE_LIMIT_MEMORY
       ? memoryBudget(keyPrefix, points, duration)
       : sharedBudget(
-          new RateLimiterPostgres({ storeClient: db, storeType: 'knex', tableName: 'rate_limits', tableCreated: true, keyPrefix, points, duration }),
+          new RateLimiterPostgres({
+            storeClient: db,
+            storeType: 'knex',
+            tableName: 'rate_limits',
+            tableCreated: true,
+            keyPrefix,
+            points,
+            duration,
+          }),
           points,
           duration * 1000,
           config.RATE_LIMIT_SYNC_INTERVAL,

@@ -1,11 +1,28 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Context } from 'koa';
 import { z } from 'zod';
-import { claimCallbackSignal, type MobileMoneyCallbackRecord, noteQueueTimeout, returnCallbackSignal, storeMobileMoneyCallback } from '../../db/mobile-money/callbacks';
-import { checkoutRequestTaken, findTransaction, receiptTaken, type TransactionRow } from '../../db/mobile-money/transactions';
+import {
+  claimCallbackSignal,
+  type MobileMoneyCallbackRecord,
+  noteQueueTimeout,
+  returnCallbackSignal,
+  storeMobileMoneyCallback,
+} from '../../db/mobile-money/callbacks';
+import {
+  checkoutRequestTaken,
+  findTransaction,
+  receiptTaken,
+  type TransactionRow,
+} from '../../db/mobile-money/transactions';
 import { ErrorCode, ServiceError } from '../../domain/errors';
 import { isUuid } from '../../domain/identifiers';
-import { type Assessment, assessPayoutResult, assessPushCallback, MAX_CALLBACK_SIGNALS, RECEIPT } from '../../domain/mobile-money/callbacks';
+import {
+  type Assessment,
+  assessPayoutResult,
+  assessPushCallback,
+  MAX_CALLBACK_SIGNALS,
+  RECEIPT,
+} from '../../domain/mobile-money/callbacks';
 import { FINAL_STATUSES } from '../../domain/mobile-money/transaction';
 import { MalformedCallbackError, parseB2cResult, parseStkCallback } from '../../providers/mobile-money/callbacks';
 import type { AppDeps } from '../deps';
@@ -13,7 +30,9 @@ import type { HttpMetrics } from '../metrics';
 import { type AnyRoute, defineRoute } from '../route';
 import type { MobileMoneyWorkflows } from './workflows';
 
-const Acknowledged = z.object({ ResultCode: z.number().int(), ResultDesc: z.string() }).meta({ id: 'MobileMoneyCallbackAck' });
+const Acknowledged = z
+  .object({ ResultCode: z.number().int(), ResultDesc: z.string() })
+  .meta({ id: 'MobileMoneyCallbackAck' });
 const CallbackAddress = z.object({ id: z.string().max(64), token: z.string().max(64) });
 
 /**
@@ -31,7 +50,17 @@ const CallbackAddress = z.object({ id: z.string().max(64), token: z.string().max
  * - MALFORMED; NOT_DELIVERED: Temporal could not take the signal (answered 500, so the provider
  *   may send it again).
  */
-type Disposition = 'SIGNALLED' | 'CONFIRMING' | 'NOTED' | 'UNVERIFIED' | 'MISMATCH' | 'OVER_BUDGET' | 'LATE' | 'PAID_AFTER_FAILURE' | 'MALFORMED' | 'NOT_DELIVERED';
+type Disposition =
+  | 'SIGNALLED'
+  | 'CONFIRMING'
+  | 'NOTED'
+  | 'UNVERIFIED'
+  | 'MISMATCH'
+  | 'OVER_BUDGET'
+  | 'LATE'
+  | 'PAID_AFTER_FAILURE'
+  | 'MALFORMED'
+  | 'NOT_DELIVERED';
 type Kind = MobileMoneyCallbackRecord['kind'];
 
 const digest = (value: string) => createHash('sha256').update(value).digest();
@@ -47,7 +76,11 @@ const sameToken = (given: string, expected: string) => timingSafeEqual(digest(gi
  * recorded and escalated. A callback to an unknown address is counted and logged, never
  * stored; a transaction's callbacks are stored up to CALLBACKS_STORED_PER_RESOURCE.
  */
-export function mobileMoneyCallbackRoutes(deps: AppDeps, workflows: MobileMoneyWorkflows, metrics: HttpMetrics): AnyRoute[] {
+export function mobileMoneyCallbackRoutes(
+  deps: AppDeps,
+  workflows: MobileMoneyWorkflows,
+  metrics: HttpMetrics,
+): AnyRoute[] {
   const { db, logger, config } = deps;
   const cap = config.CALLBACKS_STORED_PER_RESOURCE;
 
@@ -61,16 +94,30 @@ export function mobileMoneyCallbackRoutes(deps: AppDeps, workflows: MobileMoneyW
   async function record(received: Received, disposition: Disposition, problems: string[] = []) {
     const { kind, row, raw, body } = received;
     const note = problems.length > 0 ? problems.join('; ') : undefined;
-    const stored = await storeMobileMoneyCallback(db, cap, { kind, transactionId: row.id, raw, body, disposition, note });
+    const stored = await storeMobileMoneyCallback(db, cap, {
+      kind,
+      transactionId: row.id,
+      raw,
+      body,
+      disposition,
+      note,
+    });
     const meta = { transaction_id: row.id, kind, disposition, note };
     if (!stored) {
       metrics.callbackRefused('mobile_money', 'over_cap');
       logger.warn(meta, 'mobile-money callback not stored: the transaction has its share of stored callbacks');
     }
-    if (disposition === 'PAID_AFTER_FAILURE') logger.error(meta, 'provider reports money moved for a FAILED transaction; reconcile');
-    else if (disposition === 'OVER_BUDGET') logger.error(meta, 'callback not handed to the run: its signal budget is spent (a flood?); reconcile if it settles nothing');
-    else if (disposition === 'UNVERIFIED') logger.error(meta, 'B2C result not applied: inconsistent with the payout or unverifiable; reconcile');
-    else if (disposition !== 'SIGNALLED' && disposition !== 'CONFIRMING' && disposition !== 'NOTED') logger.warn(meta, 'mobile-money callback not acted on');
+    if (disposition === 'PAID_AFTER_FAILURE')
+      logger.error(meta, 'provider reports money moved for a FAILED transaction; reconcile');
+    else if (disposition === 'OVER_BUDGET')
+      logger.error(
+        meta,
+        'callback not handed to the run: its signal budget is spent (a flood?); reconcile if it settles nothing',
+      );
+    else if (disposition === 'UNVERIFIED')
+      logger.error(meta, 'B2C result not applied: inconsistent with the payout or unverifiable; reconcile');
+    else if (disposition !== 'SIGNALLED' && disposition !== 'CONFIRMING' && disposition !== 'NOTED')
+      logger.warn(meta, 'mobile-money callback not acted on');
   }
 
   /**
@@ -78,8 +125,14 @@ export function mobileMoneyCallbackRoutes(deps: AppDeps, workflows: MobileMoneyW
    * the disposition, LATE when the run has ended; NOT_DELIVERED, its claim given back, when
    * Temporal cannot take it.
    */
-  async function deliver(received: Received, disposition: Disposition, send: () => Promise<boolean>, problems: string[] = []): Promise<void> {
-    if (!(await claimCallbackSignal(db, received.row.id, MAX_CALLBACK_SIGNALS))) return record(received, 'OVER_BUDGET', problems);
+  async function deliver(
+    received: Received,
+    disposition: Disposition,
+    send: () => Promise<boolean>,
+    problems: string[] = [],
+  ): Promise<void> {
+    if (!(await claimCallbackSignal(db, received.row.id, MAX_CALLBACK_SIGNALS)))
+      return record(received, 'OVER_BUDGET', problems);
     let delivered: boolean;
     try {
       delivered = await send();
@@ -102,7 +155,10 @@ export function mobileMoneyCallbackRoutes(deps: AppDeps, workflows: MobileMoneyW
     if (!row || !sameToken(params.token, row.callback_token)) {
       metrics.callbackRefused('mobile_money', 'token');
       // Metadata only: never the token, never the body.
-      logger.warn({ kind, transaction_id: isUuid(params.id) ? params.id : 'not a uuid', source: ctx.ip, bytes: raw.length }, 'mobile-money callback to an unknown address refused');
+      logger.warn(
+        { kind, transaction_id: isUuid(params.id) ? params.id : 'not a uuid', source: ctx.ip, bytes: raw.length },
+        'mobile-money callback to an unknown address refused',
+      );
       throw new ServiceError(ErrorCode.NOT_FOUND, 'No such callback address');
     }
     return { kind, row, raw, body: ctx.request.body };
@@ -151,12 +207,19 @@ export function mobileMoneyCallbackRoutes(deps: AppDeps, workflows: MobileMoneyW
         ctx.body = ack;
         if (FINAL_STATUSES.includes(row.status)) return record(received, afterFinal(row, callback.resultCode));
         // A callback naming another push changes nothing: the run would not hear of it either.
-        const ownPush = row.checkout_request_id ? callback.checkoutRequestId === row.checkout_request_id : !(await checkoutRequestTaken(db, callback.checkoutRequestId, row.id));
+        const ownPush = row.checkout_request_id
+          ? callback.checkoutRequestId === row.checkout_request_id
+          : !(await checkoutRequestTaken(db, callback.checkoutRequestId, row.id));
         if (!ownPush) return record(received, 'MISMATCH', ['another CheckoutRequestID']);
 
         const { receipt } = callback.metadata ?? {};
         const assessment: Assessment = assessPushCallback(
-          { checkoutRequestId: row.checkout_request_id, merchantRequestId: row.merchant_request_id, amountMinor: Number(row.amount), phone: row.mobile_number },
+          {
+            checkoutRequestId: row.checkout_request_id,
+            merchantRequestId: row.merchant_request_id,
+            amountMinor: Number(row.amount),
+            phone: row.mobile_number,
+          },
           { ...callback, ...callback.metadata },
         );
         if (await receiptClash(receipt, row)) {
@@ -177,9 +240,15 @@ export function mobileMoneyCallbackRoutes(deps: AppDeps, workflows: MobileMoneyW
             }),
           );
         }
-        if (config.STK_PUSH_CONFIRM_SUCCESS && assessment.problems.length === 0) assessment.problems.push('STK_PUSH_CONFIRM_SUCCESS: every payment is confirmed by the status query');
+        if (config.STK_PUSH_CONFIRM_SUCCESS && assessment.problems.length === 0)
+          assessment.problems.push('STK_PUSH_CONFIRM_SUCCESS: every payment is confirmed by the status query');
         const trusted = assessment.paymentMatches ? receipt : undefined;
-        return deliver(received, 'CONFIRMING', () => workflows.stkCallback(row.id, { checkoutRequestId: callback.checkoutRequestId, receipt: trusted }), assessment.problems);
+        return deliver(
+          received,
+          'CONFIRMING',
+          () => workflows.stkCallback(row.id, { checkoutRequestId: callback.checkoutRequestId, receipt: trusted }),
+          assessment.problems,
+        );
       },
     }),
     defineRoute({
@@ -198,13 +267,25 @@ export function mobileMoneyCallbackRoutes(deps: AppDeps, workflows: MobileMoneyW
         const { TransactionAmount: amount, TransactionReceipt, ReceiverPartyPublicName: receiver } = result.parameters;
         const receipt = String(TransactionReceipt ?? result.transactionId ?? '') || undefined;
         const assessment = assessPayoutResult(
-          { id: row.id, conversationId: row.conversation_id, amountMinor: Number(row.amount), phone: row.mobile_number },
+          {
+            id: row.id,
+            conversationId: row.conversation_id,
+            amountMinor: Number(row.amount),
+            phone: row.mobile_number,
+          },
           { ...result, amount, receipt, receiver: receiver === undefined ? undefined : String(receiver) },
         );
-        if (result.resultCode === '0' && (await receiptClash(receipt, row))) assessment.problems.push('a receipt already recorded on another transaction');
+        if (result.resultCode === '0' && (await receiptClash(receipt, row)))
+          assessment.problems.push('a receipt already recorded on another transaction');
         if (assessment.problems.length > 0) return record(received, 'UNVERIFIED', assessment.problems);
         return deliver(received, 'SIGNALLED', () =>
-          workflows.sendMoneyResult(row.id, { kind: 'result', resultCode: result.resultCode, resultDesc: result.resultDesc, conversationId: result.conversationId, receipt }),
+          workflows.sendMoneyResult(row.id, {
+            kind: 'result',
+            resultCode: result.resultCode,
+            resultDesc: result.resultDesc,
+            conversationId: result.conversationId,
+            receipt,
+          }),
         );
       },
     }),
@@ -221,7 +302,8 @@ export function mobileMoneyCallbackRoutes(deps: AppDeps, workflows: MobileMoneyW
         const result = await parsed(received, parseB2cResult, 'Not a B2C queue timeout');
         ctx.body = ack;
         if (FINAL_STATUSES.includes(row.status)) return record(received, 'LATE');
-        if (result.originatorConversationId !== row.id) return record(received, 'MISMATCH', ['another OriginatorConversationID']);
+        if (result.originatorConversationId !== row.id)
+          return record(received, 'MISMATCH', ['another OriginatorConversationID']);
         // The payout's fate is unknown: noted (once) for the failure reason if the wait ends
         // without a result; the run hears nothing, so no number of these can crowd out the result.
         const first = await noteQueueTimeout(db, row.id);

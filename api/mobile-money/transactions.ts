@@ -2,10 +2,23 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import type { Context } from 'koa';
 import { z } from 'zod';
 import { accountBalance } from '../../db/ledger/ledger';
-import { createTransaction, findOwnAccount, findTransactionWithOwner, type MovementAccountRow, type TransactionRow, transactionView } from '../../db/mobile-money/transactions';
+import {
+  createTransaction,
+  findOwnAccount,
+  findTransactionWithOwner,
+  type MovementAccountRow,
+  type TransactionRow,
+  transactionView,
+} from '../../db/mobile-money/transactions';
 import { ErrorCode, ServiceError, SubCode } from '../../domain/errors';
 import { isKenyanMobile } from '../../domain/identifiers';
-import { feeFor, MAX_AMOUNT_MINOR, MINOR_PER_SHILLING, PAYOUT_FEES, type TransactionType } from '../../domain/mobile-money/transaction';
+import {
+  feeFor,
+  MAX_AMOUNT_MINOR,
+  MINOR_PER_SHILLING,
+  PAYOUT_FEES,
+  type TransactionType,
+} from '../../domain/mobile-money/transaction';
 import { Permission } from '../../domain/rbac';
 import type { Caller } from '../auth/caller';
 import { idempotentExecutionId } from '../middleware/idempotency';
@@ -16,7 +29,10 @@ import type { MobileMoneyWorkflows, MoneyMovement as Movement } from './workflow
 export const Money = z
   .strictObject({
     value: z.number().int().positive().meta({ description: 'Integer minor units: 150000 with KES is KES 1,500.00' }),
-    currency: z.string().regex(/^[A-Z]{3}$/).meta({ description: 'ISO 4217 code (KES)' }),
+    currency: z
+      .string()
+      .regex(/^[A-Z]{3}$/)
+      .meta({ description: 'ISO 4217 code (KES)' }),
   })
   .meta({ id: 'Money' });
 
@@ -30,14 +46,22 @@ const Transaction = z
         'POSTED (posted_at: in the ledger; final). Or FAILED (failed_at and failure_reason; final, nothing left held). ' +
         'Pushes and payouts are confirmed and posted in one step today (PENDING → POSTED, both timestamps set); clients should still accept CONFIRMED.',
     }),
-    mobilemoney_transaction_id: z.string().nullable().meta({ description: "The provider's receipt; null until confirmed, and when only a status query confirmed it" }),
+    mobilemoney_transaction_id: z
+      .string()
+      .nullable()
+      .meta({ description: "The provider's receipt; null until confirmed, and when only a status query confirmed it" }),
     amount: Money,
-    fee_amount: Money.meta({ description: `Collections: 0. Payouts, by amount band (KES): ${PAYOUT_FEES.map((b) => `up to ${b.upToShillings}: ${b.feeShillings}`).join('; ')}` }),
-    failure_reason: z.string().nullable().meta({
-      description:
-        'CANCELLED_BY_USER (1032), PHONE_UNREACHABLE (1037), INSUFFICIENT_FUNDS (1, or our ledger for a payout), WRONG_PIN (2001), EXPIRED (1019), ' +
-        'PUSH_REJECTED, PAYOUT_REJECTED, PROVIDER_INSUFFICIENT_FUNDS (B2C 1), RECIPIENT_NOT_REGISTERED (2040), QUEUE_TIMEOUT, NO_RESULT, PROVIDER_ERROR',
+    fee_amount: Money.meta({
+      description: `Collections: 0. Payouts, by amount band (KES): ${PAYOUT_FEES.map((b) => `up to ${b.upToShillings}: ${b.feeShillings}`).join('; ')}`,
     }),
+    failure_reason: z
+      .string()
+      .nullable()
+      .meta({
+        description:
+          'CANCELLED_BY_USER (1032), PHONE_UNREACHABLE (1037), INSUFFICIENT_FUNDS (1, or our ledger for a payout), WRONG_PIN (2001), EXPIRED (1019), ' +
+          'PUSH_REJECTED, PAYOUT_REJECTED, PROVIDER_INSUFFICIENT_FUNDS (B2C 1), RECIPIENT_NOT_REGISTERED (2040), QUEUE_TIMEOUT, NO_RESULT, PROVIDER_ERROR',
+      }),
     transacted_at: z.string().nullable(),
     confirmed_at: z.string().nullable(),
     posted_at: z.string().nullable(),
@@ -61,10 +85,17 @@ const MoneyMovement = z.strictObject({
   mobile_number: z
     .string()
     .regex(/^\+[1-9]\d{7,14}$/)
-    .meta({ description: 'International format with the leading plus and country code; the provider carries Kenyan mobile numbers (+2547…, +2541…)' }),
+    .meta({
+      description:
+        'International format with the leading plus and country code; the provider carries Kenyan mobile numbers (+2547…, +2541…)',
+    }),
 });
 const IdempotencyHeader = z.object({
-  'idempotency-key': z.string().max(255).optional().meta({ description: 'At most 255 characters; see the Idempotency-Key section of the document' }),
+  'idempotency-key': z
+    .string()
+    .max(255)
+    .optional()
+    .meta({ description: 'At most 255 characters; see the Idempotency-Key section of the document' }),
 });
 
 const PAYER: RouteAuth = { schemes: ['user'], permission: Permission.TRANSACTIONS_WRITE, refuseWaitingList: true };
@@ -81,22 +112,38 @@ const MONEY_MOVEMENT = {
       "a deposit from a number other than the owner's, a payout from a credit account, or an available balance short of the amount and fee (INSUFFICIENT_FUNDS)",
   },
 };
-const READER: RouteAuth = { schemes: ['user', 'partner', 'api_key'], permission: Permission.ACCOUNTS_READ, refuseWaitingList: true };
+const READER: RouteAuth = {
+  schemes: ['user', 'partner', 'api_key'],
+  permission: Permission.ACCOUNTS_READ,
+  refuseWaitingList: true,
+};
 
-const badField = (path: string, reason: string, subCode: string = SubCode.INVALID_VALUE) => new ServiceError(ErrorCode.BAD_REQUEST, reason, [{ path, reason, sub_code: subCode }]);
+const badField = (path: string, reason: string, subCode: string = SubCode.INVALID_VALUE) =>
+  new ServiceError(ErrorCode.BAD_REQUEST, reason, [{ path, reason, sub_code: subCode }]);
 
 export function transactionRoutes(deps: AppDeps, workflows: MobileMoneyWorkflows): AnyRoute[] {
   const { db, config, clock } = deps;
 
   /** The caller's own active account, and an amount the provider can carry in its currency. */
   async function checkMovement(caller: Caller, body: z.output<typeof MoneyMovement>): Promise<MovementAccountRow> {
-    const account = caller.scheme === 'user' ? await findOwnAccount(db, caller.organizationId, caller.userId, body.account_id) : undefined;
+    const account =
+      caller.scheme === 'user'
+        ? await findOwnAccount(db, caller.organizationId, caller.userId, body.account_id)
+        : undefined;
     if (!account) throw badField('body.account_id', 'No such account of the caller');
     if (account.status !== 'ACTIVE') throw badField('body.account_id', `The account is ${account.status}`);
-    if (body.amount.currency !== account.currency) throw badField('body.amount.currency', `The account is in ${account.currency}`);
-    if (body.amount.value % MINOR_PER_SHILLING !== 0) throw badField('body.amount.value', 'The provider moves whole shillings: the value must be a multiple of 100');
-    if (body.amount.value > MAX_AMOUNT_MINOR) throw badField('body.amount.value', `At most ${MAX_AMOUNT_MINOR} per transaction`, SubCode.OUT_OF_RANGE);
-    if (!isKenyanMobile(body.mobile_number)) throw badField('body.mobile_number', 'The provider carries Kenyan mobile numbers only (+2547… or +2541…)', SubCode.INVALID_FORMAT);
+    if (body.amount.currency !== account.currency)
+      throw badField('body.amount.currency', `The account is in ${account.currency}`);
+    if (body.amount.value % MINOR_PER_SHILLING !== 0)
+      throw badField('body.amount.value', 'The provider moves whole shillings: the value must be a multiple of 100');
+    if (body.amount.value > MAX_AMOUNT_MINOR)
+      throw badField('body.amount.value', `At most ${MAX_AMOUNT_MINOR} per transaction`, SubCode.OUT_OF_RANGE);
+    if (!isKenyanMobile(body.mobile_number))
+      throw badField(
+        'body.mobile_number',
+        'The provider carries Kenyan mobile numbers only (+2547… or +2541…)',
+        SubCode.INVALID_FORMAT,
+      );
     return account;
   }
 
@@ -105,15 +152,32 @@ export function transactionRoutes(deps: AppDeps, workflows: MobileMoneyWorkflows
    * execution repeated after a crash or a lost answer finds the transaction it created (and its
    * workflow, whose id is the transaction's) rather than moving the money a second time.
    */
-  async function create(ctx: Context, account: MovementAccountRow, type: TransactionType, body: z.output<typeof MoneyMovement>): Promise<TransactionRow> {
+  async function create(
+    ctx: Context,
+    account: MovementAccountRow,
+    type: TransactionType,
+    body: z.output<typeof MoneyMovement>,
+  ): Promise<TransactionRow> {
     const id = idempotentExecutionId(ctx) ?? randomUUID();
     const resourceId = `trx_${randomBytes(12).toString('base64url')}`;
     const details =
       type === 'SEND_MONEY'
         ? { type: 'B2C', direction: 'PAYOUT', account_id: account.id }
         : config.MOBILE_MONEY_TILL_NUMBER
-          ? { type: 'BUY_GOODS', direction: 'COLLECTION', account_id: account.id, till_number: config.MOBILE_MONEY_TILL_NUMBER, account_reference: resourceId.slice(-12) }
-          : { type: 'PAYBILL', direction: 'COLLECTION', account_id: account.id, paybill_number: config.MOBILE_MONEY_SHORT_CODE, account_reference: resourceId.slice(-12) };
+          ? {
+              type: 'BUY_GOODS',
+              direction: 'COLLECTION',
+              account_id: account.id,
+              till_number: config.MOBILE_MONEY_TILL_NUMBER,
+              account_reference: resourceId.slice(-12),
+            }
+          : {
+              type: 'PAYBILL',
+              direction: 'COLLECTION',
+              account_id: account.id,
+              paybill_number: config.MOBILE_MONEY_SHORT_CODE,
+              account_reference: resourceId.slice(-12),
+            };
     return createTransaction(db, account.organization_id, {
       id,
       resource_id: resourceId,
@@ -157,7 +221,7 @@ export function transactionRoutes(deps: AppDeps, workflows: MobileMoneyWorkflows
       operationId: 'createStkPush',
       summary: 'Collect money from a phone through a push prompt',
       description:
-        'Current-account deposits must come from the account owner\'s registered number; credit-account repayments from any payer number. ' +
+        "Current-account deposits must come from the account owner's registered number; credit-account repayments from any payer number. " +
         'Answers 201 with the PENDING transaction; follow it with GET /v1/transactions/{id} until POSTED or FAILED.',
       ...MONEY_MOVEMENT,
       async handler(ctx, { body }) {
@@ -165,7 +229,11 @@ export function transactionRoutes(deps: AppDeps, workflows: MobileMoneyWorkflows
         const caller = ctx.state.caller as Caller;
         const account = await checkMovement(caller, body);
         if (account.type === 'CURRENT' && account.owner_phone !== body.mobile_number) {
-          throw badField('body.mobile_number', "Current-account deposits must come from the account owner's registered number", SubCode.NOT_ALLOWED);
+          throw badField(
+            'body.mobile_number',
+            "Current-account deposits must come from the account owner's registered number",
+            SubCode.NOT_ALLOWED,
+          );
         }
         await accept(ctx, await create(ctx, account, 'STK_PUSH', body), workflows.startStkPush);
       },
@@ -183,10 +251,15 @@ export function transactionRoutes(deps: AppDeps, workflows: MobileMoneyWorkflows
         if (await resumed(ctx, workflows.startSendMoney)) return;
         const caller = ctx.state.caller as Caller;
         const account = await checkMovement(caller, body);
-        if (account.type !== 'CURRENT') throw badField('body.account_id', 'Money is sent from a current account', SubCode.NOT_ALLOWED);
+        if (account.type !== 'CURRENT')
+          throw badField('body.account_id', 'Money is sent from a current account', SubCode.NOT_ALLOWED);
         // Checked again under a lock when the workflow holds the money; this answers the common case at once.
         const { available } = await accountBalance(db, account.id);
-        if (available < body.amount.value + feeFor('SEND_MONEY', body.amount.value)) throw badField('body.amount.value', 'INSUFFICIENT_FUNDS: the available balance does not cover the amount and its fee');
+        if (available < body.amount.value + feeFor('SEND_MONEY', body.amount.value))
+          throw badField(
+            'body.amount.value',
+            'INSUFFICIENT_FUNDS: the available balance does not cover the amount and its fee',
+          );
         await accept(ctx, await create(ctx, account, 'SEND_MONEY', body), workflows.startSendMoney);
       },
     }),
@@ -195,17 +268,22 @@ export function transactionRoutes(deps: AppDeps, workflows: MobileMoneyWorkflows
       path: '/v1/transactions/{id}',
       operationId: 'getTransaction',
       summary: 'One transaction (by id or resource_id), to follow a push prompt or payout to POSTED or FAILED',
-      description: "Not shown in the spec. A customer reads their own accounts' transactions; organization keys and partners their organization's.",
+      description:
+        "Not shown in the spec. A customer reads their own accounts' transactions; organization keys and partners their organization's.",
       tags: ['transactions'],
       extension: true,
       auth: READER,
       request: {
         params: z.object({
-          id: z.union([z.uuid(), z.string().regex(/^trx_[A-Za-z0-9_-]{1,64}$/)]).meta({ description: 'The transaction id (uuid) or its resource_id (trx_…)' }),
+          id: z
+            .union([z.uuid(), z.string().regex(/^trx_[A-Za-z0-9_-]{1,64}$/)])
+            .meta({ description: 'The transaction id (uuid) or its resource_id (trx_…)' }),
         }),
       },
       responses: { 200: { description: 'The transaction', schema: Transaction } },
-      errors: { NOT_FOUND: "no such transaction visible to the caller (another customer's or organization's included)" },
+      errors: {
+        NOT_FOUND: "no such transaction visible to the caller (another customer's or organization's included)",
+      },
       async handler(ctx, { params }) {
         const caller = ctx.state.caller as Caller;
         // The transaction and its account's owner in one read, within the caller's organization: clients poll this until POSTED.

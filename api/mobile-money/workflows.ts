@@ -39,7 +39,10 @@ export function mobileMoneyWorkflows(temporal: Client, config: Config) {
       if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
     }
   }
-  async function signal<T>(workflowId: string, send: (handle: ReturnType<Client['workflow']['getHandle']>) => Promise<T>): Promise<boolean> {
+  async function signal<T>(
+    workflowId: string,
+    send: (handle: ReturnType<Client['workflow']['getHandle']>) => Promise<T>,
+  ): Promise<boolean> {
     try {
       await send(temporal.workflow.getHandle(workflowId));
       return true;
@@ -69,12 +72,21 @@ export function mobileMoneyWorkflows(temporal: Client, config: Config) {
       started(() =>
         temporal.workflow.start<typeof sendMoney>('sendMoney', {
           ...options(workflowIds.sendMoney(transaction.transactionId), transaction),
-          args: [{ transactionId: transaction.transactionId, organizationId: transaction.organizationId, resultWaitMs: config.SEND_MONEY_RESULT_WAIT }],
+          args: [
+            {
+              transactionId: transaction.transactionId,
+              organizationId: transaction.organizationId,
+              resultWaitMs: config.SEND_MONEY_RESULT_WAIT,
+            },
+          ],
         }),
       ),
-    stkResult: (transactionId: string, result: StkResult) => signal(workflowIds.stkPush(transactionId), (h) => h.signal(stkResultSignal, result)),
-    stkCallback: (transactionId: string, trigger: StkCallbackTrigger) => signal(workflowIds.stkPush(transactionId), (h) => h.signal(stkCallbackSignal, trigger)),
-    sendMoneyResult: (transactionId: string, outcome: SendMoneyResult) => signal(workflowIds.sendMoney(transactionId), (h) => h.signal(sendMoneyResultSignal, outcome)),
+    stkResult: (transactionId: string, result: StkResult) =>
+      signal(workflowIds.stkPush(transactionId), (h) => h.signal(stkResultSignal, result)),
+    stkCallback: (transactionId: string, trigger: StkCallbackTrigger) =>
+      signal(workflowIds.stkPush(transactionId), (h) => h.signal(stkCallbackSignal, trigger)),
+    sendMoneyResult: (transactionId: string, outcome: SendMoneyResult) =>
+      signal(workflowIds.sendMoney(transactionId), (h) => h.signal(sendMoneyResultSignal, outcome)),
   };
 }
 export type MobileMoneyWorkflows = ReturnType<typeof mobileMoneyWorkflows>;

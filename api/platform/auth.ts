@@ -13,7 +13,10 @@ const AccessToken = z
     token_type: z.literal('Bearer'),
     expires_in: z.number().int().meta({ example: 3600 }),
   })
-  .meta({ id: 'AccessToken', description: 'Service access token for a trusted partner (OAuth 2.0 token response shape).' });
+  .meta({
+    id: 'AccessToken',
+    description: 'Service access token for a trusted partner (OAuth 2.0 token response shape).',
+  });
 
 const SessionTokens = z
   .object({
@@ -40,7 +43,11 @@ const CallerView = z
   .meta({ id: 'Caller' });
 
 function viewOf(caller: Caller): z.infer<typeof CallerView> {
-  const base = { scheme: caller.scheme, organization_id: caller.organizationId, permissions: caller.grants.map(formatGrant) };
+  const base = {
+    scheme: caller.scheme,
+    organization_id: caller.organizationId,
+    permissions: caller.grants.map(formatGrant),
+  };
   switch (caller.scheme) {
     case 'user':
       return { ...base, user_id: caller.userId, status: caller.status };
@@ -63,14 +70,19 @@ export function authRoutes(deps: AppDeps, tokens: TokenService): AnyRoute[] {
       summary: 'Exchange a trusted partner JWT for a service access token',
       description:
         'The partner sends its own RS256 JWT (iss = its registered issuer, aud = PARTNER_EXCHANGE_AUDIENCE, exp, iat, sub) ' +
-        'as the bearer token and the body {}. The answer is a service access token for the partner\'s organization.',
+        "as the bearer token and the body {}. The answer is a service access token for the partner's organization.",
       tags: ['auth'],
       documentedSecurity: 'partnerJwt',
       request: { body: z.strictObject({}).optional().meta({ description: 'The empty object {} (or no body).' }) },
       responses: { 200: { description: 'Service access token', schema: AccessToken } },
-      errors: { UNAUTHORISED: 'the partner JWT is missing, malformed, expired, not signed by a registered active partner, or for another audience' },
+      errors: {
+        UNAUTHORISED:
+          'the partner JWT is missing, malformed, expired, not signed by a registered active partner, or for another audience',
+      },
       async handler(ctx) {
-        ctx.body = await tokens.exchangePartnerToken(bearerToken(ctx.get('Authorization') || undefined, deps.config.AUTH_MAX_HEADER_BYTES));
+        ctx.body = await tokens.exchangePartnerToken(
+          bearerToken(ctx.get('Authorization') || undefined, deps.config.AUTH_MAX_HEADER_BYTES),
+        );
       },
     }),
     defineRoute({
@@ -95,7 +107,8 @@ export function authRoutes(deps: AppDeps, tokens: TokenService): AnyRoute[] {
       path: '/v1/auth/sessions',
       operationId: 'startSession',
       summary: 'Sign in: exchange an identity-provider token for a session (ID token and refresh token)',
-      description: 'The spec does not show sign-in. Send the identity provider\'s JWT as the bearer token; body {} or none.',
+      description:
+        "The spec does not show sign-in. Send the identity provider's JWT as the bearer token; body {} or none.",
       tags: ['auth'],
       extension: true,
       auth: { schemes: ['user'] },
@@ -104,7 +117,8 @@ export function authRoutes(deps: AppDeps, tokens: TokenService): AnyRoute[] {
       async handler(ctx) {
         const caller = ctx.state.caller as Caller;
         // Only the identity provider signs users in; a session token cannot mint more sessions.
-        if (caller.scheme !== 'user' || caller.via !== 'identity_provider') throw new ServiceError(ErrorCode.UNAUTHORISED);
+        if (caller.scheme !== 'user' || caller.via !== 'identity_provider')
+          throw new ServiceError(ErrorCode.UNAUTHORISED);
         ctx.status = 201;
         ctx.body = await tokens.startSession(caller);
       },

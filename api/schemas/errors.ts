@@ -6,11 +6,17 @@ export const PlainError = z
     code: z.string().meta({ example: 'BAD_REQUEST' }),
     description: z.string().meta({ example: 'Bad Request' }),
   })
-  .meta({ id: 'Error', description: 'Error body of the loan, transaction, installment, agent, account and token endpoints.' });
+  .meta({
+    id: 'Error',
+    description: 'Error body of the loan, transaction, installment, agent, account and token endpoints.',
+  });
 
 export const InvalidParam = z
   .object({
-    path: z.string().meta({ example: 'path.id', description: 'The offending field: path., query., header. or body. and its JSON path.' }),
+    path: z.string().meta({
+      example: 'path.id',
+      description: 'The offending field: path., query., header. or body. and its JSON path.',
+    }),
     reason: z.string().meta({ example: 'Invalid UUID' }),
     sub_code: z.string().meta({ example: 'INVALID_UUID' }),
   })
@@ -23,4 +29,7 @@ export const ValidationError = z
     identifier: z.string().meta({ description: 'The request id (also in the X-Request-Id header), for support.' }),
     invalid_params: z.array(InvalidParam).meta({ description: 'Empty when no single field is at fault.' }),
   })
-  .meta({ id: 'ValidationError', description: 'Error body of the KYC, financing and internal endpoints, for every error.' });
+  .meta({
+    id: 'ValidationError',
+    description: 'Error body of the KYC, financing and internal endpoints, for every error.',
+  });

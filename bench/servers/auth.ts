@@ -77,10 +77,17 @@ async function main() {
   // A pending application heard from just now: GET status answers from Postgres without asking the provider.
   await db('kyc_applications')
     .where({ id: DEMO.kycApplication.id })
-    .update({ status: 'ID_VERIFICATION_PENDING', submitted_at: new Date(), provider_checked_at: new Date(Date.now() + 3_600_000) });
+    .update({
+      status: 'ID_VERIFICATION_PENDING',
+      submitted_at: new Date(),
+      provider_checked_at: new Date(Date.now() + 3_600_000),
+    });
   const token = await requestToken(idp.url, 'backend', { sub: DEMO.users.customer.id, aud: config.AUTH_AUDIENCE });
   const kycStatus = urls.service!.replace('/v1/auth/whoami', `/v1/kyc/applications/${DEMO.kycApplication.id}/status`);
-  const kycStatusMemory = urls['service-memory']!.replace('/v1/auth/whoami', `/v1/kyc/applications/${DEMO.kycApplication.id}/status`);
+  const kycStatusMemory = urls['service-memory']!.replace(
+    '/v1/auth/whoami',
+    `/v1/kyc/applications/${DEMO.kycApplication.id}/status`,
+  );
   console.log(JSON.stringify({ ...urls, kycStatus, kycStatusMemory, token }));
 }
 

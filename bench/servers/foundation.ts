@@ -45,7 +45,13 @@ async function main() {
     db: createDb('postgres://unused@127.0.0.1:1/unused', 1),
     temporal: new Client({ connection: Connection.lazy({ address: '127.0.0.1:1' }) }),
     // These routes never call a provider; the client only needs an address.
-    providers: createProviders({ ...config, KYC_PROVIDER_URL: 'http://127.0.0.1:1', KYC_PARTNER_ID: 'unused', KYC_API_KEY: 'unused', ...mobileMoneySettings('http://127.0.0.1:1') }),
+    providers: createProviders({
+      ...config,
+      KYC_PROVIDER_URL: 'http://127.0.0.1:1',
+      KYC_PARTNER_ID: 'unused',
+      KYC_API_KEY: 'unused',
+      ...mobileMoneySettings('http://127.0.0.1:1'),
+    }),
     logger,
     clock: systemClock,
     serviceKeys: await loadServiceKeys(JSON.stringify(await generateServiceSigningKey())),
@@ -55,7 +61,7 @@ async function main() {
     'request id': koa(requestId(), handler),
     'access log + metrics': koa(accessLog(logger, metrics), handler),
     'error handler': koa(errorHandler(logger), handler),
-    'router': koa(...routed()),
+    router: koa(...routed()),
     service: app,
   };
   const urls: Record<string, string> = {};

@@ -19,7 +19,12 @@ async function main() {
     },
     async settle(): Promise<void> {},
   };
-  const worker = await Worker.create({ connection, taskQueue: process.env.TEMPORAL_TASK_QUEUE!, workflowsPath: require.resolve('../workflows/trivial'), activities });
+  const worker = await Worker.create({
+    connection,
+    taskQueue: process.env.TEMPORAL_TASK_QUEUE!,
+    workflowsPath: require.resolve('../workflows/trivial'),
+    activities,
+  });
   process.once('SIGTERM', () => worker.shutdown());
   const running = worker.run();
   console.log(JSON.stringify({ ready: true }));

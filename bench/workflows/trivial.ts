@@ -11,7 +11,9 @@ export async function signalledOnce(): Promise<void> {
   await condition(() => signalled);
 }
 
-const standIn = proxyLocalActivities<{ push(): Promise<void>; settle(): Promise<void> }>({ startToCloseTimeout: '1 minute' });
+const standIn = proxyLocalActivities<{ push(): Promise<void>; settle(): Promise<void> }>({
+  startToCloseTimeout: '1 minute',
+});
 
 /**
  * The STK push workflow's Temporal shape with stand-in activities that do no work: a local

@@ -4,7 +4,9 @@ import type { Knex } from 'knex';
 
 /** The organization a merchant belongs to. No organization first: this is how a merchant's is learnt. */
 export async function organizationOfMerchant(db: Knex, merchantId: string): Promise<string | undefined> {
-  const row = await db('merchants').where({ id: merchantId }).first<{ organization_id: string } | undefined>('organization_id');
+  const row = await db('merchants')
+    .where({ id: merchantId })
+    .first<{ organization_id: string } | undefined>('organization_id');
   return row?.organization_id;
 }
 

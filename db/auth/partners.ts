@@ -21,6 +21,11 @@ export function activePartners(db: Knex): Promise<PartnerRow[]> {
 }
 
 /** The active partner an access token names. No organization first: the partner is how it is learnt. */
-export function findActivePartner(db: Knex, id: string): Promise<Pick<PartnerRow, 'organization_id' | 'permissions'> | undefined> {
-  return db('partners').where({ id, status: 'ACTIVE' }).first<Pick<PartnerRow, 'organization_id' | 'permissions'> | undefined>();
+export function findActivePartner(
+  db: Knex,
+  id: string,
+): Promise<Pick<PartnerRow, 'organization_id' | 'permissions'> | undefined> {
+  return db('partners')
+    .where({ id, status: 'ACTIVE' })
+    .first<Pick<PartnerRow, 'organization_id' | 'permissions'> | undefined>();
 }

@@ -48,21 +48,34 @@ export async function spendRefreshToken(
   issueSuccessor: (trx: Knex.Transaction, session: RefreshSession, familyId: string) => Promise<string>,
 ): Promise<SpentRefreshToken> {
   return db.transaction(async (trx) => {
-    const found = await trx('refresh_tokens').where({ token_hash: tokenHash }).first<{ family_id: string } | undefined>('family_id');
+    const found = await trx('refresh_tokens')
+      .where({ token_hash: tokenHash })
+      .first<{ family_id: string } | undefined>('family_id');
     if (!found) return { ok: false, reason: 'unknown refresh token' } as const;
     // Every refresh of a family runs under the family's lock, so a reuse that revokes the
     // family sees every token the family has, including one issued a moment ago.
     await trx.raw('select pg_advisory_xact_lock(hashtext(?))', [found.family_id]);
-    const row = await trx('refresh_tokens').where({ token_hash: tokenHash }).forUpdate().first<RefreshTokenRow | undefined>();
+    const row = await trx('refresh_tokens')
+      .where({ token_hash: tokenHash })
+      .forUpdate()
+      .first<RefreshTokenRow | undefined>();
     if (!row) return { ok: false, reason: 'unknown refresh token' } as const;
     if (row.used_at || row.revoked_at) {
-      await trx('refresh_tokens').where({ family_id: row.family_id }).whereNull('revoked_at').update({ revoked_at: clock.now() });
-      return { ok: false, reason: row.revoked_at ? 'revoked refresh token' : 'refresh token reused: family revoked' } as const;
+      await trx('refresh_tokens')
+        .where({ family_id: row.family_id })
+        .whereNull('revoked_at')
+        .update({ revoked_at: clock.now() });
+      return {
+        ok: false,
+        reason: row.revoked_at ? 'revoked refresh token' : 'refresh token reused: family revoked',
+      } as const;
     }
-    if (row.expires_at.getTime() <= clock.now().getTime()) return { ok: false, reason: 'expired refresh token' } as const;
+    if (row.expires_at.getTime() <= clock.now().getTime())
+      return { ok: false, reason: 'expired refresh token' } as const;
     const user = await findUserById(trx, row.user_id);
     const access = await hasAccess(trx, row.organization_id, row.user_id);
-    if (!user || user.status === 'DISABLED' || !access) return { ok: false, reason: 'user no longer has access' } as const;
+    if (!user || user.status === 'DISABLED' || !access)
+      return { ok: false, reason: 'user no longer has access' } as const;
     await trx('refresh_tokens').where({ id: row.id }).update({ used_at: clock.now() });
     const session = { userId: row.user_id, organizationId: row.organization_id };
     return { ok: true, session, refreshToken: await issueSuccessor(trx, session, row.family_id) } as const;

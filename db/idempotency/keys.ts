@@ -59,10 +59,21 @@ export async function releaseKey(db: Knex, scope: string, key: string, token: st
 }
 
 /** Stores the execution's answer; false when its key was taken over meanwhile. */
-export async function storeAnswer(db: Knex, scope: string, key: string, token: string, answer: { status: number; body: string | null; headers: Record<string, string> }, now: Date): Promise<boolean> {
-  const stored = await db(TABLE)
-    .where({ scope, key, lock_token: token })
-    .update({ state: 'DONE', response_status: answer.status, response_body: answer.body, response_headers: answer.headers, locked_until: now });
+export async function storeAnswer(
+  db: Knex,
+  scope: string,
+  key: string,
+  token: string,
+  answer: { status: number; body: string | null; headers: Record<string, string> },
+  now: Date,
+): Promise<boolean> {
+  const stored = await db(TABLE).where({ scope, key, lock_token: token }).update({
+    state: 'DONE',
+    response_status: answer.status,
+    response_body: answer.body,
+    response_headers: answer.headers,
+    locked_until: now,
+  });
   return stored > 0;
 }
 

@@ -38,11 +38,22 @@ export function findApplication(db: Knex, organizationId: string, id: string): P
 /** What GET status needs, in one indexed read: the hot path of polling clients. */
 export type KycStatusRow = Pick<
   KycApplicationRow,
-  'id' | 'user_id' | 'status' | 'needs_review' | 'resubmission_count' | 'reapply_blocked_until' | 'submitted_at' | 'provider_checked_at'
+  | 'id'
+  | 'user_id'
+  | 'status'
+  | 'needs_review'
+  | 'resubmission_count'
+  | 'reapply_blocked_until'
+  | 'submitted_at'
+  | 'provider_checked_at'
 >;
 
 /** The user's DRAFT application, or undefined when one is already active (one active per user). */
-export async function createApplication(db: Knex, organizationId: string, userId: string): Promise<KycApplicationRow | undefined> {
+export async function createApplication(
+  db: Knex,
+  organizationId: string,
+  userId: string,
+): Promise<KycApplicationRow | undefined> {
   try {
     const [row] = await db('kyc_applications')
       .insert({ id: randomUUID(), organization_id: organizationId, user_id: userId, status: KycStatus.DRAFT })
@@ -54,13 +65,27 @@ export async function createApplication(db: Knex, organizationId: string, userId
   }
 }
 
-export function findActiveApplication(db: Knex, organizationId: string, userId: string): Promise<KycApplicationRow | undefined> {
-  return db('kyc_applications').where({ organization_id: organizationId, user_id: userId }).whereIn('status', ACTIVE).first();
+export function findActiveApplication(
+  db: Knex,
+  organizationId: string,
+  userId: string,
+): Promise<KycApplicationRow | undefined> {
+  return db('kyc_applications')
+    .where({ organization_id: organizationId, user_id: userId })
+    .whereIn('status', ACTIVE)
+    .first();
 }
 
 /** Remembers the version the requirements were read for; the status is left as it is. */
-export async function recordNegotiatedVersion(db: Knex, organizationId: string, id: string, version: ProviderApiVersion): Promise<void> {
-  await db('kyc_applications').where({ organization_id: organizationId, id }).update({ negotiated_api_version: version, updated_at: db.fn.now() });
+export async function recordNegotiatedVersion(
+  db: Knex,
+  organizationId: string,
+  id: string,
+  version: ProviderApiVersion,
+): Promise<void> {
+  await db('kyc_applications')
+    .where({ organization_id: organizationId, id })
+    .update({ negotiated_api_version: version, updated_at: db.fn.now() });
 }
 
 /**
@@ -68,12 +93,22 @@ export async function recordNegotiatedVersion(db: Knex, organizationId: string, 
  * organization: a callback carries none, and job ids are uuids we minted, unique across
  * organizations (a unique index). Only a well-formed uuid reaches the query.
  */
-export function findApplicationByJobId(db: Knex, jobId: string): Promise<Pick<KycApplicationRow, 'id' | 'organization_id'> | undefined> {
+export function findApplicationByJobId(
+  db: Knex,
+  jobId: string,
+): Promise<Pick<KycApplicationRow, 'id' | 'organization_id'> | undefined> {
   if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(jobId)) return Promise.resolve(undefined);
   return db('kyc_applications').where({ job_id: jobId }).first('id', 'organization_id');
 }
 
 /** The user's most recent application, of any status. */
-export function findLatestApplication(db: Knex, organizationId: string, userId: string): Promise<KycApplicationRow | undefined> {
-  return db('kyc_applications').where({ organization_id: organizationId, user_id: userId }).orderBy('created_at', 'desc').first();
+export function findLatestApplication(
+  db: Knex,
+  organizationId: string,
+  userId: string,
+): Promise<KycApplicationRow | undefined> {
+  return db('kyc_applications')
+    .where({ organization_id: organizationId, user_id: userId })
+    .orderBy('created_at', 'desc')
+    .first();
 }

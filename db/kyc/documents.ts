@@ -19,7 +19,12 @@ export interface NewKycDocument {
 }
 
 /** Replaces the application's documents with `documents` (two statements: run it in the submission's transaction). */
-export async function replaceDocuments(trx: Knex.Transaction, organizationId: string, applicationId: string, documents: NewKycDocument[]): Promise<void> {
+export async function replaceDocuments(
+  trx: Knex.Transaction,
+  organizationId: string,
+  applicationId: string,
+  documents: NewKycDocument[],
+): Promise<void> {
   await trx('kyc_documents').where({ organization_id: organizationId, application_id: applicationId }).del();
   await trx('kyc_documents').insert(
     documents.map(({ kind, position, image }) => ({
@@ -44,7 +49,11 @@ export function findDocuments(db: Knex, organizationId: string, applicationId: s
 }
 
 /** Just the kinds and bytes, in the same order: what a submission to the provider sends. */
-export function findDocumentContents(db: Knex, organizationId: string, applicationId: string): Promise<Pick<KycDocumentRow, 'kind' | 'content'>[]> {
+export function findDocumentContents(
+  db: Knex,
+  organizationId: string,
+  applicationId: string,
+): Promise<Pick<KycDocumentRow, 'kind' | 'content'>[]> {
   return db('kyc_documents')
     .where({ organization_id: organizationId, application_id: applicationId })
     .orderBy(['kind', 'position'])

@@ -20,7 +20,10 @@ export function createHotReads(db: Knex, max: number, options: { cacheSize?: num
   const pool = new pg.Pool({ connectionString, max, application_name: 'lending-service-hot-reads' });
   pool.on('error', () => {}); // an idle client dropped by the server is replaced on next use
 
-  const cache = new LRUCache<string, CachedStatus>({ max: options.cacheSize ?? 10_000, ttl: options.cacheTtlMs ?? 60_000 });
+  const cache = new LRUCache<string, CachedStatus>({
+    max: options.cacheSize ?? 10_000,
+    ttl: options.cacheTtlMs ?? 60_000,
+  });
   let listening = false;
   let closed = false;
   /** Moves on every announced change and every loss of the listening connection. */
@@ -70,7 +73,11 @@ export function createHotReads(db: Knex, max: number, options: { cacheSize?: num
 
   return {
     /** The application's status row; `fresh` reads past memory (right after asking for a change). */
-    async kycApplicationStatus(organizationId: string, id: string, options: { fresh?: boolean } = {}): Promise<KycStatusRow | undefined> {
+    async kycApplicationStatus(
+      organizationId: string,
+      id: string,
+      options: { fresh?: boolean } = {},
+    ): Promise<KycStatusRow | undefined> {
       const kept = options.fresh ? undefined : cache.get(id);
       if (kept) return kept.organization_id === organizationId ? kept : undefined;
       const before = changes;

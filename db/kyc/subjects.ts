@@ -20,7 +20,12 @@ export interface KycSubjectRow {
 }
 
 /** The fields a submission states about its subject. */
-export type KycSubjectFields = Partial<Pick<KycSubjectRow, 'type' | 'name' | 'email' | 'phone' | 'id_number' | 'date_of_birth' | 'gender' | 'identity_type' | 'country'>>;
+export type KycSubjectFields = Partial<
+  Pick<
+    KycSubjectRow,
+    'type' | 'name' | 'email' | 'phone' | 'id_number' | 'date_of_birth' | 'gender' | 'identity_type' | 'country'
+  >
+>;
 
 /** The users columns KYC reads (a subject falls back to them). */
 export interface KycUserRow {
@@ -37,7 +42,13 @@ export function findSubject(db: Knex, organizationId: string, userId: string): P
 }
 
 /** Creates the user's subject with `fields`, or updates them on the one the user has. */
-export async function upsertSubject(trx: Knex | Knex.Transaction, organizationId: string, userId: string, fields: KycSubjectFields, now: Date): Promise<void> {
+export async function upsertSubject(
+  trx: Knex | Knex.Transaction,
+  organizationId: string,
+  userId: string,
+  fields: KycSubjectFields,
+  now: Date,
+): Promise<void> {
   await trx('kyc_subjects')
     .insert({ id: randomUUID(), organization_id: organizationId, user_id: userId, ...fields })
     .onConflict('user_id')

@@ -18,7 +18,12 @@ export type SweepLease = { taken: true; now: Date } | { taken: false; lastResult
  * moves the window on by `intervalMs`. The lease row stays locked (FOR UPDATE) until the
  * decision is written, and the time is read under that lock.
  */
-export function takeSweepLease(db: Knex, organizationId: string, clock: Clock, terms: { leaseMs: number; intervalMs: number }): Promise<SweepLease> {
+export function takeSweepLease(
+  db: Knex,
+  organizationId: string,
+  clock: Clock,
+  terms: { leaseMs: number; intervalMs: number },
+): Promise<SweepLease> {
   return db.transaction(async (trx) => {
     await trx('kyc_sweep_leases').insert({ organization_id: organizationId }).onConflict('organization_id').ignore();
     const lease = await trx('kyc_sweep_leases').where({ organization_id: organizationId }).forUpdate().first();
@@ -28,7 +33,11 @@ export function takeSweepLease(db: Knex, organizationId: string, clock: Clock, t
     if (leased || !due) return { taken: false, lastResult: lease.last_result ?? null };
     await trx('kyc_sweep_leases')
       .where({ organization_id: organizationId })
-      .update({ leased_until: new Date(now.getTime() + terms.leaseMs), next_due_at: new Date(now.getTime() + terms.intervalMs), last_started_at: now });
+      .update({
+        leased_until: new Date(now.getTime() + terms.leaseMs),
+        next_due_at: new Date(now.getTime() + terms.intervalMs),
+        last_started_at: now,
+      });
     return { taken: true, now };
   });
 }
@@ -51,7 +60,13 @@ export interface SweepCandidate {
 }
 
 /** One batch of pending applications submitted before `cutoff`, in id order after `afterId`. */
-export function findStalePending(db: Knex, organizationId: string, cutoff: string, afterId: string | null, limit: number): Promise<SweepCandidate[]> {
+export function findStalePending(
+  db: Knex,
+  organizationId: string,
+  cutoff: string,
+  afterId: string | null,
+  limit: number,
+): Promise<SweepCandidate[]> {
   const query = db('kyc_applications')
     .where({ organization_id: organizationId, status: KycStatus.ID_VERIFICATION_PENDING })
     .where('submitted_at', '<', cutoff)
@@ -64,7 +79,9 @@ export function findStalePending(db: Knex, organizationId: string, cutoff: strin
 
 // The batch writes: one statement for many applications, changing only those still pending.
 const stillPending = (db: Knex, organizationId: string, ids: string[]) =>
-  db('kyc_applications').where({ organization_id: organizationId, status: KycStatus.ID_VERIFICATION_PENDING }).whereIn('id', ids);
+  db('kyc_applications')
+    .where({ organization_id: organizationId, status: KycStatus.ID_VERIFICATION_PENDING })
+    .whereIn('id', ids);
 
 /** Notes that the provider was asked about these (still running there). */
 export async function noteProviderChecked(db: Knex, organizationId: string, ids: string[], now: Date): Promise<void> {
@@ -74,7 +91,12 @@ export async function noteProviderChecked(db: Knex, organizationId: string, ids:
 /** EXPIRED, for jobs the provider no longer knows; how many changed. */
 export async function expireUnknownJobs(db: Knex, organizationId: string, ids: string[], now: Date): Promise<number> {
   const expired: unknown[] = await stillPending(db, organizationId, ids).update(
-    { status: KycStatus.EXPIRED, reason: 'The provider no longer knows the job', verification_completed_at: now, updated_at: now },
+    {
+      status: KycStatus.EXPIRED,
+      reason: 'The provider no longer knows the job',
+      verification_completed_at: now,
+      updated_at: now,
+    },
     ['id'],
   );
   return expired.length;

@@ -24,7 +24,13 @@ export interface Submission {
  * Moves a submittable application to ID_VERIFICATION_PENDING for a new job, with its documents
  * and subject, in one transaction; undefined when it is no longer submittable.
  */
-export function beginSubmission(db: Knex, organizationId: string, application: KycApplicationRow, submission: Submission, now: Date): Promise<KycApplicationRow | undefined> {
+export function beginSubmission(
+  db: Knex,
+  organizationId: string,
+  application: KycApplicationRow,
+  submission: Submission,
+  now: Date,
+): Promise<KycApplicationRow | undefined> {
   return db.transaction(async (trx) => {
     if (submission.documents) await replaceDocuments(trx, organizationId, application.id, submission.documents);
     if (submission.subject) await upsertSubject(trx, organizationId, application.user_id, submission.subject, now);
@@ -45,7 +51,8 @@ export function beginSubmission(db: Knex, organizationId: string, application: K
         submission_attempted_at: null,
         provider_checked_at: null,
         verification_completed_at: null,
-        resubmission_count: application.status === KycStatus.DRAFT ? application.resubmission_count : application.resubmission_count + 1,
+        resubmission_count:
+          application.status === KycStatus.DRAFT ? application.resubmission_count : application.resubmission_count + 1,
         updated_at: now,
       })
       .returning('*');
@@ -54,22 +61,43 @@ export function beginSubmission(db: Knex, organizationId: string, application: K
 }
 
 /** Puts the application's status and resubmission count back as `application` had them. */
-export async function undoSubmission(db: Knex, organizationId: string, application: KycApplicationRow, now: Date): Promise<void> {
+export async function undoSubmission(
+  db: Knex,
+  organizationId: string,
+  application: KycApplicationRow,
+  now: Date,
+): Promise<void> {
   await db('kyc_applications')
     .where({ organization_id: organizationId, id: application.id })
     .update({ status: application.status, resubmission_count: application.resubmission_count, updated_at: now });
 }
 
 /** What the verification run notes on its application as it goes. */
-export type VerificationNotes = Partial<Pick<KycApplicationRow, 'submission_attempted_at' | 'provider_job_id' | 'provider_checked_at' | 'needs_review'>>;
+export type VerificationNotes = Partial<
+  Pick<KycApplicationRow, 'submission_attempted_at' | 'provider_job_id' | 'provider_checked_at' | 'needs_review'>
+>;
 
 /** Notes `notes` on the application, whatever its status. */
-export async function updateApplication(db: Knex, organizationId: string, id: string, notes: VerificationNotes, now: Date): Promise<void> {
-  await db('kyc_applications').where({ organization_id: organizationId, id }).update({ ...notes, updated_at: now });
+export async function updateApplication(
+  db: Knex,
+  organizationId: string,
+  id: string,
+  notes: VerificationNotes,
+  now: Date,
+): Promise<void> {
+  await db('kyc_applications')
+    .where({ organization_id: organizationId, id })
+    .update({ ...notes, updated_at: now });
 }
 
 /** Records the provider's job id unless one is recorded already. */
-export async function setProviderJobIdOnce(db: Knex, organizationId: string, id: string, providerJobId: string, now: Date): Promise<void> {
+export async function setProviderJobIdOnce(
+  db: Knex,
+  organizationId: string,
+  id: string,
+  providerJobId: string,
+  now: Date,
+): Promise<void> {
   await db('kyc_applications')
     .where({ organization_id: organizationId, id })
     .whereNull('provider_job_id')
@@ -85,7 +113,13 @@ export interface Verdict {
 }
 
 /** Completes the application with the provider's verdict, only while it is still pending. */
-export async function completePendingApplication(db: Knex, organizationId: string, id: string, verdict: Verdict, now: Date): Promise<void> {
+export async function completePendingApplication(
+  db: Knex,
+  organizationId: string,
+  id: string,
+  verdict: Verdict,
+  now: Date,
+): Promise<void> {
   await db('kyc_applications')
     .where({ organization_id: organizationId, id, status: KycStatus.ID_VERIFICATION_PENDING })
     .update({
@@ -101,7 +135,13 @@ export async function completePendingApplication(db: Knex, organizationId: strin
 }
 
 /** Rejects a still-pending application whose submission cannot go on (outcome ERROR). */
-export async function failPendingApplication(db: Knex, organizationId: string, id: string, reason: string, now: Date): Promise<void> {
+export async function failPendingApplication(
+  db: Knex,
+  organizationId: string,
+  id: string,
+  reason: string,
+  now: Date,
+): Promise<void> {
   await db('kyc_applications')
     .where({ organization_id: organizationId, id, status: KycStatus.ID_VERIFICATION_PENDING })
     .update({ status: KycStatus.REJECTED, outcome: 'ERROR', reason, verification_completed_at: now, updated_at: now });

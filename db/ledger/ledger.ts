@@ -45,16 +45,21 @@ function validateEntry(entry: { transactionId: string; kind: JournalKind; curren
     throw new Error(`${where}: currency must be a three-letter ISO 4217 code, got ${JSON.stringify(entry.currency)}`);
   }
   if (!Array.isArray(entry.legs) || entry.legs.length < 2) {
-    throw new Error(`${where}: an entry needs at least two legs, got ${Array.isArray(entry.legs) ? entry.legs.length : 'none'}`);
+    throw new Error(
+      `${where}: an entry needs at least two legs, got ${Array.isArray(entry.legs) ? entry.legs.length : 'none'}`,
+    );
   }
-  if (entry.legs.length > MAX_LEGS) throw new Error(`${where}: too many legs (${entry.legs.length}, at most ${MAX_LEGS})`);
+  if (entry.legs.length > MAX_LEGS)
+    throw new Error(`${where}: too many legs (${entry.legs.length}, at most ${MAX_LEGS})`);
   let sum = 0n; // exact: the sum of safe integers need not be one
   entry.legs.forEach((leg, index) => {
     if (typeof leg.account !== 'string' || leg.account.length === 0) {
       throw new Error(`${where}: leg ${index + 1} has no account`);
     }
     if (typeof leg.amount !== 'number' || !Number.isSafeInteger(leg.amount)) {
-      throw new Error(`${where}: leg ${index + 1} (${leg.account}) amount ${String(leg.amount)} is not a safe integer number of minor units`);
+      throw new Error(
+        `${where}: leg ${index + 1} (${leg.account}) amount ${String(leg.amount)} is not a safe integer number of minor units`,
+      );
     }
     if (leg.amount === 0) throw new Error(`${where}: leg ${index + 1} (${leg.account}) has a zero amount`);
     sum += BigInt(leg.amount);
@@ -88,7 +93,12 @@ export async function postJournal(
          from entry, jsonb_array_elements(?::jsonb) with ordinality as leg(value, ordinality)
      )
      select exists (select 1 from entry) as inserted`,
-    [entry.transactionId, entry.kind, entry.currency, JSON.stringify(entry.legs.map((leg) => ({ account: leg.account, amount: String(leg.amount) })))],
+    [
+      entry.transactionId,
+      entry.kind,
+      entry.currency,
+      JSON.stringify(entry.legs.map((leg) => ({ account: leg.account, amount: String(leg.amount) }))),
+    ],
   );
   return rows[0]!.inserted;
 }
@@ -97,7 +107,8 @@ export async function postJournal(
 function toMinorUnits(value: unknown, what: string): number {
   if (value === null || value === undefined) return 0;
   const number = Number(value);
-  if (!Number.isSafeInteger(number)) throw new Error(`${what} ${String(value)} is not a safe integer number of minor units`);
+  if (!Number.isSafeInteger(number))
+    throw new Error(`${what} ${String(value)} is not a safe integer number of minor units`);
   return number;
 }
 
@@ -156,6 +167,10 @@ export async function ledgerIsBalanced(db: Knex): Promise<boolean> {
 }
 
 /** Whether a transaction has a journal entry of this kind. */
-export async function hasJournalEntry(db: Knex | Knex.Transaction, transactionId: string, kind: JournalKind): Promise<boolean> {
+export async function hasJournalEntry(
+  db: Knex | Knex.Transaction,
+  transactionId: string,
+  kind: JournalKind,
+): Promise<boolean> {
   return (await db('journal_entries').where({ transaction_id: transactionId, kind }).first('id')) !== undefined;
 }

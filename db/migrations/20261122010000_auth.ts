@@ -29,7 +29,9 @@ export async function up(knex: Knex): Promise<void> {
     t.text('status').notNullable().defaultTo('ACTIVE').checkIn(['ACTIVE', 'DISABLED']);
     t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
   });
-  await knex.raw('alter table partners add constraint partners_key_given check (jwks_url is not null or public_jwk is not null)');
+  await knex.raw(
+    'alter table partners add constraint partners_key_given check (jwks_url is not null or public_jwk is not null)',
+  );
 
   await knex.schema.createTable('api_keys', (t) => {
     t.uuid('id').primary();
@@ -87,7 +89,15 @@ export async function up(knex: Knex): Promise<void> {
 }
 
 export async function down(knex: Knex): Promise<void> {
-  for (const table of ['rate_limits', 'merchant_access', 'merchants', 'refresh_tokens', 'api_keys', 'partners', 'user_access']) {
+  for (const table of [
+    'rate_limits',
+    'merchant_access',
+    'merchants',
+    'refresh_tokens',
+    'api_keys',
+    'partners',
+    'user_access',
+  ]) {
     await knex.schema.dropTable(table);
   }
 }

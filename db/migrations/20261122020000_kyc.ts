@@ -82,5 +82,6 @@ export async function up(knex: Knex): Promise<void> {
 }
 
 export async function down(knex: Knex): Promise<void> {
-  for (const table of ['kyc_callback_events', 'kyc_documents', 'kyc_subjects', 'kyc_applications']) await knex.schema.dropTable(table);
+  for (const table of ['kyc_callback_events', 'kyc_documents', 'kyc_subjects', 'kyc_applications'])
+    await knex.schema.dropTable(table);
 }

@@ -103,8 +103,12 @@ export async function up(knex: Knex): Promise<void> {
     $$
   `);
   for (const table of ['journal_entries', 'ledger_legs']) {
-    await knex.raw(`create trigger ${table}_append_only before update or delete on ${table} for each row execute function ledger_append_only()`);
-    await knex.raw(`create trigger ${table}_no_truncate before truncate on ${table} for each statement execute function ledger_append_only()`);
+    await knex.raw(
+      `create trigger ${table}_append_only before update or delete on ${table} for each row execute function ledger_append_only()`,
+    );
+    await knex.raw(
+      `create trigger ${table}_no_truncate before truncate on ${table} for each statement execute function ledger_append_only()`,
+    );
   }
 }
 

@@ -59,10 +59,12 @@ type Db = Knex | Knex.Transaction;
  * unguessable token is checked against the row). Callers' reads go through the functions below,
  * which take the caller's organization first.
  */
-export const findTransaction = (db: Db, id: string) => db('transactions').where({ id }).first<TransactionRow | undefined>();
+export const findTransaction = (db: Db, id: string) =>
+  db('transactions').where({ id }).first<TransactionRow | undefined>();
 
 /** The same, locked for the rest of the database transaction. */
-export const lockTransaction = (trx: Knex.Transaction, id: string) => trx('transactions').where({ id }).forUpdate().first<TransactionRow | undefined>();
+export const lockTransaction = (trx: Knex.Transaction, id: string) =>
+  trx('transactions').where({ id }).forUpdate().first<TransactionRow | undefined>();
 
 // ---------------------------------------------------------------------------------------------
 // What callers ask
@@ -77,7 +79,12 @@ export interface MovementAccountRow {
   status: string;
   owner_phone: string | null;
 }
-export function findOwnAccount(db: Knex, organizationId: string, userId: string, accountId: string): Promise<MovementAccountRow | undefined> {
+export function findOwnAccount(
+  db: Knex,
+  organizationId: string,
+  userId: string,
+  accountId: string,
+): Promise<MovementAccountRow | undefined> {
   return db('accounts')
     .join('users', 'users.id', 'accounts.user_id')
     .where({ 'accounts.organization_id': organizationId, 'accounts.user_id': userId, 'accounts.id': accountId })
@@ -87,11 +94,25 @@ export function findOwnAccount(db: Knex, organizationId: string, userId: string,
 /** What a new transaction is created with (the rest starts empty). */
 export type NewTransaction = Pick<
   TransactionRow,
-  'id' | 'resource_id' | 'account_id' | 'type' | 'amount' | 'fee_amount' | 'currency' | 'mobile_number' | 'details' | 'callback_token' | 'transacted_at'
+  | 'id'
+  | 'resource_id'
+  | 'account_id'
+  | 'type'
+  | 'amount'
+  | 'fee_amount'
+  | 'currency'
+  | 'mobile_number'
+  | 'details'
+  | 'callback_token'
+  | 'transacted_at'
 >;
 
 /** Stores a new PENDING transaction; an existing one with the same id (an execution repeated under its Idempotency-Key) is answered instead. */
-export async function createTransaction(db: Knex, organizationId: string, values: NewTransaction): Promise<TransactionRow> {
+export async function createTransaction(
+  db: Knex,
+  organizationId: string,
+  values: NewTransaction,
+): Promise<TransactionRow> {
   const [row] = await db('transactions')
     .insert({ ...values, organization_id: organizationId, status: 'PENDING' })
     .onConflict('id')
@@ -104,12 +125,23 @@ export async function createTransaction(db: Knex, organizationId: string, values
  * A transaction by id or resource id with its account's owner, within the caller's organization
  * (null: a platform caller, every organization).
  */
-export function findTransactionWithOwner(db: Knex, organizationId: string | null, idOrResourceId: string): Promise<(TransactionRow & { owner_id: string }) | undefined> {
+export function findTransactionWithOwner(
+  db: Knex,
+  organizationId: string | null,
+  idOrResourceId: string,
+): Promise<(TransactionRow & { owner_id: string }) | undefined> {
   const query = db('transactions')
     .join('accounts', 'accounts.id', 'transactions.account_id')
-    .where(idOrResourceId.startsWith('trx_') ? { 'transactions.resource_id': idOrResourceId } : { 'transactions.id': idOrResourceId });
+    .where(
+      idOrResourceId.startsWith('trx_')
+        ? { 'transactions.resource_id': idOrResourceId }
+        : { 'transactions.id': idOrResourceId },
+    );
   if (organizationId !== null) query.where('transactions.organization_id', organizationId);
-  return query.first<(TransactionRow & { owner_id: string }) | undefined>('transactions.*', 'accounts.user_id as owner_id');
+  return query.first<(TransactionRow & { owner_id: string }) | undefined>(
+    'transactions.*',
+    'accounts.user_id as owner_id',
+  );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -135,29 +167,59 @@ export async function forgetAttempt(db: Knex, id: string): Promise<void> {
 }
 
 /** The provider's answer to a push or payout request: its ids. */
-export async function recordProviderIds(db: Knex, id: string, ids: Partial<Pick<TransactionRow, 'checkout_request_id' | 'merchant_request_id' | 'conversation_id'>>, now: Date): Promise<void> {
-  await db('transactions').where({ id }).update({ ...ids, updated_at: now });
+export async function recordProviderIds(
+  db: Knex,
+  id: string,
+  ids: Partial<Pick<TransactionRow, 'checkout_request_id' | 'merchant_request_id' | 'conversation_id'>>,
+  now: Date,
+): Promise<void> {
+  await db('transactions')
+    .where({ id })
+    .update({ ...ids, updated_at: now });
 }
 
 /** A PENDING transaction FAILED with its reason (nothing changes once it is final). */
-export async function failPending(db: Db, id: string, reason: string, resultCode: string | undefined, now: Date): Promise<void> {
+export async function failPending(
+  db: Db,
+  id: string,
+  reason: string,
+  resultCode: string | undefined,
+  now: Date,
+): Promise<void> {
   await db('transactions')
     .where({ id, status: 'PENDING' })
-    .update({ status: 'FAILED', failure_reason: reason, result_code: resultCode ?? null, failed_at: now, updated_at: now });
+    .update({
+      status: 'FAILED',
+      failure_reason: reason,
+      result_code: resultCode ?? null,
+      failed_at: now,
+      updated_at: now,
+    });
 }
 
 /** A PENDING push CONFIRMED with its receipt (runs started before a push was settled in one step). */
 export async function confirmPending(db: Knex, id: string, receipt: string | undefined, now: Date): Promise<void> {
   await db('transactions')
     .where({ id, status: 'PENDING' })
-    .update({ status: 'CONFIRMED', mobilemoney_transaction_id: receipt ?? null, result_code: '0', confirmed_at: now, updated_at: now });
+    .update({
+      status: 'CONFIRMED',
+      mobilemoney_transaction_id: receipt ?? null,
+      result_code: '0',
+      confirmed_at: now,
+      updated_at: now,
+    });
 }
 
 /**
  * A PENDING or CONFIRMED push made POSTED with its receipt and the push id that proved it
  * (each kept if already set; both unique); undefined when it was not PENDING or CONFIRMED.
  */
-export async function markCollectionPosted(trx: Knex.Transaction, id: string, proof: { receipt?: string; checkoutRequestId?: string }, now: Date): Promise<TransactionRow | undefined> {
+export async function markCollectionPosted(
+  trx: Knex.Transaction,
+  id: string,
+  proof: { receipt?: string; checkoutRequestId?: string },
+  now: Date,
+): Promise<TransactionRow | undefined> {
   const [row] = await trx('transactions')
     .where({ id })
     .whereIn('status', ['PENDING', 'CONFIRMED'])
@@ -180,10 +242,23 @@ export async function markPosted(trx: Knex.Transaction, id: string, now: Date): 
 }
 
 /** A payout made POSTED with the provider's receipt and conversation. */
-export async function markPayoutPosted(trx: Knex.Transaction, id: string, result: { receipt?: string; conversationId: string | null }, now: Date): Promise<void> {
+export async function markPayoutPosted(
+  trx: Knex.Transaction,
+  id: string,
+  result: { receipt?: string; conversationId: string | null },
+  now: Date,
+): Promise<void> {
   await trx('transactions')
     .where({ id })
-    .update({ status: 'POSTED', mobilemoney_transaction_id: result.receipt ?? null, conversation_id: result.conversationId, result_code: '0', confirmed_at: now, posted_at: now, updated_at: now });
+    .update({
+      status: 'POSTED',
+      mobilemoney_transaction_id: result.receipt ?? null,
+      conversation_id: result.conversationId,
+      result_code: '0',
+      confirmed_at: now,
+      posted_at: now,
+      updated_at: now,
+    });
 }
 
 /** Locks a transaction's account, so two payouts cannot both spend the same available money. */
@@ -193,10 +268,18 @@ export async function lockAccount(trx: Knex.Transaction, accountId: string): Pro
 
 /** Whether a receipt is recorded on a transaction other than `exceptId` (receipts are unique). */
 export async function receiptTaken(db: Knex, receipt: string, exceptId: string): Promise<boolean> {
-  return (await db('transactions').where({ mobilemoney_transaction_id: receipt }).whereNot({ id: exceptId }).first('id')) !== undefined;
+  return (
+    (await db('transactions').where({ mobilemoney_transaction_id: receipt }).whereNot({ id: exceptId }).first('id')) !==
+    undefined
+  );
 }
 
 /** Whether a CheckoutRequestID belongs to a transaction other than `exceptId`. */
 export async function checkoutRequestTaken(db: Knex, checkoutRequestId: string, exceptId: string): Promise<boolean> {
-  return (await db('transactions').where({ checkout_request_id: checkoutRequestId }).whereNot({ id: exceptId }).first('id')) !== undefined;
+  return (
+    (await db('transactions')
+      .where({ checkout_request_id: checkoutRequestId })
+      .whereNot({ id: exceptId })
+      .first('id')) !== undefined
+  );
 }

@@ -6,7 +6,14 @@ import type { Role } from '../../domain/rbac';
  * (`npm run --silent seed:ids` prints them). Applied on every `npm start`: rows are upserted,
  * so a changed seed takes effect and nothing is duplicated.
  */
-const user = (id: string, organizationId: string, email: string, name: string, roles: Role[], extra: { auth_id?: string; status?: 'ACTIVE' | 'WAITING_LIST'; phone_number?: string } = {}) => ({
+const user = (
+  id: string,
+  organizationId: string,
+  email: string,
+  name: string,
+  roles: Role[],
+  extra: { auth_id?: string; status?: 'ACTIVE' | 'WAITING_LIST'; phone_number?: string } = {},
+) => ({
   id,
   organization_id: organizationId,
   email,
@@ -26,17 +33,83 @@ export const DEMO = {
     second: { id: SECOND_ORG, name: 'Second Lender' },
   },
   users: {
-    customer: user('0b5a9c1e-0000-4000-8000-000000000001', DEMO_ORG, 'amina.customer@demo-lender.test', 'Amina Wanjiru', ['CUSTOMER'], { phone_number: '+254712000010' }),
-    customerByAuthId: user('0b5a9c1e-0000-4000-8000-000000000002', DEMO_ORG, 'brian.customer@demo-lender.test', 'Brian Otieno', ['CUSTOMER'], { auth_id: 'idp|brian-otieno', phone_number: '+254712000002' }),
-    waitingList: user('0b5a9c1e-0000-4000-8000-000000000003', DEMO_ORG, 'wanjiku.waiting@demo-lender.test', 'Wanjiku Kamau', ['CUSTOMER'], { status: 'WAITING_LIST', phone_number: '+254712000003' }),
-    agent: user('0b5a9c1e-0000-4000-8000-000000000004', DEMO_ORG, 'juma.agent@demo-lender.test', 'Juma Mwangi', ['AGENT'], { phone_number: '+254712000004' }),
-    manager: user('0b5a9c1e-0000-4000-8000-000000000005', DEMO_ORG, 'halima.manager@demo-lender.test', 'Halima Said', ['MANAGER'], { phone_number: '+254712000005' }),
-    leader: user('0b5a9c1e-0000-4000-8000-000000000006', DEMO_ORG, 'peter.leader@demo-lender.test', 'Peter Kariuki', ['LEADER'], { phone_number: '+254712000006' }),
-    admin: user('0b5a9c1e-0000-4000-8000-000000000007', DEMO_ORG, 'grace.admin@demo-lender.test', 'Grace Njeri', ['ADMIN']),
-    internal: user('0b5a9c1e-0000-4000-8000-000000000008', DEMO_ORG, 'ops@demo-lender.test', 'Demo Lender Operations', ['INTERNAL']),
-    platformAdmin: user('0b5a9c1e-0000-4000-8000-000000000009', DEMO_ORG, 'platform.admin@lending-service.test', 'Platform Operator', ['PLATFORM_ADMIN'], { auth_id: 'idp|platform-operator' }),
-    secondCustomer: user('0b5a9c1e-0000-4000-8000-000000000011', SECOND_ORG, 'daudi.customer@second-lender.test', 'Daudi Hassan', ['CUSTOMER'], { phone_number: '+255712000011' }),
-    secondInternal: user('0b5a9c1e-0000-4000-8000-000000000012', SECOND_ORG, 'ops@second-lender.test', 'Second Lender Operations', ['INTERNAL']),
+    customer: user(
+      '0b5a9c1e-0000-4000-8000-000000000001',
+      DEMO_ORG,
+      'amina.customer@demo-lender.test',
+      'Amina Wanjiru',
+      ['CUSTOMER'],
+      { phone_number: '+254712000010' },
+    ),
+    customerByAuthId: user(
+      '0b5a9c1e-0000-4000-8000-000000000002',
+      DEMO_ORG,
+      'brian.customer@demo-lender.test',
+      'Brian Otieno',
+      ['CUSTOMER'],
+      { auth_id: 'idp|brian-otieno', phone_number: '+254712000002' },
+    ),
+    waitingList: user(
+      '0b5a9c1e-0000-4000-8000-000000000003',
+      DEMO_ORG,
+      'wanjiku.waiting@demo-lender.test',
+      'Wanjiku Kamau',
+      ['CUSTOMER'],
+      { status: 'WAITING_LIST', phone_number: '+254712000003' },
+    ),
+    agent: user(
+      '0b5a9c1e-0000-4000-8000-000000000004',
+      DEMO_ORG,
+      'juma.agent@demo-lender.test',
+      'Juma Mwangi',
+      ['AGENT'],
+      { phone_number: '+254712000004' },
+    ),
+    manager: user(
+      '0b5a9c1e-0000-4000-8000-000000000005',
+      DEMO_ORG,
+      'halima.manager@demo-lender.test',
+      'Halima Said',
+      ['MANAGER'],
+      { phone_number: '+254712000005' },
+    ),
+    leader: user(
+      '0b5a9c1e-0000-4000-8000-000000000006',
+      DEMO_ORG,
+      'peter.leader@demo-lender.test',
+      'Peter Kariuki',
+      ['LEADER'],
+      { phone_number: '+254712000006' },
+    ),
+    admin: user('0b5a9c1e-0000-4000-8000-000000000007', DEMO_ORG, 'grace.admin@demo-lender.test', 'Grace Njeri', [
+      'ADMIN',
+    ]),
+    internal: user('0b5a9c1e-0000-4000-8000-000000000008', DEMO_ORG, 'ops@demo-lender.test', 'Demo Lender Operations', [
+      'INTERNAL',
+    ]),
+    platformAdmin: user(
+      '0b5a9c1e-0000-4000-8000-000000000009',
+      DEMO_ORG,
+      'platform.admin@lending-service.test',
+      'Platform Operator',
+      ['PLATFORM_ADMIN'],
+      { auth_id: 'idp|platform-operator' },
+    ),
+    secondCustomer: user(
+      '0b5a9c1e-0000-4000-8000-000000000011',
+      SECOND_ORG,
+      'daudi.customer@second-lender.test',
+      'Daudi Hassan',
+      ['CUSTOMER'],
+      { phone_number: '+255712000011' },
+    ),
+    secondInternal: user(
+      '0b5a9c1e-0000-4000-8000-000000000012',
+      SECOND_ORG,
+      'ops@second-lender.test',
+      'Second Lender Operations',
+      ['INTERNAL'],
+    ),
   },
   partner: {
     id: '5e1f2a3b-0000-4000-8000-000000000001',
@@ -55,8 +128,24 @@ export const DEMO = {
   kycApplication: { id: 'a11ce000-0000-4000-8000-000000000001', userKey: 'customer' },
   /** Finished verifications, for reading: one approved, one rejected that may be submitted again. */
   kycHistory: {
-    approved: { id: 'a11ce000-0000-4000-8000-000000000002', userKey: 'customerByAuthId', status: 'APPROVED', outcome: 'PASS', result_code: '0810', reason: 'Document Verified', resubmission_count: 0 },
-    rejected: { id: 'a11ce000-0000-4000-8000-000000000011', userKey: 'secondCustomer', status: 'REJECTED', outcome: 'FAIL', result_code: '1022', reason: 'No Match', resubmission_count: 1 },
+    approved: {
+      id: 'a11ce000-0000-4000-8000-000000000002',
+      userKey: 'customerByAuthId',
+      status: 'APPROVED',
+      outcome: 'PASS',
+      result_code: '0810',
+      reason: 'Document Verified',
+      resubmission_count: 0,
+    },
+    rejected: {
+      id: 'a11ce000-0000-4000-8000-000000000011',
+      userKey: 'secondCustomer',
+      status: 'REJECTED',
+      outcome: 'FAIL',
+      result_code: '1022',
+      reason: 'No Match',
+      resubmission_count: 1,
+    },
   },
   merchant: {
     id: 'mrc-demo-0001',
@@ -84,7 +173,9 @@ export async function seedDemoData(db: Knex, options: SeedOptions): Promise<void
       .onConflict('id')
       .merge();
     await trx('user_access')
-      .insert(users.flatMap((u) => u.roles.map((role) => ({ user_id: u.id, organization_id: u.organization_id, role }))))
+      .insert(
+        users.flatMap((u) => u.roles.map((role) => ({ user_id: u.id, organization_id: u.organization_id, role }))),
+      )
       .onConflict(['user_id', 'organization_id', 'role'])
       .ignore();
     const { partner, merchant } = DEMO;
@@ -92,7 +183,10 @@ export async function seedDemoData(db: Knex, options: SeedOptions): Promise<void
       .insert({ ...partner, permissions: [...partner.permissions], jwks_url: options.partnerJwksUrl })
       .onConflict('id')
       .merge();
-    await trx('merchants').insert({ id: merchant.id, organization_id: merchant.organization_id, name: merchant.name }).onConflict('id').merge();
+    await trx('merchants')
+      .insert({ id: merchant.id, organization_id: merchant.organization_id, name: merchant.name })
+      .onConflict('id')
+      .merge();
     await trx('accounts')
       .insert(
         Object.values(DEMO.accounts).map((account) => ({
@@ -107,10 +201,18 @@ export async function seedDemoData(db: Knex, options: SeedOptions): Promise<void
       .ignore();
     const applicant = DEMO.users[DEMO.kycApplication.userKey];
     // Only when the applicant has no active application: a demo in progress is left alone.
-    const active = await trx('kyc_applications').where({ user_id: applicant.id }).whereIn('status', ['DRAFT', 'ID_VERIFICATION_PENDING']).first();
+    const active = await trx('kyc_applications')
+      .where({ user_id: applicant.id })
+      .whereIn('status', ['DRAFT', 'ID_VERIFICATION_PENDING'])
+      .first();
     if (!active) {
       await trx('kyc_applications')
-        .insert({ id: DEMO.kycApplication.id, organization_id: applicant.organization_id, user_id: applicant.id, status: 'DRAFT' })
+        .insert({
+          id: DEMO.kycApplication.id,
+          organization_id: applicant.organization_id,
+          user_id: applicant.id,
+          status: 'DRAFT',
+        })
         .onConflict('id')
         .ignore();
     }
@@ -129,7 +231,12 @@ export async function seedDemoData(db: Knex, options: SeedOptions): Promise<void
       .onConflict('id')
       .ignore();
     await trx('merchant_access')
-      .insert({ issuer: options.financingIssuer, subject: merchant.financingSubject, merchant_id: merchant.id, permissions: [...merchant.permissions] })
+      .insert({
+        issuer: options.financingIssuer,
+        subject: merchant.financingSubject,
+        merchant_id: merchant.id,
+        permissions: [...merchant.permissions],
+      })
       .onConflict(['issuer', 'subject', 'merchant_id'])
       .merge();
   });
@@ -138,19 +245,39 @@ export async function seedDemoData(db: Knex, options: SeedOptions): Promise<void
 /** The ids a script or client developer needs, as one JSON-friendly object. */
 export function seedIds() {
   const users = Object.fromEntries(
-    Object.entries(DEMO.users).map(([key, u]) => [key, { id: u.id, email: u.email, organization_id: u.organization_id, roles: u.roles, auth_id: u.auth_id, status: u.status }]),
+    Object.entries(DEMO.users).map(([key, u]) => [
+      key,
+      {
+        id: u.id,
+        email: u.email,
+        organization_id: u.organization_id,
+        roles: u.roles,
+        auth_id: u.auth_id,
+        status: u.status,
+      },
+    ]),
   );
   return {
     organizations: { demo: DEMO.organizations.demo.id, second: DEMO.organizations.second.id },
     users,
     partner: { id: DEMO.partner.id, issuer: DEMO.partner.issuer, organization_id: DEMO.partner.organization_id },
-    merchant: { id: DEMO.merchant.id, organization_id: DEMO.merchant.organization_id, financing_subject: DEMO.merchant.financingSubject },
+    merchant: {
+      id: DEMO.merchant.id,
+      organization_id: DEMO.merchant.organization_id,
+      financing_subject: DEMO.merchant.financingSubject,
+    },
     kyc_application: { id: DEMO.kycApplication.id, user_id: DEMO.users[DEMO.kycApplication.userKey].id },
     kyc_applications: Object.fromEntries(
-      Object.entries(DEMO.kycHistory).map(([key, a]) => [key, { id: a.id, status: a.status, user_id: DEMO.users[a.userKey].id }]),
+      Object.entries(DEMO.kycHistory).map(([key, a]) => [
+        key,
+        { id: a.id, status: a.status, user_id: DEMO.users[a.userKey].id },
+      ]),
     ),
     accounts: Object.fromEntries(
-      Object.entries(DEMO.accounts).map(([key, account]) => [key, { id: account.id, type: account.type, user_id: DEMO.users[account.userKey].id }]),
+      Object.entries(DEMO.accounts).map(([key, account]) => [
+        key,
+        { id: account.id, type: account.type, user_id: DEMO.users[account.userKey].id },
+      ]),
     ),
   };
 }

@@ -39,5 +39,11 @@ export function statusView(application: ApplicationState, now: Date, maxResubmis
       : 'We could not verify your identity.',
     EXPIRED: canSubmit ? 'Your verification expired. Please submit again.' : 'Your verification expired.',
   }[application.status];
-  return { id: application.id, status: application.status, can_submit: canSubmit, needs_review: application.needs_review, message };
+  return {
+    id: application.id,
+    status: application.status,
+    can_submit: canSubmit,
+    needs_review: application.needs_review,
+    message,
+  };
 }

@@ -21,7 +21,12 @@ export const MAX_CALLBACK_SIGNALS = 10;
 
 /** A whole number of shillings as callbacks carry it (`100`, `"100"`, `100.0`), else undefined (`"0x64"`, `100.004`). */
 export function wholeShillings(value: unknown): number | undefined {
-  const n = typeof value === 'number' ? value : typeof value === 'string' && /^\d{1,15}(\.0{1,2})?$/.test(value) ? Number(value) : NaN;
+  const n =
+    typeof value === 'number'
+      ? value
+      : typeof value === 'string' && /^\d{1,15}(\.0{1,2})?$/.test(value)
+        ? Number(value)
+        : NaN;
   return Number.isSafeInteger(n) && n >= 0 ? n : undefined;
 }
 
@@ -72,7 +77,8 @@ export function assessPushCallback(push: PendingPush, callback: PushCallbackFact
   // Ids not yet recorded (the callback beat the push's answer) are checked by the run itself.
   if (push.checkoutRequestId !== null) {
     if (callback.checkoutRequestId !== push.checkoutRequestId) problems.push('another CheckoutRequestID');
-    if (push.merchantRequestId !== null && callback.merchantRequestId !== push.merchantRequestId) problems.push('another MerchantRequestID');
+    if (push.merchantRequestId !== null && callback.merchantRequestId !== push.merchantRequestId)
+      problems.push('another MerchantRequestID');
   }
   const idsContradict = problems.length > 0;
   if (callback.resultCode !== '0') {
@@ -116,15 +122,31 @@ export function assessPayoutResult(payout: PendingPayout, result: PayoutResultFa
   if (result.originatorConversationId !== payout.id) problems.push('another OriginatorConversationID');
   if (payout.conversationId === null) problems.push('a result for a payout whose ConversationID is unknown here');
   else if (result.conversationId !== payout.conversationId) problems.push('another ConversationID');
-  const payment = result.resultCode === '0' ? paymentProblems(payout.amountMinor, payout.phone, result.amount, result.receiver?.split(' - ')[0], result.receipt) : undefined;
+  const payment =
+    result.resultCode === '0'
+      ? paymentProblems(
+          payout.amountMinor,
+          payout.phone,
+          result.amount,
+          result.receiver?.split(' - ')[0],
+          result.receipt,
+        )
+      : undefined;
   problems.push(...(payment ?? []));
   return { settles: problems.length === 0, problems, paymentMatches: payment?.length === 0 && problems.length === 0 };
 }
 
-function paymentProblems(amountMinor: number, phone: string, amount: unknown, givenPhone: string | undefined, receipt: string | undefined): string[] {
+function paymentProblems(
+  amountMinor: number,
+  phone: string,
+  amount: unknown,
+  givenPhone: string | undefined,
+  receipt: string | undefined,
+): string[] {
   const problems: string[] = [];
   if (amount === undefined) problems.push('no amount');
-  else if (wholeShillings(amount) === undefined || wholeShillings(amount)! * MINOR_PER_SHILLING !== amountMinor) problems.push('another amount');
+  else if (wholeShillings(amount) === undefined || wholeShillings(amount)! * MINOR_PER_SHILLING !== amountMinor)
+    problems.push('another amount');
   if (givenPhone === undefined) problems.push('no phone');
   else {
     const normalized = normalizeKenyanMobile(givenPhone);

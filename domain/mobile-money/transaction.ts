@@ -9,7 +9,12 @@
  *   POSTED     posted_at (the ledger carries it; final)
  *   FAILED     failed_at and failure_reason (final; nothing stays held)
  */
-export const TransactionStatus = { PENDING: 'PENDING', CONFIRMED: 'CONFIRMED', POSTED: 'POSTED', FAILED: 'FAILED' } as const;
+export const TransactionStatus = {
+  PENDING: 'PENDING',
+  CONFIRMED: 'CONFIRMED',
+  POSTED: 'POSTED',
+  FAILED: 'FAILED',
+} as const;
 export type TransactionStatus = (typeof TransactionStatus)[keyof typeof TransactionStatus];
 export const FINAL_STATUSES: readonly TransactionStatus[] = [TransactionStatus.POSTED, TransactionStatus.FAILED];
 
@@ -49,8 +54,10 @@ const PAYOUT_RESULTS: Record<string, FailureReason> = {
 };
 
 /** A push prompt's provider result code ('0' is paid) as a failure reason. */
-export const pushFailureReason = (resultCode: string): FailureReason => PUSH_RESULTS[resultCode] ?? FailureReason.PROVIDER_ERROR;
-export const payoutFailureReason = (resultCode: string): FailureReason => PAYOUT_RESULTS[resultCode] ?? FailureReason.PROVIDER_ERROR;
+export const pushFailureReason = (resultCode: string): FailureReason =>
+  PUSH_RESULTS[resultCode] ?? FailureReason.PROVIDER_ERROR;
+export const payoutFailureReason = (resultCode: string): FailureReason =>
+  PAYOUT_RESULTS[resultCode] ?? FailureReason.PROVIDER_ERROR;
 
 /**
  * The fee a customer pays, in minor units. Collections (push prompts) are free to the payer;

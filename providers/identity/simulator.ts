@@ -73,9 +73,11 @@ export async function startIdentityProvider(options: IdentityProviderOptions = {
 
   const grants: { issuer: string; subject: string; merchant_id: string; permissions: string[] }[] = [];
   let baseUrl = '';
-  const issuer = (realm: Realm) => (realm === 'partner' && options.partnerIssuer ? options.partnerIssuer : `${baseUrl}/${realm}`);
+  const issuer = (realm: Realm) =>
+    realm === 'partner' && options.partnerIssuer ? options.partnerIssuer : `${baseUrl}/${realm}`;
   const realmOf = (name: string | undefined): Realm => {
-    if (!REALMS.includes(name as Realm)) throw Object.assign(new Error(`unknown realm ${name}`), { status: 404, expose: true });
+    if (!REALMS.includes(name as Realm))
+      throw Object.assign(new Error(`unknown realm ${name}`), { status: 404, expose: true });
     return name as Realm;
   };
 
@@ -91,7 +93,13 @@ export async function startIdentityProvider(options: IdentityProviderOptions = {
     const now = Math.floor(Date.now() / 1000);
     // Defaults first, then the requested claims; a claim given as null is left out (to test
     // tokens missing a required claim).
-    const payload: Record<string, unknown> = { iss: issuer(realm), iat: now, exp: now + (body.expires_in ?? 3600), jti: randomUUID(), ...body.claims };
+    const payload: Record<string, unknown> = {
+      iss: issuer(realm),
+      iat: now,
+      exp: now + (body.expires_in ?? 3600),
+      jti: randomUUID(),
+      ...body.claims,
+    };
     for (const [name, value] of Object.entries(payload)) if (value === null) delete payload[name];
     const token = await new SignJWT(payload)
       .setProtectedHeader({ alg: 'RS256', kid: key.kid, typ: 'JWT' })
@@ -116,13 +124,19 @@ export async function startIdentityProvider(options: IdentityProviderOptions = {
   router.get('/resource-access', (ctx) => {
     const q = ctx.query as Record<string, string | undefined>;
     const allowed = grants.some(
-      (g) => g.issuer === q.issuer && g.subject === q.subject && g.merchant_id === q.merchant_id && g.permissions.includes(q.permission ?? ''),
+      (g) =>
+        g.issuer === q.issuer &&
+        g.subject === q.subject &&
+        g.merchant_id === q.merchant_id &&
+        g.permissions.includes(q.permission ?? ''),
     );
     ctx.body = { allowed };
   });
   router.put('/resource-access/grants', (ctx) => {
     const grant = ctx.request.body as (typeof grants)[number];
-    const index = grants.findIndex((g) => g.issuer === grant.issuer && g.subject === grant.subject && g.merchant_id === grant.merchant_id);
+    const index = grants.findIndex(
+      (g) => g.issuer === grant.issuer && g.subject === grant.subject && g.merchant_id === grant.merchant_id,
+    );
     if (index >= 0) grants.splice(index, 1);
     grants.push(grant);
     ctx.status = 204;

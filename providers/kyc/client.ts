@@ -1,4 +1,3 @@
-
 import { strToU8, zipSync } from 'fflate';
 import type { ProviderApiVersion } from '../../domain/kyc/provider-version';
 import { fetchWithDeadline, type HttpAnswer, request } from '../http';
@@ -89,7 +88,11 @@ export function createKycProviderClient(options: KycProviderOptions) {
       // JSON and bodiless calls (status lookups above all) take the cheaper node:http path.
       response =
         init.body === undefined || typeof init.body === 'string'
-          ? await request(`${baseUrl}${path}`, { method: init.method, headers: init.headers as Record<string, string> | undefined, body: init.body }, timeoutMs)
+          ? await request(
+              `${baseUrl}${path}`,
+              { method: init.method, headers: init.headers as Record<string, string> | undefined, body: init.body },
+              timeoutMs,
+            )
           : await fetchWithDeadline(`${baseUrl}${path}`, init, timeoutMs);
     } catch (error) {
       throw new KycProviderError(`provider unreachable: ${(error as Error).message}`, undefined, true);
@@ -100,7 +103,11 @@ export function createKycProviderClient(options: KycProviderOptions) {
   async function failure(response: HttpAnswer, what: string): Promise<never> {
     const text = await response.text().catch(() => '');
     const retryable = response.status >= 500 || response.status === 429;
-    throw new KycProviderError(`${what}: provider answered ${response.status} ${text.slice(0, 200)}`, response.status, retryable);
+    throw new KycProviderError(
+      `${what}: provider answered ${response.status} ${text.slice(0, 200)}`,
+      response.status,
+      retryable,
+    );
   }
 
   const signedBody = () => {
@@ -109,7 +116,11 @@ export function createKycProviderClient(options: KycProviderOptions) {
   };
 
   async function postJson(path: string, body: unknown, headers: Record<string, string> = {}): Promise<HttpAnswer> {
-    return send(path, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+    return send(path, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body: JSON.stringify(body),
+    });
   }
 
   /** v3 API token, reused until shortly before it expires (about 15 minutes). */
@@ -124,7 +135,11 @@ export function createKycProviderClient(options: KycProviderOptions) {
   }
 
   async function submitV2(request: DocumentVerificationRequest): Promise<SubmittedJob> {
-    const partnerParams = { job_id: request.jobId, user_id: request.userId, job_type: JOB_TYPE_ENHANCED_DOCUMENT_VERIFICATION };
+    const partnerParams = {
+      job_id: request.jobId,
+      user_id: request.userId,
+      job_type: JOB_TYPE_ENHANCED_DOCUMENT_VERIFICATION,
+    };
     const prepared = await postJson('/v1/upload', {
       ...signedBody(),
       smile_client_id: partnerId,
@@ -136,23 +151,53 @@ export function createKycProviderClient(options: KycProviderOptions) {
       callback_url: request.callbackUrl,
     });
     if (!prepared.ok) await failure(prepared, 'v2 upload');
-    const { upload_url: uploadUrl, smile_job_id: smileJobId } = (await prepared.json()) as { upload_url: string; smile_job_id: string };
+    const { upload_url: uploadUrl, smile_job_id: smileJobId } = (await prepared.json()) as {
+      upload_url: string;
+      smile_job_id: string;
+    };
     const { images } = request;
     const imageEntries = [
       { image_type_id: IMAGE_TYPE.selfie, image: images.selfie.toString('base64') },
       { image_type_id: IMAGE_TYPE.documentFront, image: images.documentFront.toString('base64') },
-      ...(images.documentBack ? [{ image_type_id: IMAGE_TYPE.documentBack, image: images.documentBack.toString('base64') }] : []),
-      ...(images.livenessImages ?? []).map((frame) => ({ image_type_id: IMAGE_TYPE.liveness, image: frame.toString('base64') })),
+      ...(images.documentBack
+        ? [{ image_type_id: IMAGE_TYPE.documentBack, image: images.documentBack.toString('base64') }]
+        : []),
+      ...(images.livenessImages ?? []).map((frame) => ({
+        image_type_id: IMAGE_TYPE.liveness,
+        image: frame.toString('base64'),
+      })),
     ];
     const info = {
       package_information: { apiVersion: { buildNumber: 0, majorVersion: 2, minorVersion: 0 }, language: 'typescript' },
-      misc_information: { ...signedBody(), retry: 'false', partner_params: partnerParams, file_name: `${request.jobId}.zip`, smile_client_id: partnerId, callback_url: request.callbackUrl },
-      id_info: { country: request.country, id_type: request.idType, id_number: request.idNumber ?? '', entered: 'true' },
-      consent_information: { consented: { personal_details: request.consent, contact_information: request.consent, document_information: request.consent } },
+      misc_information: {
+        ...signedBody(),
+        retry: 'false',
+        partner_params: partnerParams,
+        file_name: `${request.jobId}.zip`,
+        smile_client_id: partnerId,
+        callback_url: request.callbackUrl,
+      },
+      id_info: {
+        country: request.country,
+        id_type: request.idType,
+        id_number: request.idNumber ?? '',
+        entered: 'true',
+      },
+      consent_information: {
+        consented: {
+          personal_details: request.consent,
+          contact_information: request.consent,
+          document_information: request.consent,
+        },
+      },
       images: imageEntries,
     };
     const zip = zipSync({ 'info.json': strToU8(JSON.stringify(info)) });
-    const uploaded = await send(new URL(uploadUrl, baseUrl).pathname, { method: 'PUT', headers: { 'content-type': 'application/zip' }, body: zip });
+    const uploaded = await send(new URL(uploadUrl, baseUrl).pathname, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/zip' },
+      body: zip,
+    });
     if (!uploaded.ok) await failure(uploaded, 'v2 zip upload');
     return { providerJobId: smileJobId };
   }
@@ -161,7 +206,8 @@ export function createKycProviderClient(options: KycProviderOptions) {
     const form = new FormData();
     const { images } = request;
     form.append('selfie_image', new Blob([images.selfie]), 'selfie.jpg');
-    for (const [i, frame] of (images.livenessImages ?? []).entries()) form.append('liveness_images', new Blob([frame]), `liveness-${i}.jpg`);
+    for (const [i, frame] of (images.livenessImages ?? []).entries())
+      form.append('liveness_images', new Blob([frame]), `liveness-${i}.jpg`);
     form.append('document', new Blob([images.documentFront]), 'document.jpg');
     if (images.documentBack) form.append('document_back', new Blob([images.documentBack]), 'document_back.jpg');
     form.append('country', request.country);
@@ -169,8 +215,19 @@ export function createKycProviderClient(options: KycProviderOptions) {
     form.append('user_details', JSON.stringify({ id_number: request.idNumber ?? '' }));
     form.append('consent', String(request.consent));
     form.append('callback_url', request.callbackUrl);
-    form.append('partner_params', JSON.stringify({ job_id: request.jobId, user_id: request.userId, job_type: JOB_TYPE_ENHANCED_DOCUMENT_VERIFICATION }));
-    const response = await send('/v3/enhanced_document_verification', { method: 'POST', headers: { 'SmileID-Token': await apiToken() }, body: form });
+    form.append(
+      'partner_params',
+      JSON.stringify({
+        job_id: request.jobId,
+        user_id: request.userId,
+        job_type: JOB_TYPE_ENHANCED_DOCUMENT_VERIFICATION,
+      }),
+    );
+    const response = await send('/v3/enhanced_document_verification', {
+      method: 'POST',
+      headers: { 'SmileID-Token': await apiToken() },
+      body: form,
+    });
     if (response.status !== 202 && !response.ok) await failure(response, 'v3 enhanced document verification');
     return { providerJobId: ((await response.json()) as { job_id: string }).job_id };
   }
@@ -182,16 +239,36 @@ export function createKycProviderClient(options: KycProviderOptions) {
     },
 
     /** A session token for the client SDK, bound to our job id and the applicant. */
-    async createSdkSession(request: { apiVersion: ProviderApiVersion; jobId: string; userId: string; callbackUrl: string }): Promise<{ token: string }> {
-      const partnerParams = { job_id: request.jobId, user_id: request.userId, job_type: JOB_TYPE_ENHANCED_DOCUMENT_VERIFICATION };
+    async createSdkSession(request: {
+      apiVersion: ProviderApiVersion;
+      jobId: string;
+      userId: string;
+      callbackUrl: string;
+    }): Promise<{ token: string }> {
+      const partnerParams = {
+        job_id: request.jobId,
+        user_id: request.userId,
+        job_type: JOB_TYPE_ENHANCED_DOCUMENT_VERIFICATION,
+      };
       const response =
         request.apiVersion === 'v3'
           ? await postJson(
               '/v3/token',
-              { product: 'enhanced_document_verification', user_id: request.userId, partner_params: partnerParams, callback_url: request.callbackUrl },
+              {
+                product: 'enhanced_document_verification',
+                user_id: request.userId,
+                partner_params: partnerParams,
+                callback_url: request.callbackUrl,
+              },
               { 'smileid-partner-id': partnerId, 'smileid-api-key': apiKey },
             )
-          : await postJson('/v1/token', { ...signedBody(), user_id: request.userId, job_id: request.jobId, product: 'enhanced_document_verification', callback_url: request.callbackUrl });
+          : await postJson('/v1/token', {
+              ...signedBody(),
+              user_id: request.userId,
+              job_id: request.jobId,
+              product: 'enhanced_document_verification',
+              callback_url: request.callbackUrl,
+            });
       if (!response.ok) await failure(response, 'sdk session');
       return { token: ((await response.json()) as { token: string }).token };
     },
@@ -200,14 +277,24 @@ export function createKycProviderClient(options: KycProviderOptions) {
      * Where the provider stands on a job. v2 looks it up by our job id and user id and its
      * answer is signed (checked here); v3 by the provider's job id.
      */
-    async jobStatus(request: { apiVersion: ProviderApiVersion; jobId: string; userId: string; providerJobId?: string }): Promise<JobStatus> {
+    async jobStatus(request: {
+      apiVersion: ProviderApiVersion;
+      jobId: string;
+      userId: string;
+      providerJobId?: string;
+    }): Promise<JobStatus> {
       if (request.apiVersion === 'v3') {
         if (!request.providerJobId) return { state: 'not_found' };
-        const response = await send(`/v3/status/${encodeURIComponent(request.providerJobId)}`, { headers: { 'SmileID-Token': await apiToken() } });
+        const response = await send(`/v3/status/${encodeURIComponent(request.providerJobId)}`, {
+          headers: { 'SmileID-Token': await apiToken() },
+        });
         if (response.status === 404) return { state: 'not_found' };
         if (response.status === 202) return { state: 'processing' };
         if (!response.ok) await failure(response, 'v3 status');
-        const body = (await response.json()) as { result?: { ResultCode?: string; ResultText?: string; IsFinalResult?: unknown }; job_id?: string };
+        const body = (await response.json()) as {
+          result?: { ResultCode?: string; ResultText?: string; IsFinalResult?: unknown };
+          job_id?: string;
+        };
         return {
           state: 'final',
           resultCode: String(body.result?.ResultCode ?? ''),
@@ -216,7 +303,13 @@ export function createKycProviderClient(options: KycProviderOptions) {
           isFinal: body.result?.IsFinalResult === undefined ? true : truthy(body.result.IsFinalResult),
         };
       }
-      const response = await postJson('/v1/job_status', { ...signedBody(), user_id: request.userId, job_id: request.jobId, image_links: false, history: false });
+      const response = await postJson('/v1/job_status', {
+        ...signedBody(),
+        user_id: request.userId,
+        job_id: request.jobId,
+        image_links: false,
+        history: false,
+      });
       if (response.status === 404) return { state: 'not_found' };
       if (!response.ok) await failure(response, 'v2 job status');
       const body = (await response.json()) as {
@@ -226,7 +319,8 @@ export function createKycProviderClient(options: KycProviderOptions) {
         result?: { ResultCode?: string; ResultText?: string; SmileJobID?: string; IsFinalResult?: unknown };
       };
       // The answer decides an application's fate: an unsigned or stale one is not believed.
-      if (!verifyV2(apiKey, partnerId, body, now())) throw new KycProviderError('v2 job status: bad response signature', response.status, true);
+      if (!verifyV2(apiKey, partnerId, body, now()))
+        throw new KycProviderError('v2 job status: bad response signature', response.status, true);
       if (!truthy(body.job_complete)) return { state: 'processing' };
       return {
         state: 'final',
@@ -239,7 +333,10 @@ export function createKycProviderClient(options: KycProviderOptions) {
 
     /** v3 only: asks the provider to send a lost callback again. */
     async replayCallback(providerJobId: string): Promise<'accepted' | 'not_final'> {
-      const response = await send(`/v3/replay/${encodeURIComponent(providerJobId)}`, { method: 'POST', headers: { 'SmileID-Token': await apiToken() } });
+      const response = await send(`/v3/replay/${encodeURIComponent(providerJobId)}`, {
+        method: 'POST',
+        headers: { 'SmileID-Token': await apiToken() },
+      });
       if (response.status === 409) return 'not_final';
       if (!response.ok) await failure(response, 'v3 replay');
       return 'accepted';
@@ -249,7 +346,11 @@ export function createKycProviderClient(options: KycProviderOptions) {
      * Authenticates and parses a callback. The signature does not cover a v2 body, so even a
      * valid callback is only a trigger: a final verdict must be confirmed by a status lookup.
      */
-    parseCallback(apiVersion: ProviderApiVersion, headers: Record<string, string | string[] | undefined>, rawBody: string): ProviderCallback | undefined {
+    parseCallback(
+      apiVersion: ProviderApiVersion,
+      headers: Record<string, string | string[] | undefined>,
+      rawBody: string,
+    ): ProviderCallback | undefined {
       let body: Record<string, unknown>;
       try {
         body = JSON.parse(rawBody) as Record<string, unknown>;

@@ -9,7 +9,9 @@ export const SIGNATURE_FRESHNESS_MS = 5 * 60_000;
 
 /** v2: base64(HMAC-SHA256(api_key, timestamp + partner_id + "sid_request")). */
 export function signV2(apiKey: string, partnerId: string, timestamp: string): string {
-  return createHmac('sha256', apiKey).update(timestamp + partnerId + 'sid_request').digest('base64');
+  return createHmac('sha256', apiKey)
+    .update(timestamp + partnerId + 'sid_request')
+    .digest('base64');
 }
 
 /** v3 callbacks: base64(HMAC-SHA256(api_key, timestamp + "." + raw body)). */
@@ -31,8 +33,15 @@ export function isFresh(timestamp: unknown, now: Date, windowMs = SIGNATURE_FRES
   return Number.isFinite(ms) && Math.abs(now.getTime() - ms) <= windowMs;
 }
 
-export function verifyV2(apiKey: string, partnerId: string, body: { signature?: unknown; timestamp?: unknown }, now: Date): boolean {
+export function verifyV2(
+  apiKey: string,
+  partnerId: string,
+  body: { signature?: unknown; timestamp?: unknown },
+  now: Date,
+): boolean {
   return (
-    typeof body.timestamp === 'string' && isFresh(body.timestamp, now) && sameSignature(signV2(apiKey, partnerId, body.timestamp), body.signature)
+    typeof body.timestamp === 'string' &&
+    isFresh(body.timestamp, now) &&
+    sameSignature(signV2(apiKey, partnerId, body.timestamp), body.signature)
   );
 }

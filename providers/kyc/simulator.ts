@@ -27,11 +27,22 @@ const RESULTS: Record<Outcome, { code: string; text: string; provisional?: { cod
   reject: { code: '1022', text: 'No Match' },
   not_found: { code: '1023', text: 'ID Number Not Found' },
   spoof: { code: '0907', text: 'Possible Spoof' },
-  review_approve: { code: '0810', text: 'Document Verified', provisional: { code: '0814', text: 'Under Human Review' } },
+  review_approve: {
+    code: '0810',
+    text: 'Document Verified',
+    provisional: { code: '0814', text: 'Under Human Review' },
+  },
   review_reject: { code: '1022', text: 'No Match', provisional: { code: '0814', text: 'Under Human Review' } },
   error: { code: '2213', text: 'Missing Parameter' },
 };
-const BY_LAST_DIGIT: Record<string, Outcome> = { '1': 'reject', '2': 'not_found', '3': 'spoof', '4': 'review_approve', '5': 'review_reject', '9': 'error' };
+const BY_LAST_DIGIT: Record<string, Outcome> = {
+  '1': 'reject',
+  '2': 'not_found',
+  '3': 'spoof',
+  '4': 'review_approve',
+  '5': 'review_reject',
+  '9': 'error',
+};
 
 export interface SimulatedJob {
   smileJobId: string;
@@ -46,7 +57,16 @@ export interface SimulatedJob {
   resultCode?: string;
   resultText?: string;
   held: boolean;
-  received: { country?: string; idType?: string; idNumber?: string; consent?: boolean; selfie: boolean; documentFront: boolean; documentBack: boolean; livenessImages: number };
+  received: {
+    country?: string;
+    idType?: string;
+    idNumber?: string;
+    consent?: boolean;
+    selfie: boolean;
+    documentFront: boolean;
+    documentBack: boolean;
+    livenessImages: number;
+  };
   callbacksSent: number;
 }
 
@@ -159,13 +179,16 @@ export async function startKycSimulator(options: KycSimulatorOptions): Promise<R
     const headers: Record<string, string> = { 'content-type': 'application/json' };
     if (job.apiVersion === 'v3') {
       headers['SmileID-Timestamp'] = timestamp;
-      headers['SmileID-Request-Signature'] = mode === 'forge' ? signV3Callback('wrong-key', timestamp, body) : signV3Callback(apiKey, timestamp, body);
+      headers['SmileID-Request-Signature'] =
+        mode === 'forge' ? signV3Callback('wrong-key', timestamp, body) : signV3Callback(apiKey, timestamp, body);
     } else if (mode === 'forge') {
       body = JSON.stringify({ ...JSON.parse(body), signature: signV2('wrong-key', partnerId, timestamp) });
     }
     for (let i = 0; i < (mode === 'duplicate' ? 2 : 1); i++) {
       job.callbacksSent += 1;
-      await fetch(job.callbackUrl, { method: 'POST', headers, body, signal: AbortSignal.timeout(5_000) }).catch(() => {});
+      await fetch(job.callbackUrl, { method: 'POST', headers, body, signal: AbortSignal.timeout(5_000) }).catch(
+        () => {},
+      );
     }
   }
 
@@ -191,7 +214,11 @@ export async function startKycSimulator(options: KycSimulatorOptions): Promise<R
     later(control.callbackDelayMs, () => sendCallback(job));
   }
 
-  function newJob(apiVersion: 'v2' | 'v3', params: { job_id?: unknown; user_id?: unknown; job_type?: unknown }, callbackUrl: string): SimulatedJob {
+  function newJob(
+    apiVersion: 'v2' | 'v3',
+    params: { job_id?: unknown; user_id?: unknown; job_type?: unknown },
+    callbackUrl: string,
+  ): SimulatedJob {
     const job: SimulatedJob = {
       smileJobId: tenDigits(),
       v3JobId: v3Id(),
@@ -233,13 +260,20 @@ export async function startKycSimulator(options: KycSimulatorOptions): Promise<R
     }
   };
   const mintToken = (claims: Record<string, unknown> = {}) =>
-    new SignJWT(claims).setProtectedHeader({ alg: 'HS256' }).setIssuer('simulator').setAudience(partnerId).setIssuedAt().setExpirationTime('15m').sign(tokenKey);
+    new SignJWT(claims)
+      .setProtectedHeader({ alg: 'HS256' })
+      .setIssuer('simulator')
+      .setAudience(partnerId)
+      .setIssuedAt()
+      .setExpirationTime('15m')
+      .sign(tokenKey);
 
   const api = new Router();
   api.post('/v1/upload', (ctx) => {
     if (!v2Authorized(ctx)) return;
     const body = ctx.request.body as { partner_params?: Record<string, unknown>; callback_url?: string };
-    if (!body.partner_params?.job_id || !body.partner_params.user_id) return refuse(ctx, 400, '2213', 'Missing parameter: partner_params');
+    if (!body.partner_params?.job_id || !body.partner_params.user_id)
+      return refuse(ctx, 400, '2213', 'Missing parameter: partner_params');
     const job = newJob('v2', body.partner_params, String(body.callback_url ?? ''));
     const uploadId = randomUUID();
     uploads.set(uploadId, job);
@@ -251,7 +285,11 @@ export async function startKycSimulator(options: KycSimulatorOptions): Promise<R
     uploads.delete(ctx.params.id!);
     const chunks: Buffer[] = [];
     for await (const chunk of ctx.req) chunks.push(chunk as Buffer);
-    let info: { id_info?: Record<string, string>; images?: { image_type_id: number }[]; consent_information?: { consented?: Record<string, boolean> } };
+    let info: {
+      id_info?: Record<string, string>;
+      images?: { image_type_id: number }[];
+      consent_information?: { consented?: Record<string, boolean> };
+    };
     try {
       info = JSON.parse(strFromU8(unzipSync(new Uint8Array(Buffer.concat(chunks)))['info.json']!));
     } catch {
@@ -268,7 +306,8 @@ export async function startKycSimulator(options: KycSimulatorOptions): Promise<R
       documentBack: types.includes(7),
       livenessImages: types.filter((t) => t === 6).length,
     };
-    if (!job.received.selfie || !job.received.documentFront) return refuse(ctx, 400, '2213', 'Missing parameter: images');
+    if (!job.received.selfie || !job.received.documentFront)
+      return refuse(ctx, 400, '2213', 'Missing parameter: images');
     job.outcome = outcomeFor(job.userId, job.received.idNumber);
     process(job);
     ctx.status = 200;
@@ -278,7 +317,10 @@ export async function startKycSimulator(options: KycSimulatorOptions): Promise<R
     const body = ctx.request.body as { job_id?: string; user_id?: string; callback_url?: string };
     return mintToken({ job_id: body.job_id, user_id: body.user_id }).then((token) => {
       // The client SDK submits straight to the provider with this token (/_control/sdk/submit).
-      sessions.set(token, newJob('v2', { job_id: body.job_id, user_id: body.user_id }, String(body.callback_url ?? '')));
+      sessions.set(
+        token,
+        newJob('v2', { job_id: body.job_id, user_id: body.user_id }, String(body.callback_url ?? '')),
+      );
       ctx.body = { token };
     });
   });
@@ -296,16 +338,31 @@ export async function startKycSimulator(options: KycSimulatorOptions): Promise<R
       job_success: complete && job.resultCode === '0810',
       code: complete ? '2302' : '2314',
       result: complete
-        ? { ResultCode: job.resultCode, ResultText: job.resultText, SmileJobID: job.smileJobId, IsFinalResult: String(job.state === 'final') }
+        ? {
+            ResultCode: job.resultCode,
+            ResultText: job.resultText,
+            SmileJobID: job.smileJobId,
+            IsFinalResult: String(job.state === 'final'),
+          }
         : 'Job is not complete',
       history: [],
     };
   });
   api.post('/v3/token', async (ctx) => {
-    if (ctx.get('smileid-partner-id') !== partnerId || ctx.get('smileid-api-key') !== apiKey) return refuse(ctx, 401, '2205', 'Invalid partner credentials');
-    const body = (ctx.request.body ?? {}) as { product?: string; user_id?: string; partner_params?: Record<string, unknown>; callback_url?: string };
+    if (ctx.get('smileid-partner-id') !== partnerId || ctx.get('smileid-api-key') !== apiKey)
+      return refuse(ctx, 401, '2205', 'Invalid partner credentials');
+    const body = (ctx.request.body ?? {}) as {
+      product?: string;
+      user_id?: string;
+      partner_params?: Record<string, unknown>;
+      callback_url?: string;
+    };
     if (body.product) {
-      const job = newJob('v3', { ...body.partner_params, user_id: body.user_id ?? body.partner_params?.user_id }, String(body.callback_url ?? ''));
+      const job = newJob(
+        'v3',
+        { ...body.partner_params, user_id: body.user_id ?? body.partner_params?.user_id },
+        String(body.callback_url ?? ''),
+      );
       const token = await mintToken({ product: body.product, user_id: body.user_id });
       sessions.set(token, job);
       ctx.body = { token };
@@ -315,7 +372,12 @@ export async function startKycSimulator(options: KycSimulatorOptions): Promise<R
   });
   api.post('/v3/enhanced_document_verification', async (ctx) => {
     if (!(await v3Authorized(ctx))) return;
-    const form = await new Request('http://simulator', { method: 'POST', headers: { 'content-type': ctx.get('content-type') }, body: ctx.req as unknown as ReadableStream, duplex: 'half' } as RequestInit).formData();
+    const form = await new Request('http://simulator', {
+      method: 'POST',
+      headers: { 'content-type': ctx.get('content-type') },
+      body: ctx.req as unknown as ReadableStream,
+      duplex: 'half',
+    } as RequestInit).formData();
     const params = JSON.parse(String(form.get('partner_params') ?? '{}')) as Record<string, unknown>;
     const details = JSON.parse(String(form.get('user_details') ?? '{}')) as { id_number?: string };
     if (!form.get('selfie_image') || !form.get('document') || !form.get('country') || !form.get('id_type')) {
@@ -347,8 +409,23 @@ export async function startKycSimulator(options: KycSimulatorOptions): Promise<R
       ctx.status = 202;
       ctx.body = { status: 'processing' };
     } else {
-      const status = job.resultCode === '0810' ? 'clear' : job.state === 'provisional' ? 'attention' : job.resultCode?.startsWith('2') ? 'error' : 'block';
-      ctx.body = { status, job_id: job.v3JobId, result: { ResultCode: job.resultCode, ResultText: job.resultText, IsFinalResult: String(job.state === 'final') } };
+      const status =
+        job.resultCode === '0810'
+          ? 'clear'
+          : job.state === 'provisional'
+            ? 'attention'
+            : job.resultCode?.startsWith('2')
+              ? 'error'
+              : 'block';
+      ctx.body = {
+        status,
+        job_id: job.v3JobId,
+        result: {
+          ResultCode: job.resultCode,
+          ResultText: job.resultText,
+          IsFinalResult: String(job.state === 'final'),
+        },
+      };
     }
   });
   api.post('/v3/replay/:jobId', async (ctx) => {
@@ -382,11 +459,22 @@ export async function startKycSimulator(options: KycSimulatorOptions): Promise<R
   });
   /** What a client SDK does with a session token: submits, and learns the provider's job id. */
   controlApi.post('/sdk/submit', (ctx) => {
-    const { token, id_number: idNumber, liveness_images: liveness = 0 } = ctx.request.body as { token: string; id_number?: string; liveness_images?: number };
+    const {
+      token,
+      id_number: idNumber,
+      liveness_images: liveness = 0,
+    } = ctx.request.body as { token: string; id_number?: string; liveness_images?: number };
     const job = sessions.get(token);
     if (!job || job.state !== 'awaiting_upload') return refuse(ctx, 401, '2205', 'Invalid or used session token');
     sessions.delete(token);
-    job.received = { idNumber, selfie: true, documentFront: true, documentBack: false, livenessImages: liveness, consent: true };
+    job.received = {
+      idNumber,
+      selfie: true,
+      documentFront: true,
+      documentBack: false,
+      livenessImages: liveness,
+      consent: true,
+    };
     job.outcome = outcomeFor(job.userId, idNumber);
     process(job);
     ctx.body = { smile_job_id: job.smileJobId, job_id: job.apiVersion === 'v3' ? job.v3JobId : job.jobId };
@@ -397,7 +485,15 @@ export async function startKycSimulator(options: KycSimulatorOptions): Promise<R
    * outcome's result.
    */
   controlApi.post('/jobs', (ctx) => {
-    const { jobs: wanted } = ctx.request.body as { jobs: { job_id: string; user_id: string; api_version?: 'v2' | 'v3'; state: 'processing' | 'final'; outcome?: Outcome }[] };
+    const { jobs: wanted } = ctx.request.body as {
+      jobs: {
+        job_id: string;
+        user_id: string;
+        api_version?: 'v2' | 'v3';
+        state: 'processing' | 'final';
+        outcome?: Outcome;
+      }[];
+    };
     const created = wanted.map((w) => {
       const job = newJob(w.api_version ?? 'v2', { job_id: w.job_id, user_id: w.user_id }, '');
       job.outcome = w.outcome ?? 'approve';
@@ -426,7 +522,10 @@ export async function startKycSimulator(options: KycSimulatorOptions): Promise<R
   controlApi.post('/jobs/:smileJobId/callback', async (ctx) => {
     const job = controlled(ctx);
     if (!job) return refuse(ctx, 404, '2204', 'Job not found');
-    const { mode = 'normal', delay_ms: delayMs = 0 } = (ctx.request.body ?? {}) as { mode?: CallbackMode; delay_ms?: number };
+    const { mode = 'normal', delay_ms: delayMs = 0 } = (ctx.request.body ?? {}) as {
+      mode?: CallbackMode;
+      delay_ms?: number;
+    };
     if (delayMs > 0) later(delayMs, () => sendCallback(job, mode));
     else await sendCallback(job, mode);
     ctx.status = 204;
@@ -451,7 +550,10 @@ export async function startKycSimulator(options: KycSimulatorOptions): Promise<R
       },
     ],
     // Multipart and zip bodies are read by their routes; JSON everywhere else.
-    bodyParser: async (ctx, next) => (ctx.is('multipart/form-data') || ctx.method === 'PUT' ? next() : bodyParser({ enableTypes: ['json'], jsonLimit: '20mb' })(ctx, next)),
+    bodyParser: async (ctx, next) =>
+      ctx.is('multipart/form-data') || ctx.method === 'PUT'
+        ? next()
+        : bodyParser({ enableTypes: ['json'], jsonLimit: '20mb' })(ctx, next),
     control: controlApi,
     api,
   });

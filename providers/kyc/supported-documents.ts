@@ -37,10 +37,17 @@ const COMMON: SupportedDocuments[] = [
 export function supportedDocuments(version: ProviderApiVersion): SupportedDocuments[] {
   if (version === 'v2') return COMMON;
   return COMMON.map((entry) =>
-    entry.country === 'KE' ? { ...entry, id_types: [...entry.id_types, { code: 'DRIVERS_LICENSE', label: 'Driving licence', has_back: true }] } : entry,
+    entry.country === 'KE'
+      ? {
+          ...entry,
+          id_types: [...entry.id_types, { code: 'DRIVERS_LICENSE', label: 'Driving licence', has_back: true }],
+        }
+      : entry,
   );
 }
 
 export function isSupportedDocument(version: ProviderApiVersion, country: string, idType: string): boolean {
-  return supportedDocuments(version).some((entry) => entry.country === country && entry.id_types.some((t) => t.code === idType));
+  return supportedDocuments(version).some(
+    (entry) => entry.country === country && entry.id_types.some((t) => t.code === idType),
+  );
 }

@@ -49,12 +49,17 @@ const stkCallbackBody = z.object({
       CheckoutRequestID: z.string().min(1),
       ResultCode: z.union([z.number().int(), z.string().min(1)]),
       ResultDesc: z.string(),
-      CallbackMetadata: z.object({ Item: z.array(z.object({ Name: z.string(), Value: providerValue.nullish() })) }).optional(),
+      CallbackMetadata: z
+        .object({ Item: z.array(z.object({ Name: z.string(), Value: providerValue.nullish() })) })
+        .optional(),
     }),
   }),
 });
 const keyValues = z
-  .union([z.array(z.object({ Key: z.string(), Value: providerValue.nullish() })), z.object({ Key: z.string(), Value: providerValue.nullish() })])
+  .union([
+    z.array(z.object({ Key: z.string(), Value: providerValue.nullish() })),
+    z.object({ Key: z.string(), Value: providerValue.nullish() }),
+  ])
   .transform((v) => (Array.isArray(v) ? v : [v]));
 const b2cResultBody = z.object({
   Result: z.object({
@@ -100,7 +105,8 @@ export function parseStkCallback(body: unknown): StkCallback {
   const receipt = item('MpesaReceiptNumber');
   const date = item('TransactionDate');
   const phone = item('PhoneNumber');
-  if (date !== undefined && !/^\d{14}$/.test(String(date))) throw new MalformedCallbackError('push callback: TransactionDate is not YYYYMMDDHHmmss');
+  if (date !== undefined && !/^\d{14}$/.test(String(date)))
+    throw new MalformedCallbackError('push callback: TransactionDate is not YYYYMMDDHHmmss');
   result.metadata = {
     ...(amount !== undefined && { amount }),
     ...(receipt !== undefined && { receipt: String(receipt) }),
@@ -114,7 +120,9 @@ export function parseStkCallback(body: unknown): StkCallback {
 export function parseB2cResult(body: unknown): B2cResult {
   const r = parseCallback(b2cResultBody, body, 'B2C result').Result;
   const byKey = (items: { Key: string; Value?: string | number | null }[] = []) =>
-    Object.fromEntries(items.filter((i) => i.Value !== undefined && i.Value !== null).map((i) => [i.Key, i.Value as string | number]));
+    Object.fromEntries(
+      items.filter((i) => i.Value !== undefined && i.Value !== null).map((i) => [i.Key, i.Value as string | number]),
+    );
   return {
     resultType: r.ResultType,
     resultCode: String(r.ResultCode),

@@ -17,7 +17,8 @@ import {
  * are ./protocol.ts; its callbacks are read by ./callbacks.ts.
  */
 const wholeShillings = (amount: number) => {
-  if (!Number.isSafeInteger(amount) || amount < 1) throw new RangeError('amount must be a positive whole number of shillings');
+  if (!Number.isSafeInteger(amount) || amount < 1)
+    throw new RangeError('amount must be a positive whole number of shillings');
   return amount;
 };
 const bounded = (value: string, max: number, field: string) => {
@@ -29,7 +30,11 @@ const bounded = (value: string, max: number, field: string) => {
 // Answers
 
 const providerValue = z.union([z.number(), z.string()]);
-const errorEnvelope = z.object({ requestId: z.string().optional(), errorCode: z.string(), errorMessage: z.string().optional() });
+const errorEnvelope = z.object({
+  requestId: z.string().optional(),
+  errorCode: z.string(),
+  errorMessage: z.string().optional(),
+});
 const tokenAnswer = z.object({ access_token: z.string().min(1), expires_in: providerValue });
 const pushAnswer = z.object({
   MerchantRequestID: z.string(),
@@ -39,7 +44,11 @@ const pushAnswer = z.object({
   ResponseDescription: z.string().optional(),
 });
 const queryAnswer = z.object({ ResultCode: providerValue, ResultDesc: z.string().optional() });
-const b2cAnswer = z.object({ ConversationID: z.string().min(1), OriginatorConversationID: z.string(), ResponseCode: providerValue });
+const b2cAnswer = z.object({
+  ConversationID: z.string().min(1),
+  OriginatorConversationID: z.string(),
+  ResponseCode: providerValue,
+});
 
 // ---------------------------------------------------------------------------------------------
 // The client
@@ -67,7 +76,15 @@ export function createMobileMoneyClient(options: MobileMoneyClientOptions): Mobi
     try {
       const response = send
         ? await fetchWithDeadline(`${baseUrl}${path}`, init, timeoutMs, send)
-        : await request(`${baseUrl}${path}`, { method: init.method, headers: init.headers as Record<string, string> | undefined, body: init.body as string | undefined }, timeoutMs);
+        : await request(
+            `${baseUrl}${path}`,
+            {
+              method: init.method,
+              headers: init.headers as Record<string, string> | undefined,
+              body: init.body as string | undefined,
+            },
+            timeoutMs,
+          );
       const text = await response.text();
       let body: unknown;
       try {
@@ -82,10 +99,13 @@ export function createMobileMoneyClient(options: MobileMoneyClientOptions): Mobi
       const code = err.cause?.code ?? err.code ?? '';
       const timedOut = err.name === 'TimeoutError' || err.name === 'AbortError';
       const notSent = operation === 'oauth' || (!timedOut && NOT_SENT.has(code));
-      throw new MobileMoneyError(`${operation}: ${timedOut ? `no answer within ${timeoutMs} ms` : `provider unreachable (${code || err.message})`}`, {
-        operation,
-        indeterminate: !notSent,
-      });
+      throw new MobileMoneyError(
+        `${operation}: ${timedOut ? `no answer within ${timeoutMs} ms` : `provider unreachable (${code || err.message})`}`,
+        {
+          operation,
+          indeterminate: !notSent,
+        },
+      );
     }
   }
 
@@ -93,20 +113,29 @@ export function createMobileMoneyClient(options: MobileMoneyClientOptions): Mobi
     const envelope = errorEnvelope.safeParse(answer.body);
     const fields: Partial<z.output<typeof errorEnvelope>> = envelope.success ? envelope.data : {};
     const definite = operation === 'oauth' || (answer.status >= 400 && answer.status < 500);
-    return new MobileMoneyError(`${operation}: provider answered ${answer.status}${fields.errorCode ? ` ${fields.errorCode} ${fields.errorMessage ?? ''}` : ''}`.trim(), {
-      operation,
-      indeterminate: !definite,
-      httpStatus: answer.status,
-      ...fields,
-    });
+    return new MobileMoneyError(
+      `${operation}: provider answered ${answer.status}${fields.errorCode ? ` ${fields.errorCode} ${fields.errorMessage ?? ''}` : ''}`.trim(),
+      {
+        operation,
+        indeterminate: !definite,
+        httpStatus: answer.status,
+        ...fields,
+      },
+    );
   }
 
   const unreadable = (operation: MobileMoneyOperation, answer: Answer) =>
-    new MobileMoneyError(`${operation}: unreadable ${answer.status} answer`, { operation, indeterminate: operation !== 'oauth', httpStatus: answer.status });
+    new MobileMoneyError(`${operation}: unreadable ${answer.status} answer`, {
+      operation,
+      indeterminate: operation !== 'oauth',
+      httpStatus: answer.status,
+    });
 
   async function fetchToken(): Promise<string> {
     const requestedAt = Date.now();
-    const answer = await call('oauth', '/oauth/v1/generate?grant_type=client_credentials', { headers: { authorization: basic } });
+    const answer = await call('oauth', '/oauth/v1/generate?grant_type=client_credentials', {
+      headers: { authorization: basic },
+    });
     if (answer.status !== 200) throw failure('oauth', answer);
     const parsed = tokenAnswer.safeParse(answer.body);
     if (!parsed.success) throw unreadable('oauth', answer);
@@ -158,7 +187,8 @@ export function createMobileMoneyClient(options: MobileMoneyClientOptions): Mobi
       const amount = wholeShillings(request.amount);
       const phone = toProviderPhone(request.phone);
       const buyGoods = request.transactionType === 'CustomerBuyGoodsOnline';
-      if (buyGoods !== (request.till !== undefined)) throw new RangeError('till is required for CustomerBuyGoodsOnline and only for it');
+      if (buyGoods !== (request.till !== undefined))
+        throw new RangeError('till is required for CustomerBuyGoodsOnline and only for it');
       const answer = await post('stkPush', '/mpesa/stkpush/v1/processrequest', {
         ...credentials(),
         TransactionType: request.transactionType,
@@ -182,10 +212,18 @@ export function createMobileMoneyClient(options: MobileMoneyClientOptions): Mobi
     },
 
     async stkQuery(checkoutRequestId) {
-      const answer = await post('stkQuery', '/mpesa/stkpushquery/v1/query', { ...credentials(), CheckoutRequestID: checkoutRequestId });
+      const answer = await post('stkQuery', '/mpesa/stkpushquery/v1/query', {
+        ...credentials(),
+        CheckoutRequestID: checkoutRequestId,
+      });
       const envelope = errorEnvelope.safeParse(answer.body);
       // "Being processed" is the pending state, not a failure; the code alone also covers merchant errors.
-      if (answer.status === 500 && envelope.success && envelope.data.errorCode === ERROR_CODES.processing && /being processed/i.test(envelope.data.errorMessage ?? '')) {
+      if (
+        answer.status === 500 &&
+        envelope.success &&
+        envelope.data.errorCode === ERROR_CODES.processing &&
+        /being processed/i.test(envelope.data.errorMessage ?? '')
+      ) {
         return { state: 'pending' };
       }
       if (!ok(answer)) throw failure('stkQuery', answer);

@@ -49,7 +49,8 @@ export interface StkPushAccepted {
 }
 
 /** `unknown`: the provider refused the query itself (a CheckoutRequestID it does not know). */
-export type StkQueryResult = { state: 'pending' } | { state: 'unknown' } | { state: 'final'; resultCode: string; resultDesc: string };
+export type StkQueryResult =
+  { state: 'pending' } | { state: 'unknown' } | { state: 'final'; resultCode: string; resultDesc: string };
 
 export interface B2cRequest {
   /** Use our transaction id: the provider refuses a repeat, which makes a retry safe. */
@@ -80,7 +81,11 @@ export interface MobileMoneyClient {
 
 export type MobileMoneyOperation = 'oauth' | 'stkPush' | 'stkQuery' | 'b2c';
 
-export const ERROR_CODES = { badRequest: '400.002.02', invalidToken: '404.001.03', processing: '500.001.1001' } as const;
+export const ERROR_CODES = {
+  badRequest: '400.002.02',
+  invalidToken: '404.001.03',
+  processing: '500.001.1001',
+} as const;
 
 /**
  * A failed provider call. `indeterminate` is the one thing a workflow must look at before a
@@ -99,7 +104,14 @@ export class MobileMoneyError extends Error {
 
   constructor(
     message: string,
-    details: { operation: MobileMoneyOperation; indeterminate: boolean; httpStatus?: number; errorCode?: string; errorMessage?: string; requestId?: string },
+    details: {
+      operation: MobileMoneyOperation;
+      indeterminate: boolean;
+      httpStatus?: number;
+      errorCode?: string;
+      errorMessage?: string;
+      requestId?: string;
+    },
   ) {
     super(message);
     this.name = 'MobileMoneyError';
@@ -113,17 +125,21 @@ export class MobileMoneyError extends Error {
 
   /** B2C refused because the OriginatorConversationID was used before (*assumed* wording). */
   get duplicateRequest(): boolean {
-    return this.operation === 'b2c' && this.errorCode === ERROR_CODES.badRequest && /duplicate/i.test(this.errorMessage ?? '');
+    return (
+      this.operation === 'b2c' &&
+      this.errorCode === ERROR_CODES.badRequest &&
+      /duplicate/i.test(this.errorMessage ?? '')
+    );
   }
 }
 
 // ---------------------------------------------------------------------------------------------
 // Conversions at the edge
 
-
 /** `+254712345678` → `254712345678`; anything else (other countries, 07..., spaces) is refused. */
 export function toProviderPhone(phone: string): string {
-  if (!isKenyanMobile(phone)) throw new RangeError('phone must be a Kenyan mobile number, +2547XXXXXXXX or +2541XXXXXXXX');
+  if (!isKenyanMobile(phone))
+    throw new RangeError('phone must be a Kenyan mobile number, +2547XXXXXXXX or +2541XXXXXXXX');
   return phone.slice(1);
 }
 

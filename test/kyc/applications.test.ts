@@ -51,11 +51,15 @@ describe('KYC applications (extension: POST /v1/kyc/applications)', () => {
   });
 
   it('the seeded finished applications read through GET status: approved is final, rejected may be submitted again', async () => {
-    const approved = await call('GET', `/v1/kyc/applications/${DEMO.kycHistory.approved.id}/status`, { headers: await as(DEMO.users.customerByAuthId) });
+    const approved = await call('GET', `/v1/kyc/applications/${DEMO.kycHistory.approved.id}/status`, {
+      headers: await as(DEMO.users.customerByAuthId),
+    });
     assert.equal(approved.status, 200);
     assert.equal(approved.body.status, 'APPROVED');
     assert.equal(approved.body.can_submit, false);
-    const rejected = await call('GET', `/v1/kyc/applications/${DEMO.kycHistory.rejected.id}/status`, { headers: await as(DEMO.users.secondCustomer) });
+    const rejected = await call('GET', `/v1/kyc/applications/${DEMO.kycHistory.rejected.id}/status`, {
+      headers: await as(DEMO.users.secondCustomer),
+    });
     assert.equal(rejected.status, 200);
     assert.equal(rejected.body.status, 'REJECTED');
     assert.equal(rejected.body.can_submit, true);
@@ -63,13 +67,17 @@ describe('KYC applications (extension: POST /v1/kyc/applications)', () => {
 });
 
 describe('spec 4.2: GET /v1/kyc/applications/{id}/verification', () => {
-  const requirements = (id: string, headers: Record<string, string>) => call('GET', `/v1/kyc/applications/${id}/verification`, { headers });
+  const requirements = (id: string, headers: Record<string, string>) =>
+    call('GET', `/v1/kyc/applications/${id}/verification`, { headers });
 
   it('answers v2 requirements when the header is omitted, empty or unrecognised', async () => {
     const user = await newApplicant();
     const { id } = await createApplication(user);
     for (const versions of [undefined, '', 'v7, beta']) {
-      const headers = { ...(await as(user)), ...(versions === undefined ? {} : { 'X-Provider-Api-Versions': versions }) };
+      const headers = {
+        ...(await as(user)),
+        ...(versions === undefined ? {} : { 'X-Provider-Api-Versions': versions }),
+      };
       const reply = await requirements(id, headers);
       assert.equal(reply.status, 200, String(versions));
       assert.equal(reply.body.requires_liveness, false);
@@ -99,9 +107,14 @@ describe('spec 4.2: GET /v1/kyc/applications/{id}/verification', () => {
     assert.equal(reply.body.requires_liveness, true);
     assert.equal(reply.body.min_liveness_images, harness().config.KYC_LIVENESS_MIN_IMAGES);
     assert.equal(reply.body.max_liveness_images, harness().config.KYC_LIVENESS_MAX_IMAGES);
-    assert.deepEqual(reply.body.consent_notice, { language: 'EN', privacy_policy_url: harness().config.KYC_PRIVACY_POLICY_URL });
+    assert.deepEqual(reply.body.consent_notice, {
+      language: 'EN',
+      privacy_policy_url: harness().config.KYC_PRIVACY_POLICY_URL,
+    });
     const kenya = reply.body.supported_documents.find((d: { country: string }) => d.country === 'KE');
-    assert.ok(kenya.id_types.some((t: { code: string; has_back: boolean }) => t.code === 'DRIVERS_LICENSE' && t.has_back));
+    assert.ok(
+      kenya.id_types.some((t: { code: string; has_back: boolean }) => t.code === 'DRIVERS_LICENSE' && t.has_back),
+    );
     const row = await harness().db('kyc_applications').where({ id }).first();
     assert.equal(row.negotiated_api_version, 'v3');
     assert.equal(row.status, 'DRAFT', 'side-effect free on the status');
@@ -125,7 +138,10 @@ describe('spec 4.2: GET /v1/kyc/applications/{id}/verification', () => {
     assert.equal(otherOrg.status, 404);
     const malformed = await requirements('not-a-uuid', await as(owner));
     assert.equal(malformed.status, 400);
-    assert.deepEqual(malformed.body.invalid_params.map((p: { path: string; sub_code: string }) => [p.path, p.sub_code]), [['path.id', 'INVALID_UUID']]);
+    assert.deepEqual(
+      malformed.body.invalid_params.map((p: { path: string; sub_code: string }) => [p.path, p.sub_code]),
+      [['path.id', 'INVALID_UUID']],
+    );
     const anonymous = await requirements(id, {});
     assert.equal(anonymous.status, 401);
     assert.equal(anonymous.body.code, 'UNAUTHORISED');

@@ -2,16 +2,26 @@ import { strict as assert } from 'node:assert';
 import { signV2 } from '../../providers/kyc/signature';
 import { harness } from '../support/harness';
 import { call } from '../support/http';
-import { applicantHeaders, JPEG_BASE64, newApplicant, newApplication, settledStatus, simulatorControl } from '../support/kyc';
+import {
+  applicantHeaders,
+  JPEG_BASE64,
+  newApplicant,
+  newApplication,
+  settledStatus,
+  simulatorControl,
+} from '../support/kyc';
 import { until } from '../support/money';
 
 describe('attack run, finding 4: a forged v2 KYC callback changes nothing until a signed lookup confirms it', () => {
-  it('a forged provisional callback with a recent signature pair neither flags the application for review nor sets its provider job id; the applicant\'s genuine report is then accepted', async () => {
+  it("a forged provisional callback with a recent signature pair neither flags the application for review nor sets its provider job id; the applicant's genuine report is then accepted", async () => {
     const { db, config } = harness();
     const user = await newApplicant();
     const id = await newApplication(user);
     const headers = await applicantHeaders(user);
-    const started = await call('POST', `/v1/kyc/applications/${id}/verification`, { headers, json: { channel: 'provider_sdk', consent: true } });
+    const started = await call('POST', `/v1/kyc/applications/${id}/verification`, {
+      headers,
+      json: { channel: 'provider_sdk', consent: true },
+    });
     assert.equal(started.status, 201, started.text);
     assert.equal(started.body.config.api_version, 'v2');
     const application = await db('kyc_applications').where({ id }).first();
@@ -30,16 +40,24 @@ describe('attack run, finding 4: a forged v2 KYC callback changes nothing until 
     const reply = await call('POST', '/v1/kyc/provider-callbacks/v2', { json: forged });
     assert.equal(reply.status, 200);
     // The run took it as a trigger: it asked the provider, who has no submission for this job yet.
-    await until('the run asked the provider', async () => (await db('kyc_applications').where({ id }).first()).provider_checked_at !== null);
+    await until(
+      'the run asked the provider',
+      async () => (await db('kyc_applications').where({ id }).first()).provider_checked_at !== null,
+    );
     const after = await db('kyc_applications').where({ id }).first();
     assert.equal(after.needs_review, false, 'no review flag from an unconfirmed callback');
     assert.equal(after.provider_job_id, null, "the callback's SmileJobID is not taken");
     assert.equal(after.status, 'ID_VERIFICATION_PENDING');
 
     // The SDK submits; on v2 the provider's own job id is its SmileJobID.
-    const submitted = (await (await simulatorControl('/sdk/submit', 'POST', { token: started.body.config.token, id_number: '4440' })).json()) as { smile_job_id: string };
+    const submitted = (await (
+      await simulatorControl('/sdk/submit', 'POST', { token: started.body.config.token, id_number: '4440' })
+    ).json()) as { smile_job_id: string };
     assert.notEqual(submitted.smile_job_id, forged.SmileJobID);
-    const report = await call('PATCH', `/v1/kyc/applications/${id}/verification/provider-job`, { headers, json: { provider_job_id: submitted.smile_job_id } });
+    const report = await call('PATCH', `/v1/kyc/applications/${id}/verification/provider-job`, {
+      headers,
+      json: { provider_job_id: submitted.smile_job_id },
+    });
     assert.equal(report.status, 200, `the genuine job id is accepted: ${report.text}`);
   });
 
@@ -49,12 +67,32 @@ describe('attack run, finding 4: a forged v2 KYC callback changes nothing until 
     try {
       const [userA, userB] = [await newApplicant(), await newApplicant()];
       const [idA, idB] = [await newApplication(userA), await newApplication(userB)];
-      const sdk = await call('POST', `/v1/kyc/applications/${idA}/verification`, { headers: await applicantHeaders(userA), json: { channel: 'provider_sdk', consent: true } });
+      const sdk = await call('POST', `/v1/kyc/applications/${idA}/verification`, {
+        headers: await applicantHeaders(userA),
+        json: { channel: 'provider_sdk', consent: true },
+      });
       assert.equal(sdk.status, 201, sdk.text);
-      const upload = { channel: 'server_upload', id_type: 'IDENTITY_CARD', selfie: JPEG_BASE64, document_front: JPEG_BASE64, consent: true };
-      assert.equal((await call('POST', `/v1/kyc/applications/${idB}/verification`, { headers: await applicantHeaders(userB), json: upload })).status, 202);
+      const upload = {
+        channel: 'server_upload',
+        id_type: 'IDENTITY_CARD',
+        selfie: JPEG_BASE64,
+        document_front: JPEG_BASE64,
+        consent: true,
+      };
+      assert.equal(
+        (
+          await call('POST', `/v1/kyc/applications/${idB}/verification`, {
+            headers: await applicantHeaders(userB),
+            json: upload,
+          })
+        ).status,
+        202,
+      );
       const jobB = await until('b at the provider', async () => {
-        const jobs = (await (await simulatorControl('/jobs', 'GET')).json()) as { userId: string; smileJobId: string }[];
+        const jobs = (await (await simulatorControl('/jobs', 'GET')).json()) as {
+          userId: string;
+          smileJobId: string;
+        }[];
         return jobs.find((job) => job.userId === userB.id);
       });
       const applicationA = await db('kyc_applications').where({ id: idA }).first();
@@ -70,9 +108,16 @@ describe('attack run, finding 4: a forged v2 KYC callback changes nothing until 
       };
       assert.equal((await call('POST', '/v1/kyc/provider-callbacks/v2', { json: forged })).status, 200);
       await simulatorControl(`/jobs/${jobB.smileJobId}/release`, 'POST');
-      await until('b\'s genuine callback taken', async () => (await db('kyc_callback_events').where({ application_id: idB })).length === 1);
+      await until(
+        "b's genuine callback taken",
+        async () => (await db('kyc_callback_events').where({ application_id: idB })).length === 1,
+      );
       assert.equal((await settledStatus(userB, idB)).body.status, 'APPROVED');
-      assert.equal((await db('kyc_applications').where({ id: idA }).first()).status, 'ID_VERIFICATION_PENDING', 'a still awaits its own submission');
+      assert.equal(
+        (await db('kyc_applications').where({ id: idA }).first()).status,
+        'ID_VERIFICATION_PENDING',
+        'a still awaits its own submission',
+      );
     } finally {
       await simulatorControl('/', 'PATCH', { holdJobs: false });
     }

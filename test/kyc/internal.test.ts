@@ -17,14 +17,23 @@ describe('spec 4.2: internal KYC lookups (/v1/internal/kyc and /api/internal/kyc
     applicationId = await newApplication(applicant);
     const reply = await call('POST', `/v1/kyc/applications/${applicationId}/verification`, {
       headers: await applicantHeaders(applicant),
-      json: { channel: 'server_upload', id_type: 'IDENTITY_CARD', id_number: '99887760', selfie: JPEG_BASE64, document_front: JPEG_BASE64, consent: true },
+      json: {
+        channel: 'server_upload',
+        id_type: 'IDENTITY_CARD',
+        id_number: '99887760',
+        selfie: JPEG_BASE64,
+        document_front: JPEG_BASE64,
+        consent: true,
+      },
     });
     assert.equal(reply.status, 202, reply.text);
     assert.equal((await settledStatus(applicant, applicationId)).body.status, 'APPROVED');
   });
 
   const status = (prefix: string, headers: Record<string, string>, organization?: string) =>
-    call('GET', `${prefix}/status?user_id=${applicant.id}${organization ? `&organization_id=${organization}` : ''}`, { headers });
+    call('GET', `${prefix}/status?user_id=${applicant.id}${organization ? `&organization_id=${organization}` : ''}`, {
+      headers,
+    });
 
   for (const prefix of ['/v1/internal/kyc', '/api/internal/kyc']) {
     it(`${prefix}/status answers the internal status resource to an operator of the organization`, async () => {
@@ -59,7 +68,10 @@ describe('spec 4.2: internal KYC lookups (/v1/internal/kyc and /api/internal/kyc
     assert.equal((await status('/v1/internal/kyc', bearer(orgKey))).status, 200);
     const refused = await status('/v1/internal/kyc', bearer(orgKey), DEMO_ORG);
     assert.equal(refused.status, 403);
-    assert.deepEqual(refused.body.invalid_params.map((p: { sub_code: string }) => p.sub_code), ['NOT_ALLOWED']);
+    assert.deepEqual(
+      refused.body.invalid_params.map((p: { sub_code: string }) => p.sub_code),
+      ['NOT_ALLOWED'],
+    );
     // A platform key: organization_id honoured (and required).
     const platformKey = (await createApiKey(db, { platform: true })).key;
     assert.equal((await status('/api/internal/kyc', bearer(platformKey), DEMO_ORG)).status, 200);
@@ -73,7 +85,10 @@ describe('spec 4.2: internal KYC lookups (/v1/internal/kyc and /api/internal/kyc
     assert.equal(reply.status, 400);
     assert.deepEqual(
       reply.body.invalid_params.map((p: { path: string; sub_code: string }) => [p.path, p.sub_code]).sort(),
-      [['query.extra', 'UNKNOWN_FIELD'], ['query.user_id', 'INVALID_UUID']],
+      [
+        ['query.extra', 'UNKNOWN_FIELD'],
+        ['query.user_id', 'INVALID_UUID'],
+      ],
     );
   });
 
@@ -90,7 +105,10 @@ describe('spec 4.2: internal KYC lookups (/v1/internal/kyc and /api/internal/kyc
     assert.equal(found.body.subject.id_number, '99887760');
     assert.deepEqual(
       found.body.documents.map((d: { kind: string; image_base64: string }) => [d.kind, d.image_base64]),
-      [['DOCUMENT_FRONT', JPEG_BASE64], ['SELFIE', JPEG_BASE64]],
+      [
+        ['DOCUMENT_FRONT', JPEG_BASE64],
+        ['SELFIE', JPEG_BASE64],
+      ],
     );
   });
 });

@@ -46,14 +46,27 @@ describe('identity-verification provider: client and simulator over HTTP (both g
   let receiver: Awaited<ReturnType<typeof callbackReceiver>>;
   let client: ReturnType<typeof createKycProviderClient>;
   const control = (path: string, method: string, body?: unknown) =>
-    fetch(`${simulator.url}/_control${path}`, { method, headers: { 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+    fetch(`${simulator.url}/_control${path}`, {
+      method,
+      headers: { 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
   const callbacksFor = (job: string) =>
     receiver.received
-      .map((r) => ({ raw: r, parsed: client.parseCallback(r.headers['smileid-timestamp'] ? 'v3' : 'v2', r.headers, r.body) }))
+      .map((r) => ({
+        raw: r,
+        parsed: client.parseCallback(r.headers['smileid-timestamp'] ? 'v3' : 'v2', r.headers, r.body),
+      }))
       .filter((c) => c.raw.body.includes(job));
 
   before(async () => {
-    simulator = await startKycSimulator({ partnerId: PARTNER_ID, apiKey: API_KEY, processingMs: 50, reviewMs: 150, callbackDelayMs: 20 });
+    simulator = await startKycSimulator({
+      partnerId: PARTNER_ID,
+      apiKey: API_KEY,
+      processingMs: 50,
+      reviewMs: 150,
+      callbackDelayMs: 20,
+    });
     receiver = await callbackReceiver();
     client = createKycProviderClient({ baseUrl: simulator.url, partnerId: PARTNER_ID, apiKey: API_KEY });
   });
@@ -66,7 +79,12 @@ describe('identity-verification provider: client and simulator over HTTP (both g
     receiver.received.length = 0;
   });
 
-  const submit = (apiVersion: 'v2' | 'v3', jobId: string, idNumber = '12345670', extra: { liveness?: number; back?: boolean } = {}) =>
+  const submit = (
+    apiVersion: 'v2' | 'v3',
+    jobId: string,
+    idNumber = '12345670',
+    extra: { liveness?: number; back?: boolean } = {},
+  ) =>
     client.submitDocumentVerification({
       apiVersion,
       jobId,
@@ -92,7 +110,16 @@ describe('identity-verification provider: client and simulator over HTTP (both g
       const [job] = simulator.jobs();
       assert.deepEqual(
         { ...job!.received },
-        { country: 'KE', idType: 'NATIONAL_ID', idNumber: '12345670', consent: true, selfie: true, documentFront: true, documentBack: true, livenessImages: 3 },
+        {
+          country: 'KE',
+          idType: 'NATIONAL_ID',
+          idNumber: '12345670',
+          consent: true,
+          selfie: true,
+          documentFront: true,
+          documentBack: true,
+          livenessImages: 3,
+        },
       );
       const lookup = { apiVersion, jobId, userId: `user-${jobId}`, providerJobId };
       assert.deepEqual(await client.jobStatus(lookup), { state: 'processing' });
@@ -107,7 +134,11 @@ describe('identity-verification provider: client and simulator over HTTP (both g
     });
 
     it(`${apiVersion}: outcomes follow the ID number: no match, spoof, error`, async () => {
-      for (const [digit, category] of [['1', 'REJECTED'], ['3', 'REJECTED'], ['9', 'ERROR']] as const) {
+      for (const [digit, category] of [
+        ['1', 'REJECTED'],
+        ['3', 'REJECTED'],
+        ['9', 'ERROR'],
+      ] as const) {
         const jobId = `job-${apiVersion}-${digit}`;
         await submit(apiVersion, jobId, `1234567${digit}`);
         const callback = await until(() => callbacksFor(jobId)[0]?.parsed);
@@ -136,7 +167,8 @@ describe('identity-verification provider: client and simulator over HTTP (both g
       const smileJobId = simulator.jobs()[0]!.smileJobId;
       await control(`/jobs/${smileJobId}/release`, 'POST');
       await until(() => callbacksFor(jobId).length >= 1);
-      for (const mode of ['forge', 'stale', 'duplicate']) await control(`/jobs/${providerJobId}/callback`, 'POST', { mode });
+      for (const mode of ['forge', 'stale', 'duplicate'])
+        await control(`/jobs/${providerJobId}/callback`, 'POST', { mode });
       const parsed = callbacksFor(jobId).map((c) => c.parsed);
       assert.equal(parsed.length, 5);
       assert.ok(parsed[0]);
@@ -164,9 +196,16 @@ describe('identity-verification provider: client and simulator over HTTP (both g
 
     it(`${apiVersion}: an SDK session token lets the client SDK submit straight to the provider`, async () => {
       const jobId = `job-${apiVersion}-sdk`;
-      const { token } = await client.createSdkSession({ apiVersion, jobId, userId: `user-${jobId}`, callbackUrl: receiver.url });
+      const { token } = await client.createSdkSession({
+        apiVersion,
+        jobId,
+        userId: `user-${jobId}`,
+        callbackUrl: receiver.url,
+      });
       assert.ok(token.length > 20);
-      const submitted = (await (await control('/sdk/submit', 'POST', { token, id_number: '5550' })).json()) as { job_id: string };
+      const submitted = (await (await control('/sdk/submit', 'POST', { token, id_number: '5550' })).json()) as {
+        job_id: string;
+      };
       if (apiVersion === 'v3') assert.match(submitted.job_id, /^job_/);
       const callback = await until(() => callbacksFor(jobId)[0]?.parsed);
       assert.equal(callback.resultCode, '0810');
@@ -196,13 +235,29 @@ describe('identity-verification provider: client and simulator over HTTP (both g
 
   it('a failing provider gives retryable errors; an unreachable one too', async () => {
     await control('/', 'PATCH', { failWith: 503 });
-    await assert.rejects(submit('v2', 'job-fail'), (error: unknown) => error instanceof KycProviderError && error.retryable && error.status === 503);
-    const nowhere = createKycProviderClient({ baseUrl: 'http://127.0.0.1:1', partnerId: PARTNER_ID, apiKey: API_KEY, timeoutMs: 500 });
-    await assert.rejects(nowhere.jobStatus({ apiVersion: 'v2', jobId: 'x', userId: 'y' }), (error: unknown) => error instanceof KycProviderError && error.retryable);
+    await assert.rejects(
+      submit('v2', 'job-fail'),
+      (error: unknown) => error instanceof KycProviderError && error.retryable && error.status === 503,
+    );
+    const nowhere = createKycProviderClient({
+      baseUrl: 'http://127.0.0.1:1',
+      partnerId: PARTNER_ID,
+      apiKey: API_KEY,
+      timeoutMs: 500,
+    });
+    await assert.rejects(
+      nowhere.jobStatus({ apiVersion: 'v2', jobId: 'x', userId: 'y' }),
+      (error: unknown) => error instanceof KycProviderError && error.retryable,
+    );
   });
 
   it('v2 requests signed with a stale timestamp are refused by the provider', async () => {
-    const skewed = createKycProviderClient({ baseUrl: simulator.url, partnerId: PARTNER_ID, apiKey: API_KEY, clock: () => new Date(Date.now() + 3_600_000) });
+    const skewed = createKycProviderClient({
+      baseUrl: simulator.url,
+      partnerId: PARTNER_ID,
+      apiKey: API_KEY,
+      clock: () => new Date(Date.now() + 3_600_000),
+    });
     await submit('v2', 'job-clock');
     await assert.rejects(
       skewed.jobStatus({ apiVersion: 'v2', jobId: 'job-clock', userId: 'user-job-clock' }),
@@ -221,7 +276,11 @@ describe('identity-verification provider: client and simulator over HTTP (both g
 
   it('callbacks with a body that is not JSON are refused', () => {
     assert.equal(client.parseCallback('v2', {}, 'not json'), undefined);
-    const parsed: ProviderCallback | undefined = client.parseCallback('v3', { 'smileid-timestamp': String(Math.floor(Date.now() / 1000)) }, '{}');
+    const parsed: ProviderCallback | undefined = client.parseCallback(
+      'v3',
+      { 'smileid-timestamp': String(Math.floor(Date.now() / 1000)) },
+      '{}',
+    );
     assert.equal(parsed, undefined);
   });
 });

@@ -10,7 +10,8 @@ import { backendToken, bearer } from '../support/tokens';
 
 const JPEG = Buffer.from(JPEG_BASE64, 'base64');
 
-const sweep = (headers: Record<string, string>, query = '') => call('POST', `/v1/internal/kyc/applications/expirations${query}`, { headers });
+const sweep = (headers: Record<string, string>, query = '') =>
+  call('POST', `/v1/internal/kyc/applications/expirations${query}`, { headers });
 
 /** A fresh organization with an operator, so each test sweeps a population of its own. */
 async function newOrganization() {
@@ -49,7 +50,15 @@ async function population(organizationId: string, states: ProviderState[]) {
       if (state === 'running') await simulatorControl('/', 'PATCH', { holdJobs: false });
     }
     const submittedAt = state === 'recent' ? new Date() : new Date(Date.now() - config.KYC_SUBMISSION_WINDOW - 60_000);
-    rows.push({ id: randomUUID(), organization_id: organizationId, user_id: user.id, status: 'ID_VERIFICATION_PENDING', api_version: 'v2', job_id: jobId, submitted_at: submittedAt });
+    rows.push({
+      id: randomUUID(),
+      organization_id: organizationId,
+      user_id: user.id,
+      status: 'ID_VERIFICATION_PENDING',
+      api_version: 'v2',
+      job_id: jobId,
+      submitted_at: submittedAt,
+    });
   }
   await db('kyc_applications').insert(rows);
   // Let the simulator finish the jobs that are not held.
@@ -68,7 +77,11 @@ describe('spec 3 and 4.2: the KYC expiry sweep', () => {
     const { started } = (await run.result()) as { started: number };
     const organizations = await db('organizations').count<{ count: string }[]>({ count: '*' });
     assert.ok(started >= 1 && started <= Number(organizations[0]!.count));
-    for (let i = 0; i < 100 && (await db('kyc_applications').where({ id: app!.id }).first()).status !== 'EXPIRED'; i++) {
+    for (
+      let i = 0;
+      i < 100 && (await db('kyc_applications').where({ id: app!.id }).first()).status !== 'EXPIRED';
+      i++
+    ) {
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
     assert.equal((await db('kyc_applications').where({ id: app!.id }).first()).status, 'EXPIRED');
@@ -84,7 +97,15 @@ describe('spec 3 and 4.2: the KYC expiry sweep', () => {
   it('asks the provider about every stale pending application: final → completed, unknown → EXPIRED, running → left pending', async function () {
     this.timeout(60_000);
     const { organizationId, headers } = await newOrganization();
-    const apps = await population(organizationId, ['approved', 'approved', 'rejected', 'unknown', 'unknown', 'running', 'recent']);
+    const apps = await population(organizationId, [
+      'approved',
+      'approved',
+      'rejected',
+      'unknown',
+      'unknown',
+      'running',
+      'recent',
+    ]);
     const reply = await sweep(headers);
     assert.equal(reply.status, 200, reply.text);
     assert.deepEqual(Object.keys(reply.body).sort(), ['finished_at', 'job', 'organization_id', 'result', 'started_at']);
@@ -92,7 +113,14 @@ describe('spec 3 and 4.2: the KYC expiry sweep', () => {
     assert.equal(reply.body.organization_id, organizationId);
     assert.deepEqual(reply.body.result, { scanned: 6, expired: 2, completed: 3, still_pending: 1, failed: 0 });
     const statuses = Object.fromEntries(
-      (await harness().db('kyc_applications').whereIn('id', apps.map((a) => a.id))).map((row) => [row.id, row.status]),
+      (
+        await harness()
+          .db('kyc_applications')
+          .whereIn(
+            'id',
+            apps.map((a) => a.id),
+          )
+      ).map((row) => [row.id, row.status]),
     );
     assert.deepEqual(
       apps.map((a) => [a.state, statuses[a.id]]),
@@ -118,7 +146,9 @@ describe('spec 3 and 4.2: the KYC expiry sweep', () => {
     await population(organizationId, ['unknown']);
     const second = await sweep(headers);
     assert.deepEqual(second.body, first.body, 'the same (last) run');
-    const pending = await harness().db('kyc_applications').where({ organization_id: organizationId, status: 'ID_VERIFICATION_PENDING' });
+    const pending = await harness()
+      .db('kyc_applications')
+      .where({ organization_id: organizationId, status: 'ID_VERIFICATION_PENDING' });
     assert.equal(pending.length, 1, 'the new stale application waits for the next window');
   });
 
@@ -129,7 +159,10 @@ describe('spec 3 and 4.2: the KYC expiry sweep', () => {
     await simulatorControl('/', 'PATCH', { failWith: 503 });
     const reply = await sweep(headers);
     assert.deepEqual(reply.body.result, { scanned: 1, expired: 0, completed: 0, still_pending: 0, failed: 1 });
-    assert.equal((await harness().db('kyc_applications').where({ id: app!.id }).first()).status, 'ID_VERIFICATION_PENDING');
+    assert.equal(
+      (await harness().db('kyc_applications').where({ id: app!.id }).first()).status,
+      'ID_VERIFICATION_PENDING',
+    );
   });
 
   it('RBAC: accounts.write at ORG scope for the own organization, or PLATFORM; organization_id is refused', async function () {
@@ -141,11 +174,18 @@ describe('spec 3 and 4.2: the KYC expiry sweep', () => {
     assert.deepEqual(customer.body.invalid_params, []);
     const refused = await sweep(headers, `?organization_id=${organizationId}`);
     assert.equal(refused.status, 403);
-    assert.deepEqual(refused.body.invalid_params.map((p: { path: string; sub_code: string }) => [p.path, p.sub_code]), [['query.organization_id', 'NOT_ALLOWED']]);
+    assert.deepEqual(
+      refused.body.invalid_params.map((p: { path: string; sub_code: string }) => [p.path, p.sub_code]),
+      [['query.organization_id', 'NOT_ALLOWED']],
+    );
     const platform = await sweep(bearer(await backendToken(DEMO.users.platformAdmin.id)));
     assert.equal(platform.status, 200);
     assert.equal(platform.body.organization_id, DEMO.users.platformAdmin.organization_id);
-    assert.equal((await call('POST', '/api/internal/kyc/applications/expirations', { headers })).status, 200, 'cluster-local prefix');
+    assert.equal(
+      (await call('POST', '/api/internal/kyc/applications/expirations', { headers })).status,
+      200,
+      'cluster-local prefix',
+    );
     assert.equal((await sweep({})).status, 401);
   });
 
@@ -165,6 +205,5 @@ describe('spec 3 and 4.2: the KYC expiry sweep', () => {
     assert.equal((await db('kyc_applications').where({ id: app!.id }).first()).status, 'EXPIRED');
     const description = await schedule.describe();
     assert.ok(description.info.recentActions.length >= 1, 'the schedule started its fan-out');
-
   });
 });

@@ -3,7 +3,14 @@ import { workflowIds } from '../../workflows/ids';
 import { harness } from '../support/harness';
 import { recordHistory } from '../support/histories';
 import { assertDeprecated, call } from '../support/http';
-import { applicantHeaders, JPEG_BASE64, newApplicant, newApplication, settledStatus, simulatorControl } from '../support/kyc';
+import {
+  applicantHeaders,
+  JPEG_BASE64,
+  newApplicant,
+  newApplication,
+  settledStatus,
+  simulatorControl,
+} from '../support/kyc';
 
 const verification = (id: string) => `/v1/kyc/applications/${id}/verification`;
 const upload = (extra: Record<string, unknown> = {}) => ({
@@ -17,11 +24,16 @@ const upload = (extra: Record<string, unknown> = {}) => ({
   ...extra,
 });
 const simulatorJob = async (userId: string) => {
-  const jobs = (await (await simulatorControl('/jobs', 'GET')).json()) as { userId: string; received: Record<string, unknown>; apiVersion: string }[];
+  const jobs = (await (await simulatorControl('/jobs', 'GET')).json()) as {
+    userId: string;
+    received: Record<string, unknown>;
+    apiVersion: string;
+  }[];
   return jobs.find((job) => job.userId === userId);
 };
 
-const recordVerification = (applicationId: string, name: string) => recordHistory(workflowIds.kycVerification(applicationId), name);
+const recordVerification = (applicationId: string, name: string) =>
+  recordHistory(workflowIds.kycVerification(applicationId), name);
 
 describe('spec 4.2: POST /v1/kyc/applications/{id}/verification, server_upload', () => {
   afterEach(async () => {
@@ -55,12 +67,20 @@ describe('spec 4.2: POST /v1/kyc/applications/{id}/verification, server_upload',
     const reply = await call('POST', verification(id), { headers: await applicantHeaders(user), json: upload() });
     assert.equal(reply.status, 202, reply.text);
     const handle = harness().client.workflow.getHandle(workflowIds.kycVerification(id));
-    for (let i = 0; i < 100 && !(await simulatorJob(user.id)); i++) await new Promise((resolve) => setTimeout(resolve, 50));
+    for (let i = 0; i < 100 && !(await simulatorJob(user.id)); i++)
+      await new Promise((resolve) => setTimeout(resolve, 50));
     // What the sweep writes when the provider no longer knows the job.
-    await harness().db('kyc_applications').where({ id }).update({ status: 'EXPIRED', reason: 'The provider no longer knows the job' });
+    await harness()
+      .db('kyc_applications')
+      .where({ id })
+      .update({ status: 'EXPIRED', reason: 'The provider no longer knows the job' });
     assert.equal(await handle.result(), 'CLOSED_BY_SWEEP');
     await recordVerification(id, 'kycVerification-closed-by-sweep-callbacks-are-triggers');
-    assert.equal((await harness().db('kyc_applications').where({ id }).first()).status, 'EXPIRED', 'the settled status stands');
+    assert.equal(
+      (await harness().db('kyc_applications').where({ id }).first()).status,
+      'EXPIRED',
+      'the settled status stands',
+    );
   });
 
   it('runs on v3 when negotiated, with the liveness frames (active check)', async () => {
@@ -68,7 +88,10 @@ describe('spec 4.2: POST /v1/kyc/applications/{id}/verification, server_upload',
     const id = await newApplication(user);
     const headers = { ...(await applicantHeaders(user)), 'X-Provider-Api-Versions': 'v2,v3' };
     assert.equal((await call('GET', verification(id), { headers })).status, 200);
-    const reply = await call('POST', verification(id), { headers, json: upload({ liveness_images: [JPEG_BASE64, JPEG_BASE64, JPEG_BASE64] }) });
+    const reply = await call('POST', verification(id), {
+      headers,
+      json: upload({ liveness_images: [JPEG_BASE64, JPEG_BASE64, JPEG_BASE64] }),
+    });
     assert.equal(reply.status, 202, reply.text);
     assert.equal((await settledStatus(user, id)).body.status, 'APPROVED');
     const job = await simulatorJob(user.id);
@@ -79,7 +102,10 @@ describe('spec 4.2: POST /v1/kyc/applications/{id}/verification, server_upload',
   it('a rejection completes as REJECTED and the applicant may submit again', async () => {
     const user = await newApplicant();
     const id = await newApplication(user);
-    await call('POST', verification(id), { headers: await applicantHeaders(user), json: upload({ id_number: '12345671' }) });
+    await call('POST', verification(id), {
+      headers: await applicantHeaders(user),
+      json: upload({ id_number: '12345671' }),
+    });
     const settled = await settledStatus(user, id);
     assert.equal(settled.body.status, 'REJECTED');
     assert.equal(settled.body.can_submit, true);
@@ -94,7 +120,10 @@ describe('spec 4.2: POST /v1/kyc/applications/{id}/verification, server_upload',
     await simulatorControl('/', 'PATCH', { reviewMs: 1_500 });
     const user = await newApplicant();
     const id = await newApplication(user);
-    await call('POST', verification(id), { headers: await applicantHeaders(user), json: upload({ id_number: '12345674' }) });
+    await call('POST', verification(id), {
+      headers: await applicantHeaders(user),
+      json: upload({ id_number: '12345674' }),
+    });
     let sawReview = false;
     for (let i = 0; i < 100 && !sawReview; i++) {
       const row = await harness().db('kyc_applications').where({ id }).first();
@@ -117,7 +146,10 @@ describe('spec 4.2: POST /v1/kyc/applications/{id}/verification, server_upload',
     await new Promise((resolve) => setTimeout(resolve, 700)); // past KYC_STATUS_STALE_AFTER, short of KYC_CALLBACK_WAIT
     const reply = await call('GET', `/v1/kyc/applications/${id}/status`, { headers: await applicantHeaders(user) });
     assert.equal(reply.body.status, 'APPROVED');
-    assert.ok(Date.now() - started < harness().config.KYC_CALLBACK_WAIT, 'recovered by the status read, not by the timer');
+    assert.ok(
+      Date.now() - started < harness().config.KYC_CALLBACK_WAIT,
+      'recovered by the status read, not by the timer',
+    );
     assert.equal((await harness().db('kyc_callback_events').where({ application_id: id })).length, 0);
   });
 
@@ -133,7 +165,10 @@ describe('spec 4.2: POST /v1/kyc/applications/{id}/verification, server_upload',
       const reply = await call('GET', `/v1/kyc/applications/${id}/status`, { headers: await applicantHeaders(user) });
       assert.equal(reply.status, 200);
       assert.equal(reply.body.status, 'ID_VERIFICATION_PENDING');
-      assert.ok(Date.now() - started < harness().config.KYC_STATUS_RECOVERY_TIMEOUT + 1_000, 'bounded by the recovery timeout');
+      assert.ok(
+        Date.now() - started < harness().config.KYC_STATUS_RECOVERY_TIMEOUT + 1_000,
+        'bounded by the recovery timeout',
+      );
     } finally {
       await simulatorControl('/', 'PATCH', { failWith: 0 });
     }
@@ -156,7 +191,9 @@ describe('spec 4.2: POST /v1/kyc/applications/{id}/verification, server_upload',
     });
     assert.equal(reply.status, 400);
     assert.equal(reply.body.code, 'INVALID_PARAMS');
-    const found = Object.fromEntries(reply.body.invalid_params.map((p: { path: string; sub_code: string }) => [p.path, p.sub_code]));
+    const found = Object.fromEntries(
+      reply.body.invalid_params.map((p: { path: string; sub_code: string }) => [p.path, p.sub_code]),
+    );
     assert.deepEqual(found, {
       'body.selfie': 'INVALID_BASE64',
       'body.document_front': 'UNSUPPORTED_IMAGE_TYPE',
@@ -173,13 +210,25 @@ describe('spec 4.2: POST /v1/kyc/applications/{id}/verification, server_upload',
     const headers = await applicantHeaders(user);
     const big = Buffer.alloc(harness().config.KYC_MAX_IMAGE_BYTES + 1, 0);
     big.set([0xff, 0xd8, 0xff]);
-    const tooLarge = await call('POST', verification(id), { headers, json: upload({ selfie: big.toString('base64') }) });
+    const tooLarge = await call('POST', verification(id), {
+      headers,
+      json: upload({ selfie: big.toString('base64') }),
+    });
     assert.equal(tooLarge.status, 400);
-    assert.deepEqual(tooLarge.body.invalid_params.map((p: { sub_code: string }) => p.sub_code), ['IMAGE_TOO_LARGE']);
+    assert.deepEqual(
+      tooLarge.body.invalid_params.map((p: { sub_code: string }) => p.sub_code),
+      ['IMAGE_TOO_LARGE'],
+    );
     const channel = await call('POST', verification(id), { headers, json: { channel: 'carrier_pigeon' } });
-    assert.deepEqual(channel.body.invalid_params.map((p: { path: string; sub_code: string }) => [p.path, p.sub_code]), [['body.channel', 'INVALID_ENUM']]);
+    assert.deepEqual(
+      channel.body.invalid_params.map((p: { path: string; sub_code: string }) => [p.path, p.sub_code]),
+      [['body.channel', 'INVALID_ENUM']],
+    );
     const unknown = await call('POST', verification(id), { headers, json: upload({ favourite_colour: 'blue' }) });
-    assert.deepEqual(unknown.body.invalid_params.map((p: { path: string; sub_code: string }) => [p.path, p.sub_code]), [['body.favourite_colour', 'UNKNOWN_FIELD']]);
+    assert.deepEqual(
+      unknown.body.invalid_params.map((p: { path: string; sub_code: string }) => [p.path, p.sub_code]),
+      [['body.favourite_colour', 'UNKNOWN_FIELD']],
+    );
   });
 
   it('rejects the capture when GET and POST negotiate different provider API versions', async () => {
@@ -189,7 +238,10 @@ describe('spec 4.2: POST /v1/kyc/applications/{id}/verification, server_upload',
     await call('GET', verification(id), { headers: { ...headers, 'X-Provider-Api-Versions': 'v3' } });
     const reply = await call('POST', verification(id), { headers, json: upload() });
     assert.equal(reply.status, 400);
-    assert.deepEqual(reply.body.invalid_params.map((p: { path: string; sub_code: string }) => [p.path, p.sub_code]), [['header.x-provider-api-versions', 'VERSION_MISMATCH']]);
+    assert.deepEqual(
+      reply.body.invalid_params.map((p: { path: string; sub_code: string }) => [p.path, p.sub_code]),
+      [['header.x-provider-api-versions', 'VERSION_MISMATCH']],
+    );
   });
 
   it('a second submission while one is pending gets 409', async () => {
@@ -233,8 +285,11 @@ describe('spec 4.2: provider_sdk (and legacy web_sdk), and reporting the provide
 
   it('the job id is write-once: the same id succeeds unchanged, a different one is 409, and after completion 409', async () => {
     const { user, id, headers, reply } = await startSdk('provider_sdk', 'v3');
-    const submitted = (await (await simulatorControl('/sdk/submit', 'POST', { token: reply.body.config.token, id_number: '4440' })).json()) as { job_id: string };
-    const report = (jobId: string) => call('PATCH', `${verification(id)}/provider-job`, { headers, json: { provider_job_id: jobId } });
+    const submitted = (await (
+      await simulatorControl('/sdk/submit', 'POST', { token: reply.body.config.token, id_number: '4440' })
+    ).json()) as { job_id: string };
+    const report = (jobId: string) =>
+      call('PATCH', `${verification(id)}/provider-job`, { headers, json: { provider_job_id: jobId } });
     const first = await report(submitted.job_id);
     assert.equal(first.status, 200, first.text);
     assert.deepEqual(first.body, { application_id: id, provider_job_id: submitted.job_id });
@@ -267,14 +322,17 @@ describe('spec 6: provider callbacks', () => {
     const smileJobId = (job as unknown as { smileJobId: string }).smileJobId;
     await simulatorControl(`/jobs/${smileJobId}/release`, 'POST');
     await settledStatus(user, id);
-    for (const mode of ['duplicate', 'forge', 'stale']) await simulatorControl(`/jobs/${smileJobId}/callback`, 'POST', { mode });
+    for (const mode of ['duplicate', 'forge', 'stale'])
+      await simulatorControl(`/jobs/${smileJobId}/callback`, 'POST', { mode });
     const events = await db('kyc_callback_events').where({ application_id: id });
     assert.equal(events.length, 1, 'the first callback and its duplicates are one event');
     assert.equal((await db('kyc_applications').where({ id }).first()).status, 'APPROVED');
   });
 
   it('answers a forged callback with 401 in the validation shape', async () => {
-    const reply = await call('POST', '/v1/kyc/provider-callbacks/v2', { json: { ResultCode: '0810', signature: 'x', timestamp: new Date().toISOString() } });
+    const reply = await call('POST', '/v1/kyc/provider-callbacks/v2', {
+      json: { ResultCode: '0810', signature: 'x', timestamp: new Date().toISOString() },
+    });
     assert.equal(reply.status, 401);
     assert.equal(reply.body.code, 'UNAUTHORISED');
     assert.deepEqual(reply.body.invalid_params, []);
@@ -287,7 +345,10 @@ describe('spec 4.2 and 9: deprecated aliases over the same engine', () => {
     const id = await newApplication(user);
     const body = { ...upload({ liveness_images: [JPEG_BASE64, JPEG_BASE64] }) } as Record<string, unknown>;
     delete body.channel;
-    const reply = await call('POST', `${verification(id)}/capture`, { headers: await applicantHeaders(user), json: body });
+    const reply = await call('POST', `${verification(id)}/capture`, {
+      headers: await applicantHeaders(user),
+      json: body,
+    });
     assert.equal(reply.status, 202, reply.text);
     assert.equal(reply.body.status, 'ID_VERIFICATION_PENDING');
     assertDeprecated(reply, `/v1/kyc/applications/${id}/verification`);
@@ -300,7 +361,10 @@ describe('spec 4.2 and 9: deprecated aliases over the same engine', () => {
     const id = await newApplication(user);
     const body = upload() as Record<string, unknown>;
     delete body.channel;
-    assert.equal((await call('POST', `${verification(id)}/capture`, { headers: await applicantHeaders(user), json: body })).status, 202);
+    assert.equal(
+      (await call('POST', `${verification(id)}/capture`, { headers: await applicantHeaders(user), json: body })).status,
+      202,
+    );
     await settledStatus(user, id);
     assert.equal((await simulatorJob(user.id))?.received.livenessImages, 0);
   });
@@ -308,7 +372,10 @@ describe('spec 4.2 and 9: deprecated aliases over the same engine', () => {
   it('POST session answers the provider session (201) with Deprecation', async () => {
     const user = await newApplicant();
     const id = await newApplication(user);
-    const reply = await call('POST', `${verification(id)}/session`, { headers: await applicantHeaders(user), json: {} });
+    const reply = await call('POST', `${verification(id)}/session`, {
+      headers: await applicantHeaders(user),
+      json: {},
+    });
     assert.equal(reply.status, 201, reply.text);
     assert.ok(reply.body.config.token);
     assertDeprecated(reply, `/v1/kyc/applications/${id}/verification`);

@@ -6,16 +6,31 @@ import type { Config } from '../../config';
 import { scheduleIds } from '../../workflows/ids';
 import { harness } from '../support/harness';
 import { call } from '../support/http';
-import { callbacksRecorded, newCustomer, postCallback, pushAccepted, refusedCallbacks, settled, transactionRow, until } from '../support/money';
+import {
+  callbacksRecorded,
+  newCustomer,
+  postCallback,
+  pushAccepted,
+  refusedCallbacks,
+  settled,
+  transactionRow,
+  until,
+} from '../support/money';
 import { testRoutes } from '../support/test-routes';
 
 const stkPath = (id: string, token: string) => `/v1/transactions/mobilemoney/callbacks/stk/${id}/${token}`;
-const anyCallback = { Body: { stkCallback: { MerchantRequestID: 'x', CheckoutRequestID: 'ws_CO_x', ResultCode: 0, ResultDesc: 'x' } } };
+const anyCallback = {
+  Body: { stkCallback: { MerchantRequestID: 'x', CheckoutRequestID: 'ws_CO_x', ResultCode: 0, ResultDesc: 'x' } },
+};
 
 /** A second API instance over the harness's parts, with some settings changed. */
 async function apiWith(changes: Partial<Config>): Promise<RunningApi> {
   const { deps } = harness();
-  return startApi(buildApp({ ...deps, config: { ...deps.config, ...changes } }, { extraRoutes: testRoutes() }), '127.0.0.1', 0);
+  return startApi(
+    buildApp({ ...deps, config: { ...deps.config, ...changes } }, { extraRoutes: testRoutes() }),
+    '127.0.0.1',
+    0,
+  );
 }
 
 describe('attack run, finding 2: no caller without credentials can store an unbounded amount through the callback routes', () => {
@@ -31,7 +46,11 @@ describe('attack run, finding 2: no caller without credentials can store an unbo
     const statuses = new Set<number>();
     for (let batch = 0; batch < 10; batch++) {
       const replies = await Promise.all(
-        Array.from({ length: 30 }, (_, i) => call('POST', stkPath(i % 2 ? created.id : randomUUID(), randomBytes(24).toString('base64url')), { json: body })),
+        Array.from({ length: 30 }, (_, i) =>
+          call('POST', stkPath(i % 2 ? created.id : randomUUID(), randomBytes(24).toString('base64url')), {
+            json: body,
+          }),
+        ),
       );
       for (const reply of replies) statuses.add(reply.status);
     }
@@ -49,7 +68,8 @@ describe('attack run, finding 2: no caller without credentials can store an unbo
     await until('its own callback stored', async () => (await callbacksRecorded(created.id)).length === 1);
     const overBefore = await refusedCallbacks('over_cap');
     const extra = config.CALLBACKS_STORED_PER_RESOURCE + 10;
-    for (let i = 0; i < extra; i++) assert.equal((await postCallback('stk', row, anyCallback)).status, 200, 'acknowledged (late)');
+    for (let i = 0; i < extra; i++)
+      assert.equal((await postCallback('stk', row, anyCallback)).status, 200, 'acknowledged (late)');
     const stored = await callbacksRecorded(created.id);
     assert.equal(stored.length, config.CALLBACKS_STORED_PER_RESOURCE);
     assert.equal(await refusedCallbacks('over_cap'), overBefore + extra - (config.CALLBACKS_STORED_PER_RESOURCE - 1));
@@ -67,29 +87,42 @@ describe('attack run, finding 2: no caller without credentials can store an unbo
     assert.ok((await callbacksRecorded(created.id)).every((r) => r.raw.length < config.CALLBACK_BODY_LIMIT));
   });
 
-  it('callback routes have their own rate limit per source address (429 with Retry-After), apart from the callers\' budgets', async () => {
+  it("callback routes have their own rate limit per source address (429 with Retry-After), apart from the callers' budgets", async () => {
     const api = await apiWith({ RATE_LIMIT_CALLBACK_POINTS: 5, RATE_LIMIT_CALLER_POINTS: 100_000 });
     try {
       const statuses = [];
-      for (let i = 0; i < 7; i++) statuses.push((await call('POST', stkPath(randomUUID(), 'guess'), { json: anyCallback, baseUrl: api.url })).status);
+      for (let i = 0; i < 7; i++)
+        statuses.push(
+          (await call('POST', stkPath(randomUUID(), 'guess'), { json: anyCallback, baseUrl: api.url })).status,
+        );
       assert.deepEqual(statuses, [404, 404, 404, 404, 404, 429, 429]);
       const limited = await call('POST', '/v1/kyc/provider-callbacks/v2', { json: {}, baseUrl: api.url });
       assert.equal(limited.status, 429, 'one budget for every callback route from an address');
       assert.ok(Number(limited.headers.get('retry-after')) >= 1);
-      assert.equal((await call('GET', '/v1/auth/whoami', { baseUrl: api.url })).status, 401, 'client routes keep their own budget');
+      assert.equal(
+        (await call('GET', '/v1/auth/whoami', { baseUrl: api.url })).status,
+        401,
+        'client routes keep their own budget',
+      );
     } finally {
       await api.close();
     }
   });
 
   it("with the provider's source addresses configured, a callback from any other address is refused 403 and not stored", async () => {
-    const elsewhere = await apiWith({ MOBILE_MONEY_CALLBACK_SOURCES: ['196.201.214.0/24'], KYC_CALLBACK_SOURCES: ['196.201.214.200'] });
+    const elsewhere = await apiWith({
+      MOBILE_MONEY_CALLBACK_SOURCES: ['196.201.214.0/24'],
+      KYC_CALLBACK_SOURCES: ['196.201.214.200'],
+    });
     const here = await apiWith({ MOBILE_MONEY_CALLBACK_SOURCES: ['10.0.0.0/8', '127.0.0.1'] });
     try {
       const refused = await call('POST', stkPath(randomUUID(), 'token'), { json: anyCallback, baseUrl: elsewhere.url });
       assert.equal(refused.status, 403);
       assert.equal(refused.body.code, 'FORBIDDEN');
-      assert.equal((await call('POST', '/v1/kyc/provider-callbacks/v3', { json: {}, baseUrl: elsewhere.url })).status, 403);
+      assert.equal(
+        (await call('POST', '/v1/kyc/provider-callbacks/v3', { json: {}, baseUrl: elsewhere.url })).status,
+        403,
+      );
       assert.equal(await refusedCallbacks('source', { baseUrl: elsewhere.url }), 1);
       assert.equal(await refusedCallbacks('source', { provider: 'kyc', baseUrl: elsewhere.url }), 1);
       const allowed = await call('POST', stkPath(randomUUID(), 'token'), { json: anyCallback, baseUrl: here.url });
@@ -114,10 +147,24 @@ describe('attack run, finding 2: no caller without credentials can store an unbo
     const description = await schedule.describe();
     assert.equal(description.action.type, 'startWorkflow');
     assert.equal((description.action as { workflowType: string }).workflowType, 'callbackRetention');
-    assert.deepEqual(description.spec.intervals?.map((i) => i.every), [config.CALLBACK_PURGE_INTERVAL]);
+    assert.deepEqual(
+      description.spec.intervals?.map((i) => i.every),
+      [config.CALLBACK_PURGE_INTERVAL],
+    );
     await schedule.trigger();
-    await until('old callbacks purged', async () => (await db('mobile_money_callbacks').where({ transaction_ref: ref })).length === 1, 20_000);
-    assert.deepEqual((await callbacksRecorded(ref)).map((r) => r.raw), ['{"recent":true}']);
-    await until('old KYC event purged', async () => (await db('kyc_callback_events').where({ event_id: oldEvent })).length === 0, 20_000);
+    await until(
+      'old callbacks purged',
+      async () => (await db('mobile_money_callbacks').where({ transaction_ref: ref })).length === 1,
+      20_000,
+    );
+    assert.deepEqual(
+      (await callbacksRecorded(ref)).map((r) => r.raw),
+      ['{"recent":true}'],
+    );
+    await until(
+      'old KYC event purged',
+      async () => (await db('kyc_callback_events').where({ event_id: oldEvent })).length === 0,
+      20_000,
+    );
   });
 });

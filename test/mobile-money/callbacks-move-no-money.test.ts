@@ -39,14 +39,22 @@ const recorded = (id: string, count = 1) =>
   });
 
 /** A B2C Result body as the provider sends it, with the fields a test sets. */
-function b2cResult(fields: { originator: string; conversation: string; code: number | string; amount?: number; receipt?: string; receiver?: string }) {
-  const parameters = fields.code === 0
-    ? [
-        { Key: 'TransactionAmount', Value: fields.amount },
-        { Key: 'TransactionReceipt', Value: fields.receipt },
-        { Key: 'ReceiverPartyPublicName', Value: fields.receiver },
-      ].filter((p) => p.Value !== undefined)
-    : [];
+function b2cResult(fields: {
+  originator: string;
+  conversation: string;
+  code: number | string;
+  amount?: number;
+  receipt?: string;
+  receiver?: string;
+}) {
+  const parameters =
+    fields.code === 0
+      ? [
+          { Key: 'TransactionAmount', Value: fields.amount },
+          { Key: 'TransactionReceipt', Value: fields.receipt },
+          { Key: 'ReceiverPartyPublicName', Value: fields.receiver },
+        ].filter((p) => p.Value !== undefined)
+      : [];
   return {
     Result: {
       ResultType: 0,
@@ -80,13 +88,27 @@ describe('attack run, finding 1: a callback moves money only when it is complete
     const customer = await newCustomer(0);
     const created = await pushAccepted(customer, { amount: 50_000 });
     const checkoutRequestId = await accepted(created.id);
-    const sent = await sendCallbackNow(checkoutRequestId, { Amount: null, MpesaReceiptNumber: null, TransactionDate: null, PhoneNumber: null, Balance: null });
+    const sent = await sendCallbackNow(checkoutRequestId, {
+      Amount: null,
+      MpesaReceiptNumber: null,
+      TransactionDate: null,
+      PhoneNumber: null,
+      Balance: null,
+    });
     assert.equal(sent.status, 200);
-    assert.equal((sent.body as { Body: { stkCallback: Record<string, unknown> } }).Body.stkCallback.CallbackMetadata, undefined, 'the callback carries no metadata');
+    assert.equal(
+      (sent.body as { Body: { stkCallback: Record<string, unknown> } }).Body.stkCallback.CallbackMetadata,
+      undefined,
+      'the callback carries no metadata',
+    );
     const [row] = await recorded(created.id);
     assert.equal(row!.disposition, 'CONFIRMING');
     assert.match(row!.note ?? '', /no amount; no phone; no receipt/);
-    assert.equal((await transactionRow(created.id)).status, 'PENDING', 'the provider is still "processing": nothing moved');
+    assert.equal(
+      (await transactionRow(created.id)).status,
+      'PENDING',
+      'the provider is still "processing": nothing moved',
+    );
     assert.deepEqual(await journalKinds(created.id), []);
 
     const done = await settled(customer.headers, created.id);
@@ -143,7 +165,11 @@ describe('attack run, finding 1: a callback moves money only when it is complete
 
   it('with STK_PUSH_CONFIRM_SUCCESS even a complete, consistent paid callback is confirmed by the status query (receipt kept once confirmed)', async () => {
     const { deps } = harness();
-    const strict = await startApi(buildApp({ ...deps, config: { ...deps.config, STK_PUSH_CONFIRM_SUCCESS: true } }, { extraRoutes: testRoutes() }), '127.0.0.1', 0);
+    const strict = await startApi(
+      buildApp({ ...deps, config: { ...deps.config, STK_PUSH_CONFIRM_SUCCESS: true } }, { extraRoutes: testRoutes() }),
+      '127.0.0.1',
+      0,
+    );
     try {
       await setSimulatorMode({ callbacks: 'lose' }); // decided at once at the simulator; its callback is ours to send
       const customer = await newCustomer(0);
@@ -151,7 +177,12 @@ describe('attack run, finding 1: a callback moves money only when it is complete
       await accepted(created.id);
       const [push] = await pushesTo(customer.phone);
       const row = await transactionRow(created.id);
-      const complete = paidStkCallback(row, { amountShillings: 200, receipt: push!.receipt!, phone: customer.phone, transactionDate: push!.transactionDate });
+      const complete = paidStkCallback(row, {
+        amountShillings: 200,
+        receipt: push!.receipt!,
+        phone: customer.phone,
+        transactionDate: push!.transactionDate,
+      });
       assert.equal((await postCallback('stk', row, complete, strict.url)).status, 200);
       const [stored] = await recorded(created.id);
       assert.equal(stored!.disposition, 'CONFIRMING');
@@ -177,21 +208,36 @@ describe('attack run, finding 1: a callback moves money only when it is complete
     assert.ok(after.queue_timeout_at, 'noted for the failure reason, should the wait end');
     assert.deepEqual(await journalKinds(created.id), ['HOLD'], 'nothing released on a timeout');
     const history = await harness().client.workflow.getHandle(workflowIds.sendMoney(created.id)).fetchHistory();
-    assert.equal(history.events?.filter((e) => e.workflowExecutionSignaledEventAttributes).length, 0, 'no signal reached the run');
+    assert.equal(
+      history.events?.filter((e) => e.workflowExecutionSignaledEventAttributes).length,
+      0,
+      'no signal reached the run',
+    );
 
     await sendCallbackNow(created.id); // the provider's genuine result: paid
     const done = await settled(customer.headers, created.id);
     assert.equal(done.status, 'POSTED', JSON.stringify(done));
     assert.deepEqual(await journalKinds(created.id), ['HOLD', 'PAYOUT']);
     const fee = created.fee_amount.value;
-    assert.deepEqual(await balanceOf(customer.current), { balance: funded - 100_000 - fee, held: 0, available: funded - 100_000 - fee });
+    assert.deepEqual(await balanceOf(customer.current), {
+      balance: funded - 100_000 - fee,
+      held: 0,
+      available: funded - 100_000 - fee,
+    });
     assert.equal((await paymentsTo(recipient)).length, 1, 'paid once');
   });
 
   it('a complete B2C success for a payout whose ConversationID is unknown here (its answer was lost) cannot be told from a forged one: UNVERIFIED, never applied', async () => {
     const { created, row, recipient } = await pendingPayout();
     await harness().db('transactions').where({ id: row.id }).update({ conversation_id: null });
-    const success = b2cResult({ originator: row.id, conversation: 'AG_20261123_any', code: 0, amount: 1_000, receipt: 'FORGED1234', receiver: `${providerPhone(recipient)} - R` });
+    const success = b2cResult({
+      originator: row.id,
+      conversation: 'AG_20261123_any',
+      code: 0,
+      amount: 1_000,
+      receipt: 'FORGED1234',
+      receiver: `${providerPhone(recipient)} - R`,
+    });
     assert.equal((await postCallback('b2c/result', row, success)).status, 200);
     const [stored] = await recorded(created.id);
     assert.equal(stored!.disposition, 'UNVERIFIED');
@@ -205,13 +251,26 @@ describe('attack run, finding 1: a callback moves money only when it is complete
     const receiver = `${providerPhone(recipient)} - Recipient`;
     const forged = [
       b2cResult({ originator: row.id, conversation: 'AG_20260101_forged', code: 2001 }),
-      b2cResult({ originator: row.id, conversation: row.conversation_id!, code: 0, amount: 1, receipt: 'SIMFORGED1', receiver }),
+      b2cResult({
+        originator: row.id,
+        conversation: row.conversation_id!,
+        code: 0,
+        amount: 1,
+        receipt: 'SIMFORGED1',
+        receiver,
+      }),
       b2cResult({ originator: row.id, conversation: row.conversation_id!, code: 0, amount: 1_000, receiver }),
     ];
     for (const body of forged) assert.equal((await postCallback('b2c/result', row, body)).status, 200);
     const rows = await recorded(created.id, 3);
-    assert.deepEqual(rows.map((r) => r.disposition), ['UNVERIFIED', 'UNVERIFIED', 'UNVERIFIED']);
-    assert.deepEqual(rows.map((r) => r.note), ['another ConversationID', 'another amount', 'no receipt']);
+    assert.deepEqual(
+      rows.map((r) => r.disposition),
+      ['UNVERIFIED', 'UNVERIFIED', 'UNVERIFIED'],
+    );
+    assert.deepEqual(
+      rows.map((r) => r.note),
+      ['another ConversationID', 'another amount', 'no receipt'],
+    );
     assert.equal((await transactionRow(created.id)).status, 'PENDING', 'no forged result applied');
     assert.deepEqual(await journalKinds(created.id), ['HOLD']);
 
@@ -230,7 +289,11 @@ describe('attack run, finding 1: a callback moves money only when it is complete
       const [row] = await recorded(created.id);
       assert.equal(row!.disposition, 'CONFIRMING', String(amount));
       assert.match(row!.note ?? '', /another amount/);
-      assert.equal((await settled(customer.headers, created.id)).mobilemoney_transaction_id, null, 'no receipt kept from it');
+      assert.equal(
+        (await settled(customer.headers, created.id)).mobilemoney_transaction_id,
+        null,
+        'no receipt kept from it',
+      );
     }
   });
 
@@ -240,15 +303,28 @@ describe('attack run, finding 1: a callback moves money only when it is complete
     const created = await pushAccepted(customer, { amount: 10_000 });
     await accepted(created.id);
     const row = await transactionRow(created.id);
-    const refusal = { Body: { stkCallback: { MerchantRequestID: row.merchant_request_id, CheckoutRequestID: row.checkout_request_id, ResultCode: 1032, ResultDesc: 'forged' } } };
-    for (let i = 0; i < MAX_CALLBACK_SIGNALS + 5; i++) assert.equal((await postCallback('stk', row, refusal)).status, 200);
+    const refusal = {
+      Body: {
+        stkCallback: {
+          MerchantRequestID: row.merchant_request_id,
+          CheckoutRequestID: row.checkout_request_id,
+          ResultCode: 1032,
+          ResultDesc: 'forged',
+        },
+      },
+    };
+    for (let i = 0; i < MAX_CALLBACK_SIGNALS + 5; i++)
+      assert.equal((await postCallback('stk', row, refusal)).status, 200);
     const rows = await recorded(created.id, MAX_CALLBACK_SIGNALS + 5);
     assert.deepEqual(
       rows.map((r) => r.disposition),
       [...Array<string>(MAX_CALLBACK_SIGNALS).fill('CONFIRMING'), ...Array<string>(5).fill('OVER_BUDGET')],
     );
     const history = await harness().client.workflow.getHandle(workflowIds.stkPush(created.id)).fetchHistory();
-    assert.equal(history.events?.filter((e) => e.workflowExecutionSignaledEventAttributes).length, MAX_CALLBACK_SIGNALS);
+    assert.equal(
+      history.events?.filter((e) => e.workflowExecutionSignaledEventAttributes).length,
+      MAX_CALLBACK_SIGNALS,
+    );
     await setSimulatorMode({ processingQueries: 0 });
     await sendCallbackNow(row.checkout_request_id!); // decided (paid) at the provider; its callback is over the budget too
     const done = await settled(customer.headers, created.id);
@@ -261,13 +337,27 @@ describe('attack run, finding 1: a callback moves money only when it is complete
     const [a, b] = [await newCustomer(0), await newCustomer(1)]; // a pays KES 100; b cancels
     const pushA = await pushAccepted(a, { amount: 10_000 });
     const pushB = await pushAccepted(b, { amount: 50_000 });
-    const [simA] = await until('a at the provider', async () => (await pushesTo(a.phone)).length === 1 && pushesTo(a.phone));
+    const [simA] = await until(
+      'a at the provider',
+      async () => (await pushesTo(a.phone)).length === 1 && pushesTo(a.phone),
+    );
     const rowB = await until('b answered (lost)', async () => {
       const row = await transactionRow(pushB.id);
-      return row.provider_request_attempted_at && Date.now() - row.provider_request_attempted_at.getTime() > 1_500 && row;
+      return (
+        row.provider_request_attempted_at && Date.now() - row.provider_request_attempted_at.getTime() > 1_500 && row
+      );
     });
     // A refusal naming a's push is no proof for b: nothing is asked about it.
-    const refusal = { Body: { stkCallback: { MerchantRequestID: 'x', CheckoutRequestID: simA!.checkoutRequestId, ResultCode: 1032, ResultDesc: 'x' } } };
+    const refusal = {
+      Body: {
+        stkCallback: {
+          MerchantRequestID: 'x',
+          CheckoutRequestID: simA!.checkoutRequestId,
+          ResultCode: 1032,
+          ResultDesc: 'x',
+        },
+      },
+    };
     assert.equal((await postCallback('stk', rowB, refusal)).status, 200);
     await new Promise((resolve) => setTimeout(resolve, 500));
     assert.equal((await pushesTo(a.phone))[0]!.queries, 0, "a's push was not asked about on b's behalf");
@@ -280,9 +370,15 @@ describe('attack run, finding 1: a callback moves money only when it is complete
     assert.equal((await transactionRow(pushA.id)).checkout_request_id, simA!.checkoutRequestId);
 
     // The same payment claimed for b: another transaction's push, refused before any run hears of it.
-    const claimed = paidStkCallback({ merchant_request_id: 'x', checkout_request_id: simA!.checkoutRequestId }, { amountShillings: 500, receipt: 'SIMCLAIM01', phone: b.phone });
+    const claimed = paidStkCallback(
+      { merchant_request_id: 'x', checkout_request_id: simA!.checkoutRequestId },
+      { amountShillings: 500, receipt: 'SIMCLAIM01', phone: b.phone },
+    );
     assert.equal((await postCallback('stk', rowB, claimed)).status, 200);
-    assert.deepEqual((await recorded(pushB.id, 2)).map((r) => r.disposition), ['CONFIRMING', 'MISMATCH']);
+    assert.deepEqual(
+      (await recorded(pushB.id, 2)).map((r) => r.disposition),
+      ['CONFIRMING', 'MISMATCH'],
+    );
     const doneB = await settled(b.headers, pushB.id, 30_000);
     assert.equal(doneB.status, 'FAILED');
     assert.equal(doneB.failure_reason, 'NO_RESULT', 'nothing proved b was paid or refused');

@@ -26,7 +26,6 @@ import {
   until,
 } from '../support/money';
 
-
 /** The transaction once the push request was answered and its CheckoutRequestID recorded. */
 const accepted = checkoutRequestOf;
 
@@ -76,8 +75,14 @@ describe('protocol: push-prompt callbacks (not signed: token in the URL, checked
     // A callback that beats the push's answer has its request ids checked by the run once the
     // answer comes: it settles the push by itself.
     assert.equal(push!.queries, 0, 'the callback settled it, not the status query');
-    assert.deepEqual((await callbacksRecorded(created.id)).map((r) => r.disposition), ['SIGNALLED']);
-    assert.deepEqual((await journalOf(created.id)).map((e) => e.kind), ['COLLECTION']);
+    assert.deepEqual(
+      (await callbacksRecorded(created.id)).map((r) => r.disposition),
+      ['SIGNALLED'],
+    );
+    assert.deepEqual(
+      (await journalOf(created.id)).map((e) => e.kind),
+      ['COLLECTION'],
+    );
     assert.deepEqual(await balanceOf(customer.current), { balance: 60_000, held: 0, available: 60_000 });
   });
 
@@ -96,7 +101,10 @@ describe('protocol: push-prompt callbacks (not signed: token in the URL, checked
     assert.equal(push.queries, 1, 'the run never learned its request ids: the callback is confirmed by one query');
     const [callback] = (await simulatorCallbacks()).filter((c) => c.id === push.checkoutRequestId);
     assert.ok(callback && callback.status === 200, 'the callback was delivered');
-    assert.ok(Date.parse(callback.at) < Date.parse(push.receivedAt) + hangMs, 'the callback came while the push request was still unanswered');
+    assert.ok(
+      Date.parse(callback.at) < Date.parse(push.receivedAt) + hangMs,
+      'the callback came while the push request was still unanswered',
+    );
 
     const row = await transactionRow(created.id);
     // The push step never learned it; the settlement recorded the push id that proved the payment.
@@ -106,8 +114,14 @@ describe('protocol: push-prompt callbacks (not signed: token in the URL, checked
     assert.equal(done.mobilemoney_transaction_id, push.receipt);
     // Complete and consistent as far as the route could see: handed over as a result, which the
     // run, knowing no ids of its own, confirmed by the status query.
-    assert.deepEqual((await callbacksRecorded(created.id)).map((r) => r.disposition), ['SIGNALLED']);
-    assert.deepEqual((await journalOf(created.id)).map((e) => e.kind), ['COLLECTION']);
+    assert.deepEqual(
+      (await callbacksRecorded(created.id)).map((r) => r.disposition),
+      ['SIGNALLED'],
+    );
+    assert.deepEqual(
+      (await journalOf(created.id)).map((e) => e.kind),
+      ['COLLECTION'],
+    );
     assert.deepEqual(await balanceOf(customer.current), { balance: 70_000, held: 0, available: 70_000 });
   });
 
@@ -132,7 +146,10 @@ describe('protocol: push-prompt callbacks (not signed: token in the URL, checked
     });
     assert.equal(genuine.status, 200, 'a late callback is still acknowledged');
     assert.equal(paidLate.status, 200);
-    assert.deepEqual((await callbacksRecorded(created.id)).map((r) => r.disposition), ['LATE', 'PAID_AFTER_FAILURE']);
+    assert.deepEqual(
+      (await callbacksRecorded(created.id)).map((r) => r.disposition),
+      ['LATE', 'PAID_AFTER_FAILURE'],
+    );
 
     const after = await call('GET', `/v1/transactions/${created.id}`, { headers: customer.headers });
     assert.equal(after.body.status, 'FAILED');
@@ -159,7 +176,11 @@ describe('protocol: push-prompt callbacks (not signed: token in the URL, checked
         const checkoutRequestId = await accepted(created.id);
         const sent = await sendCallbackNow(checkoutRequestId, overrides);
         assert.equal(sent.status, 200, name);
-        assert.deepEqual((await callbacksRecorded(created.id)).map((r) => r.disposition), ['CONFIRMING'], name);
+        assert.deepEqual(
+          (await callbacksRecorded(created.id)).map((r) => r.disposition),
+          ['CONFIRMING'],
+          name,
+        );
         const meanwhile = await call('GET', `/v1/transactions/${created.id}`, { headers: customer.headers });
         assert.equal(meanwhile.body.status, 'PENDING', `${name}: not acted on`);
 
@@ -169,8 +190,16 @@ describe('protocol: push-prompt callbacks (not signed: token in the URL, checked
         const [push] = await pushesTo(customer.phone);
         assert.ok(push!.queries >= 1, `${name}: settled by the status query`);
         const journal = await journalOf(created.id);
-        assert.deepEqual(journal.map((e) => e.kind), ['COLLECTION'], name);
-        assert.deepEqual(journal[0]!.legs.map((l) => Math.abs(l.amount)), [50_000, 50_000], `${name}: the requested amount is posted`);
+        assert.deepEqual(
+          journal.map((e) => e.kind),
+          ['COLLECTION'],
+          name,
+        );
+        assert.deepEqual(
+          journal[0]!.legs.map((l) => Math.abs(l.amount)),
+          [50_000, 50_000],
+          `${name}: the requested amount is posted`,
+        );
         assert.deepEqual(await balanceOf(customer.current), { balance: 50_000, held: 0, available: 50_000 }, name);
       }),
     );
@@ -186,11 +215,15 @@ describe('protocol: push-prompt callbacks (not signed: token in the URL, checked
     const forged = paidStkCallback(row, { amountShillings: 500, receipt: receiptNumber(), phone: customer.phone });
     const base = '/v1/transactions/mobilemoney/callbacks/stk';
     const refusedBefore = await refusedCallbacks('token');
-    const wrongToken = await call('POST', `${base}/${created.id}/${randomBytes(24).toString('base64url')}`, { json: forged });
+    const wrongToken = await call('POST', `${base}/${created.id}/${randomBytes(24).toString('base64url')}`, {
+      json: forged,
+    });
     assert.equal(wrongToken.status, 404, wrongToken.text);
     // One character off (never the same character: that would be the token itself).
     const last = row.callback_token.at(-1) === 'x' ? 'y' : 'x';
-    const nearlyRight = await call('POST', `${base}/${created.id}/${row.callback_token.slice(0, -1)}${last}`, { json: forged });
+    const nearlyRight = await call('POST', `${base}/${created.id}/${row.callback_token.slice(0, -1)}${last}`, {
+      json: forged,
+    });
     assert.equal(nearlyRight.status, 404, nearlyRight.text);
     const unknownId = randomUUID();
     const noSuchTransaction = await call('POST', `${base}/${unknownId}/${row.callback_token}`, { json: forged });

@@ -4,9 +4,22 @@ import { ledgerIsBalanced } from '../../db/ledger/ledger';
 import { feeFor } from '../../domain/mobile-money/transaction';
 import { harness } from '../support/harness';
 import type { Reply } from '../support/http';
-import { balanceOf, fund, journalKinds, money, newCustomer, payerNumber, paymentsTo, pushesTo, sendMoney, settled, stkPush } from '../support/money';
+import {
+  balanceOf,
+  fund,
+  journalKinds,
+  money,
+  newCustomer,
+  payerNumber,
+  paymentsTo,
+  pushesTo,
+  sendMoney,
+  settled,
+  stkPush,
+} from '../support/money';
 
-const transactionsOf = (accountId: string) => harness().db('transactions').where({ account_id: accountId }).select('id');
+const transactionsOf = (accountId: string) =>
+  harness().db('transactions').where({ account_id: accountId }).select('id');
 
 function assertConflict(reply: Reply, code: string) {
   assert.equal(reply.status, 409, reply.text);
@@ -21,12 +34,23 @@ describe('spec 4.3 idempotency rule on the money routes (stk-push, send-money)',
     const replies = await Promise.all(Array.from({ length: 50 }, () => stkPush(customer.headers, body, key)));
 
     const statuses = replies.map((r) => r.status);
-    assert.ok(statuses.every((s) => s < 500), `no 5xx: ${statuses.join()}`);
+    assert.ok(
+      statuses.every((s) => s < 500),
+      `no 5xx: ${statuses.join()}`,
+    );
     const created = replies.filter((r) => r.status === 201);
     assert.ok(created.length >= 1, `one executed: ${statuses.join()}`);
-    for (const reply of replies.filter((r) => r.status !== 201)) assertConflict(reply, 'IDEMPOTENCY_REQUEST_IN_PROGRESS');
-    assert.ok(created.every((r) => r.text === created[0]!.text), 'every 201 is the same answer');
-    assert.equal(created.filter((r) => r.headers.get('idempotent-replayed') !== 'true').length, 1, 'one executed, the others replayed');
+    for (const reply of replies.filter((r) => r.status !== 201))
+      assertConflict(reply, 'IDEMPOTENCY_REQUEST_IN_PROGRESS');
+    assert.ok(
+      created.every((r) => r.text === created[0]!.text),
+      'every 201 is the same answer',
+    );
+    assert.equal(
+      created.filter((r) => r.headers.get('idempotent-replayed') !== 'true').length,
+      1,
+      'one executed, the others replayed',
+    );
 
     const transactions = await transactionsOf(customer.current);
     assert.deepEqual(transactions, [{ id: created[0]!.body.id }], 'one transaction');
@@ -49,18 +73,37 @@ describe('spec 4.3 idempotency rule on the money routes (stk-push, send-money)',
     const recipient = payerNumber(0);
 
     const pushKey = randomUUID();
-    const first = await stkPush(customer.headers, { account_id: customer.current, amount: money(10_000), mobile_number: customer.phone }, pushKey);
+    const first = await stkPush(
+      customer.headers,
+      { account_id: customer.current, amount: money(10_000), mobile_number: customer.phone },
+      pushKey,
+    );
     assert.equal(first.status, 201, first.text);
-    const otherAmount = await stkPush(customer.headers, { account_id: customer.current, amount: money(20_000), mobile_number: customer.phone }, pushKey);
+    const otherAmount = await stkPush(
+      customer.headers,
+      { account_id: customer.current, amount: money(20_000), mobile_number: customer.phone },
+      pushKey,
+    );
     assertConflict(otherAmount, 'IDEMPOTENCY_KEY_REUSED');
 
     const sendKey = randomUUID();
-    const payout = await sendMoney(customer.headers, { account_id: customer.current, amount: money(10_000), mobile_number: recipient }, sendKey);
+    const payout = await sendMoney(
+      customer.headers,
+      { account_id: customer.current, amount: money(10_000), mobile_number: recipient },
+      sendKey,
+    );
     assert.equal(payout.status, 201, payout.text);
-    const otherRecipient = await sendMoney(customer.headers, { account_id: customer.current, amount: money(10_000), mobile_number: payerNumber(0) }, sendKey);
+    const otherRecipient = await sendMoney(
+      customer.headers,
+      { account_id: customer.current, amount: money(10_000), mobile_number: payerNumber(0) },
+      sendKey,
+    );
     assertConflict(otherRecipient, 'IDEMPOTENCY_KEY_REUSED');
 
-    const [pushed, paid] = await Promise.all([settled(customer.headers, first.body.id), settled(customer.headers, payout.body.id)]);
+    const [pushed, paid] = await Promise.all([
+      settled(customer.headers, first.body.id),
+      settled(customer.headers, payout.body.id),
+    ]);
     assert.equal(pushed.status, 'POSTED');
     assert.equal(paid.status, 'POSTED');
     assert.equal((await transactionsOf(customer.current)).length, 2, 'one transaction per key');
@@ -128,7 +171,16 @@ describe('spec 4.3 idempotency rule on the money routes (stk-push, send-money)',
     const amount = 50_000;
     await fund(customer.current, amount + feeFor('SEND_MONEY', amount)); // exactly one payout's worth
     // As if the first execution had died after starting its workflow: its key still RUNNING, its lock run out.
-    const forgetAnswer = (key: string) => db('idempotency_keys').where({ key }).update({ state: 'RUNNING', response_status: null, response_body: null, response_headers: null, locked_until: new Date(Date.now() - 1_000) });
+    const forgetAnswer = (key: string) =>
+      db('idempotency_keys')
+        .where({ key })
+        .update({
+          state: 'RUNNING',
+          response_status: null,
+          response_body: null,
+          response_headers: null,
+          locked_until: new Date(Date.now() - 1_000),
+        });
 
     const pushKey = randomUUID();
     const pushBody = { account_id: customer.current, amount: money(20_000), mobile_number: customer.phone };

@@ -1,7 +1,14 @@
 import { strict as assert } from 'node:assert';
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
-import { accountBalance, type JournalKind, type Leg, ledgerAccounts, ledgerIsBalanced, postJournal } from '../../db/ledger/ledger';
+import {
+  accountBalance,
+  type JournalKind,
+  type Leg,
+  ledgerAccounts,
+  ledgerIsBalanced,
+  postJournal,
+} from '../../db/ledger/ledger';
 import { harness } from '../support/harness';
 
 /** KES cents. */
@@ -63,10 +70,17 @@ async function legsOf(transactionId: string, kind: JournalKind) {
 /** Writes an entry and its legs with plain inserts, bypassing postJournal's checks. */
 async function rawEntry(trx: Knex.Transaction, legs: { account: string; amount: number }[]): Promise<string> {
   const transactionId = randomUUID();
-  const [entry] = await trx('journal_entries').insert({ transaction_id: transactionId, kind: 'COLLECTION', currency: 'KES' }).returning('id');
+  const [entry] = await trx('journal_entries')
+    .insert({ transaction_id: transactionId, kind: 'COLLECTION', currency: 'KES' })
+    .returning('id');
   // One leg per statement: the check must wait for the commit, not run after each insert.
   for (const [index, leg] of legs.entries()) {
-    await trx('ledger_legs').insert({ journal_entry_id: entry.id, leg: index + 1, ledger_account: leg.account, amount: leg.amount });
+    await trx('ledger_legs').insert({
+      journal_entry_id: entry.id,
+      leg: index + 1,
+      ledger_account: leg.account,
+      amount: leg.amount,
+    });
   }
   return transactionId;
 }
@@ -85,7 +99,11 @@ describe('ledger: double-entry postings for mobile money', () => {
     assert.deepEqual(await legsOf(entry.transactionId, 'COLLECTION'), entry.legs);
 
     await post(collection(accountId, 2550));
-    assert.deepEqual(await accountBalance(db, accountId), { balance: KES(1500) + 2550, held: 0, available: KES(1500) + 2550 });
+    assert.deepEqual(await accountBalance(db, accountId), {
+      balance: KES(1500) + 2550,
+      held: 0,
+      available: KES(1500) + 2550,
+    });
   });
 
   it('a hold reduces available but not balance, and a release restores available', async () => {
@@ -113,7 +131,11 @@ describe('ledger: double-entry postings for mobile money', () => {
     const amount = KES(400);
     const fee = 2300;
     await post(hold(accountId, amount + fee, payoutId));
-    assert.deepEqual(await accountBalance(db, accountId), { balance: KES(1000), held: amount + fee, available: KES(600) - fee });
+    assert.deepEqual(await accountBalance(db, accountId), {
+      balance: KES(1000),
+      held: amount + fee,
+      available: KES(600) - fee,
+    });
 
     const payoutLegs: Leg[] = [
       { account: ledgerAccounts.hold(accountId), amount: amount + fee },
@@ -121,7 +143,11 @@ describe('ledger: double-entry postings for mobile money', () => {
       { account: ledgerAccounts.feeIncome, amount: -fee },
     ];
     assert.equal(await post({ transactionId: payoutId, kind: 'PAYOUT', currency: 'KES', legs: payoutLegs }), true);
-    assert.deepEqual(await accountBalance(db, accountId), { balance: KES(600) - fee, held: 0, available: KES(600) - fee });
+    assert.deepEqual(await accountBalance(db, accountId), {
+      balance: KES(600) - fee,
+      held: 0,
+      available: KES(600) - fee,
+    });
     assert.deepEqual(await legsOf(payoutId, 'PAYOUT'), payoutLegs);
   });
 
@@ -155,28 +181,109 @@ describe('ledger: double-entry postings for mobile money', () => {
     const customer = ledgerAccounts.customer(accountId);
     const good = collection(accountId, 100);
     const cases: [string, Entry, RegExp][] = [
-      ['unbalanced', { ...good, legs: [{ account: ledgerAccounts.collections, amount: 100 }, { account: customer, amount: -90 }] }, /unbalanced, the legs sum to 10/],
+      [
+        'unbalanced',
+        {
+          ...good,
+          legs: [
+            { account: ledgerAccounts.collections, amount: 100 },
+            { account: customer, amount: -90 },
+          ],
+        },
+        /unbalanced, the legs sum to 10/,
+      ],
       ['one leg', { ...good, legs: [{ account: customer, amount: 0 + 100 }] }, /at least two legs, got 1/],
       ['no legs', { ...good, legs: [] }, /at least two legs, got 0/],
-      ['zero amount', { ...good, legs: [...good.legs, { account: ledgerAccounts.feeIncome, amount: 0 }] }, /zero amount/],
-      ['fractional amount', { ...good, legs: [{ account: ledgerAccounts.collections, amount: 10.5 }, { account: customer, amount: -10.5 }] }, /not a safe integer/],
-      ['unsafe integer', { ...good, legs: [{ account: ledgerAccounts.collections, amount: 2 ** 53 }, { account: customer, amount: -(2 ** 53) }] }, /not a safe integer/],
-      ['NaN', { ...good, legs: [{ account: ledgerAccounts.collections, amount: NaN }, { account: customer, amount: NaN }] }, /not a safe integer/],
-      ['string amount', { ...good, legs: [{ account: ledgerAccounts.collections, amount: '100' as unknown as number }, { account: customer, amount: -100 }] }, /not a safe integer/],
-      ['no account', { ...good, legs: [{ account: '', amount: 100 }, { account: customer, amount: -100 }] }, /leg 1 has no account/],
+      [
+        'zero amount',
+        { ...good, legs: [...good.legs, { account: ledgerAccounts.feeIncome, amount: 0 }] },
+        /zero amount/,
+      ],
+      [
+        'fractional amount',
+        {
+          ...good,
+          legs: [
+            { account: ledgerAccounts.collections, amount: 10.5 },
+            { account: customer, amount: -10.5 },
+          ],
+        },
+        /not a safe integer/,
+      ],
+      [
+        'unsafe integer',
+        {
+          ...good,
+          legs: [
+            { account: ledgerAccounts.collections, amount: 2 ** 53 },
+            { account: customer, amount: -(2 ** 53) },
+          ],
+        },
+        /not a safe integer/,
+      ],
+      [
+        'NaN',
+        {
+          ...good,
+          legs: [
+            { account: ledgerAccounts.collections, amount: NaN },
+            { account: customer, amount: NaN },
+          ],
+        },
+        /not a safe integer/,
+      ],
+      [
+        'string amount',
+        {
+          ...good,
+          legs: [
+            { account: ledgerAccounts.collections, amount: '100' as unknown as number },
+            { account: customer, amount: -100 },
+          ],
+        },
+        /not a safe integer/,
+      ],
+      [
+        'no account',
+        {
+          ...good,
+          legs: [
+            { account: '', amount: 100 },
+            { account: customer, amount: -100 },
+          ],
+        },
+        /leg 1 has no account/,
+      ],
       ['bad transaction id', { ...good, transactionId: 'not-a-uuid' }, /transactionId must be a uuid/],
       ['bad kind', { ...good, kind: 'REFUND' as JournalKind }, /kind must be one of/],
       ['bad currency', { ...good, currency: 'kes' }, /currency must be a three-letter/],
     ];
     // Sums beyond 2^53 are computed exactly: these legs are each safe but do not balance.
     const max = Number.MAX_SAFE_INTEGER;
-    cases.push(['unbalanced beyond 2^53', { ...good, legs: [{ account: 'a', amount: max }, { account: 'b', amount: max }, { account: 'c', amount: -max }, { account: 'd', amount: -max + 1 }] }, /unbalanced, the legs sum to 1\b/]);
+    cases.push([
+      'unbalanced beyond 2^53',
+      {
+        ...good,
+        legs: [
+          { account: 'a', amount: max },
+          { account: 'b', amount: max },
+          { account: 'c', amount: -max },
+          { account: 'd', amount: -max + 1 },
+        ],
+      },
+      /unbalanced, the legs sum to 1\b/,
+    ]);
 
     await db.transaction(async (trx) => {
       for (const [name, entry, message] of cases) {
         await assert.rejects(postJournal(trx, entry), message, name);
         // Nothing reached the database: a failed statement would have aborted the transaction.
-        assert.equal((await entriesOf(trx, entry.transactionId === 'not-a-uuid' ? good.transactionId : entry.transactionId)).length, 0, name);
+        assert.equal(
+          (await entriesOf(trx, entry.transactionId === 'not-a-uuid' ? good.transactionId : entry.transactionId))
+            .length,
+          0,
+          name,
+        );
       }
     });
     await assert.rejects(postJournal(db as unknown as Knex.Transaction, good), /inside a knex transaction/);
@@ -194,7 +301,15 @@ describe('ledger: double-entry postings for mobile money', () => {
           { account: ledgerAccounts.customer(accountId), amount: -KES(50) },
         ]);
         // The check is deferred: inside the transaction the legs are there.
-        assert.equal((await trx('ledger_legs').whereIn('journal_entry_id', trx('journal_entries').select('id').where({ transaction_id: transactionId }))).length, 2);
+        assert.equal(
+          (
+            await trx('ledger_legs').whereIn(
+              'journal_entry_id',
+              trx('journal_entries').select('id').where({ transaction_id: transactionId }),
+            )
+          ).length,
+          2,
+        );
       }),
       (error: { code?: string; message: string }) => {
         assert.equal(error.code, '23514');
@@ -246,11 +361,26 @@ describe('ledger: double-entry postings for mobile money', () => {
     await post(entry);
     const [journal] = await entriesOf(db, entry.transactionId);
 
-    await assert.rejects(db('ledger_legs').where({ journal_entry_id: journal.id, leg: 1 }).update({ amount: 1 }), /ledger_legs is append-only: UPDATE/);
-    await assert.rejects(db('ledger_legs').where({ journal_entry_id: journal.id }).update({ ledger_account: 'elsewhere' }), /ledger_legs is append-only: UPDATE/);
-    await assert.rejects(db('ledger_legs').where({ journal_entry_id: journal.id }).delete(), /ledger_legs is append-only: DELETE/);
-    await assert.rejects(db('journal_entries').where({ id: journal.id }).update({ kind: 'HOLD' }), /journal_entries is append-only: UPDATE/);
-    await assert.rejects(db('journal_entries').where({ id: journal.id }).delete(), /journal_entries is append-only: DELETE/);
+    await assert.rejects(
+      db('ledger_legs').where({ journal_entry_id: journal.id, leg: 1 }).update({ amount: 1 }),
+      /ledger_legs is append-only: UPDATE/,
+    );
+    await assert.rejects(
+      db('ledger_legs').where({ journal_entry_id: journal.id }).update({ ledger_account: 'elsewhere' }),
+      /ledger_legs is append-only: UPDATE/,
+    );
+    await assert.rejects(
+      db('ledger_legs').where({ journal_entry_id: journal.id }).delete(),
+      /ledger_legs is append-only: DELETE/,
+    );
+    await assert.rejects(
+      db('journal_entries').where({ id: journal.id }).update({ kind: 'HOLD' }),
+      /journal_entries is append-only: UPDATE/,
+    );
+    await assert.rejects(
+      db('journal_entries').where({ id: journal.id }).delete(),
+      /journal_entries is append-only: DELETE/,
+    );
     await assert.rejects(db.raw('truncate ledger_legs'), /ledger_legs is append-only: TRUNCATE/);
 
     assert.deepEqual(await legsOf(entry.transactionId, 'COLLECTION'), entry.legs);
@@ -259,7 +389,9 @@ describe('ledger: double-entry postings for mobile money', () => {
 
   it('ledgerIsBalanced reports an entry that does not sum to zero (triggers bypassed, rolled back)', async function () {
     const { db } = harness();
-    const { rows } = await db.raw<{ rows: { superuser: string }[] }>("select current_setting('is_superuser') as superuser");
+    const { rows } = await db.raw<{ rows: { superuser: string }[] }>(
+      "select current_setting('is_superuser') as superuser",
+    );
     if (rows[0]?.superuser !== 'on') this.skip(); // session_replication_role needs a superuser
     const rollback = new Error('rollback');
     await assert.rejects(

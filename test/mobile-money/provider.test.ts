@@ -5,14 +5,27 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { MalformedCallbackError, parseB2cResult, parseStkCallback } from '../../providers/mobile-money/callbacks';
 import { createMobileMoneyClient } from '../../providers/mobile-money/client';
-import { fromProviderTimestamp, type MobileMoneyClient, type MobileMoneyClientOptions, MobileMoneyError, providerTimestamp, toProviderPhone, toWholeShillings } from '../../providers/mobile-money/protocol';
+import {
+  fromProviderTimestamp,
+  type MobileMoneyClient,
+  type MobileMoneyClientOptions,
+  MobileMoneyError,
+  providerTimestamp,
+  toProviderPhone,
+  toWholeShillings,
+} from '../../providers/mobile-money/protocol';
 import { type RunningMobileMoneySimulator, startMobileMoneySimulator } from '../../providers/mobile-money/simulator';
 
 /**
  * The mobile-money client against its simulator, over HTTP, with a small server standing in for
  * our callback routes (protocols/mobile-money.md). No database or Temporal involved.
  */
-const CREDENTIALS = { consumerKey: 'test-key', consumerSecret: 'test-secret-not-real', shortCode: '174379', passkey: 'test-passkey-not-real' };
+const CREDENTIALS = {
+  consumerKey: 'test-key',
+  consumerSecret: 'test-secret-not-real',
+  shortCode: '174379',
+  passkey: 'test-passkey-not-real',
+};
 const PHONE = (lastDigit: number) => `+25471234567${lastDigit}`;
 
 interface Received {
@@ -53,7 +66,13 @@ describe('protocol: the mobile-money client against its simulator', () => {
     await once(receiver, 'listening');
     hook = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
     sim = await startMobileMoneySimulator({ ...CREDENTIALS, callbackDelayMs: 30 });
-    options = { ...CREDENTIALS, baseUrl: sim.url, initiatorName: 'test-initiator', securityCredential: 'dGVzdC1jcmVkZW50aWFs', timeoutMs: 3_000 };
+    options = {
+      ...CREDENTIALS,
+      baseUrl: sim.url,
+      initiatorName: 'test-initiator',
+      securityCredential: 'dGVzdC1jcmVkZW50aWFs',
+      timeoutMs: 3_000,
+    };
     client = createMobileMoneyClient(options);
   });
   after(async () => {
@@ -84,7 +103,14 @@ describe('protocol: the mobile-money client against its simulator', () => {
   const callbackUrl = () => `${hook}/callbacks/${randomBytes(12).toString('hex')}`;
   const pathOf = (url: string) => new URL(url).pathname;
   const push = (lastDigit: number, url = callbackUrl(), amount = 10) =>
-    client.stkPush({ amount, phone: PHONE(lastDigit), callbackUrl: url, accountReference: 'LOAN-0001-REPAYMENT', description: 'Loan repayment now', transactionType: 'CustomerPayBillOnline' });
+    client.stkPush({
+      amount,
+      phone: PHONE(lastDigit),
+      callbackUrl: url,
+      accountReference: 'LOAN-0001-REPAYMENT',
+      description: 'Loan repayment now',
+      transactionType: 'CustomerPayBillOnline',
+    });
   const b2c = (lastDigit: number, originatorConversationId = randomUUID()) =>
     client.b2c({
       originatorConversationId,
@@ -100,7 +126,9 @@ describe('protocol: the mobile-money client against its simulator', () => {
       const token = await client.accessToken();
       assert.ok(token.length > 10);
       assert.equal(await client.accessToken(), token, 'cached');
-      const bad = await fetch(`${sim.url}/oauth/v1/generate?grant_type=client_credentials`, { headers: { authorization: `Basic ${Buffer.from('x:y').toString('base64')}` } });
+      const bad = await fetch(`${sim.url}/oauth/v1/generate?grant_type=client_credentials`, {
+        headers: { authorization: `Basic ${Buffer.from('x:y').toString('base64')}` },
+      });
       assert.equal(bad.status, 400);
       assert.equal(((await bad.json()) as { errorCode: string }).errorCode, '400.008.01');
     });
@@ -108,7 +136,14 @@ describe('protocol: the mobile-money client against its simulator', () => {
     it('a failing OAuth call is a definite error (the request was never sent)', async () => {
       await controlCall('PATCH', '/mode', { failOAuth: true });
       const error = await rejection(() =>
-        createMobileMoneyClient(options).stkPush({ amount: 1, phone: PHONE(0), callbackUrl: callbackUrl(), accountReference: 'A', description: 'B', transactionType: 'CustomerPayBillOnline' }),
+        createMobileMoneyClient(options).stkPush({
+          amount: 1,
+          phone: PHONE(0),
+          callbackUrl: callbackUrl(),
+          accountReference: 'A',
+          description: 'B',
+          transactionType: 'CustomerPayBillOnline',
+        }),
       );
       assert.equal(error.operation, 'oauth');
       assert.equal(error.httpStatus, 503);
@@ -117,7 +152,11 @@ describe('protocol: the mobile-money client against its simulator', () => {
     });
 
     it('an invalid token is answered 404.001.03; the client fetches a new token and the call goes through', async () => {
-      const raw = await fetch(`${sim.url}/mpesa/stkpushquery/v1/query`, { method: 'POST', headers: { authorization: 'Bearer not-a-token', 'content-type': 'application/json' }, body: '{}' });
+      const raw = await fetch(`${sim.url}/mpesa/stkpushquery/v1/query`, {
+        method: 'POST',
+        headers: { authorization: 'Bearer not-a-token', 'content-type': 'application/json' },
+        body: '{}',
+      });
       assert.equal(raw.status, 404);
       assert.equal(((await raw.json()) as { errorCode: string }).errorCode, '404.001.03');
       const before = await client.accessToken();
@@ -141,7 +180,11 @@ describe('protocol: the mobile-money client against its simulator', () => {
       const m = callback.metadata;
       assert.equal(m?.amount, 10);
       assert.match(m?.receipt ?? '', /^SIM[A-Z0-9]{7}$/);
-      assert.equal(m?.phone, PHONE(0).slice(1), 'PhoneNumber as the provider sent it (the callback checks normalize it)');
+      assert.equal(
+        m?.phone,
+        PHONE(0).slice(1),
+        'PhoneNumber as the provider sent it (the callback checks normalize it)',
+      );
       assert.match(m?.transactionDate ?? '', /^\d{14}$/);
       const simulated = sim.control.pushes().find((p) => p.checkoutRequestId === accepted.checkoutRequestId);
       assert.equal(simulated?.accountReference, 'LOAN-0001-RE', 'AccountReference truncated to 12 characters');
@@ -188,7 +231,9 @@ describe('protocol: the mobile-money client against its simulator', () => {
       const url = callbackUrl();
       const accepted = await push(0, url);
       await waitFor(pathOf(url));
-      const sent = (await controlCall('POST', `/callbacks/${accepted.checkoutRequestId}/send`, { Amount: 1 })) as { status: number };
+      const sent = (await controlCall('POST', `/callbacks/${accepted.checkoutRequestId}/send`, { Amount: 1 })) as {
+        status: number;
+      };
       assert.equal(sent.status, 200);
       await sleep(50);
       const amounts = callbacksFor(pathOf(url)).map((r) => parseStkCallback(r.body).metadata?.amount);
@@ -230,8 +275,15 @@ describe('protocol: the mobile-money client against its simulator', () => {
       assert.equal(status.state, 'final');
       assert.equal(status.state === 'final' && status.resultCode, '1037');
       assert.equal(callbacksFor(pathOf(url)).length, 0);
-      assert.deepEqual(sim.control.callbacks().filter((c) => c.id === accepted.checkoutRequestId && !c.lost), [], 'nothing was delivered');
-      assert.equal(sim.control.pushes().find((p) => p.checkoutRequestId === accepted.checkoutRequestId)?.callbacksSent, 0);
+      assert.deepEqual(
+        sim.control.callbacks().filter((c) => c.id === accepted.checkoutRequestId && !c.lost),
+        [],
+        'nothing was delivered',
+      );
+      assert.equal(
+        sim.control.pushes().find((p) => p.checkoutRequestId === accepted.checkoutRequestId)?.callbacksSent,
+        0,
+      );
     });
 
     it('protocol: a delayed callback comes after the status query is already final', async () => {
@@ -281,7 +333,14 @@ describe('protocol: the mobile-money client against its simulator', () => {
       await controlCall('PATCH', '/mode', { pushFailWith: 'timeout' });
       const hasty = createMobileMoneyClient({ ...options, timeoutMs: 300 });
       const error = await rejection(() =>
-        hasty.stkPush({ amount: 5, phone: PHONE(9), callbackUrl: callbackUrl(), accountReference: 'A', description: 'B', transactionType: 'CustomerPayBillOnline' }),
+        hasty.stkPush({
+          amount: 5,
+          phone: PHONE(9),
+          callbackUrl: callbackUrl(),
+          accountReference: 'A',
+          description: 'B',
+          transactionType: 'CustomerPayBillOnline',
+        }),
       );
       assert.equal(error.indeterminate, true);
       assert.equal(error.httpStatus, undefined);

@@ -62,13 +62,24 @@ describe('spec 4.4: POST /v1/transactions/mobilemoney/send-money', () => {
 
         const [payment, ...others] = await paymentsTo(recipient);
         assert.equal(others.length, 0, 'sent once');
-        assert.equal(payment!.amount, amount / 100, 'the recipient gets the amount, in whole shillings; the fee is ours');
+        assert.equal(
+          payment!.amount,
+          amount / 100,
+          'the recipient gets the amount, in whole shillings; the fee is ours',
+        );
         assert.equal(payment!.originatorConversationId, created.id);
         assert.equal(done.mobilemoney_transaction_id, payment!.transactionId);
 
-        assert.deepEqual(await balanceOf(customer.current), { balance: funded - amount - fee, held: 0, available: funded - amount - fee });
+        assert.deepEqual(await balanceOf(customer.current), {
+          balance: funded - amount - fee,
+          held: 0,
+          available: funded - amount - fee,
+        });
         const journal = await journalOf(created.id);
-        assert.deepEqual(journal.map((e) => e.kind), ['HOLD', 'PAYOUT']);
+        assert.deepEqual(
+          journal.map((e) => e.kind),
+          ['HOLD', 'PAYOUT'],
+        );
         const payout = journal[1]!.legs;
         assert.deepEqual(payout, [
           { account: ledgerAccounts.hold(customer.current), amount: amount + fee },
@@ -77,7 +88,8 @@ describe('spec 4.4: POST /v1/transactions/mobilemoney/send-money', () => {
         ]);
         const result = await until('B2C result recorded', async () => (await callbacksRecorded(created.id)).at(0));
         assert.deepEqual([result.kind, result.disposition], ['B2C_RESULT', 'SIGNALLED']);
-        if (fee > 0 && amount === 100_000) await recordHistory(workflowIds.sendMoney(created.id), 'sendMoney-posted-queue-timeout-is-not-a-result');
+        if (fee > 0 && amount === 100_000)
+          await recordHistory(workflowIds.sendMoney(created.id), 'sendMoney-posted-queue-timeout-is-not-a-result');
       }),
     );
     assert.ok(await ledgerIsBalanced(harness().db));
@@ -88,7 +100,11 @@ describe('spec 4.4: POST /v1/transactions/mobilemoney/send-money', () => {
     const customer = await fundedCustomer(funded);
     const recipient = payerNumber(0);
     // KES 1,000 plus its KES 5 fee is more than the KES 1,000 available.
-    const reply = await sendMoney(customer.headers, { account_id: customer.current, amount: money(100_000), mobile_number: recipient });
+    const reply = await sendMoney(customer.headers, {
+      account_id: customer.current,
+      amount: money(100_000),
+      mobile_number: recipient,
+    });
     assert.equal(reply.status, 400, reply.text);
     assert.equal(reply.body.code, 'BAD_REQUEST');
     assert.match(reply.body.description, /INSUFFICIENT_FUNDS/);
@@ -108,7 +124,9 @@ describe('spec 4.4: POST /v1/transactions/mobilemoney/send-money', () => {
     const customer = await fundedCustomer(funded);
     const recipients = [payerNumber(0), payerNumber(0)];
     const replies = await Promise.all(
-      recipients.map((to) => sendMoney(customer.headers, { account_id: customer.current, amount: money(100_000), mobile_number: to })),
+      recipients.map((to) =>
+        sendMoney(customer.headers, { account_id: customer.current, amount: money(100_000), mobile_number: to }),
+      ),
     );
     const outcomes = await Promise.all(
       replies.map(async (reply) => {
@@ -118,8 +136,15 @@ describe('spec 4.4: POST /v1/transactions/mobilemoney/send-money', () => {
         return done.status === 'FAILED' ? `FAILED ${done.failure_reason}` : done.status;
       }),
     );
-    assert.deepEqual(outcomes.filter((o) => o === 'POSTED'), ['POSTED'], outcomes.join());
-    assert.ok(outcomes.every((o) => ['POSTED', 'REFUSED', 'FAILED INSUFFICIENT_FUNDS'].includes(o)), outcomes.join());
+    assert.deepEqual(
+      outcomes.filter((o) => o === 'POSTED'),
+      ['POSTED'],
+      outcomes.join(),
+    );
+    assert.ok(
+      outcomes.every((o) => ['POSTED', 'REFUSED', 'FAILED INSUFFICIENT_FUNDS'].includes(o)),
+      outcomes.join(),
+    );
     assert.deepEqual(await balanceOf(customer.current), { balance: 49_500, held: 0, available: 49_500 });
     const sent = (await Promise.all(recipients.map(paymentsTo))).flat();
     assert.equal(sent.length, 1, 'only one payout reached the provider');
@@ -129,7 +154,11 @@ describe('spec 4.4: POST /v1/transactions/mobilemoney/send-money', () => {
   it('money is sent from a current account only: from the credit account, 400', async () => {
     const customer = await fundedCustomer(100_000);
     await fund(customer.credit, 100_000);
-    const reply = await sendMoney(customer.headers, { account_id: customer.credit, amount: money(10_000), mobile_number: payerNumber(0) });
+    const reply = await sendMoney(customer.headers, {
+      account_id: customer.credit,
+      amount: money(10_000),
+      mobile_number: payerNumber(0),
+    });
     assert.equal(reply.status, 400, reply.text);
     assert.match(reply.body.description, /current account/);
     assert.equal((await harness().db('transactions').where({ account_id: customer.credit })).length, 0);
@@ -155,7 +184,9 @@ describe('spec 4.4: POST /v1/transactions/mobilemoney/send-money', () => {
         const [payment] = await paymentsTo(recipient);
         assert.equal(String(payment!.resultCode), resultCode, reason);
         await assertReleased(customer, created.id, funded);
-        const recorded = await until(`${reason} result recorded`, async () => (await callbacksRecorded(created.id)).at(0));
+        const recorded = await until(`${reason} result recorded`, async () =>
+          (await callbacksRecorded(created.id)).at(0),
+        );
         assert.deepEqual([recorded.kind, recorded.disposition], ['B2C_RESULT', 'SIGNALLED']);
       }),
     );
@@ -168,12 +199,19 @@ describe('spec 4.4: POST /v1/transactions/mobilemoney/send-money', () => {
     const created = await sendAccepted(customer, 200_000, recipient);
     const recorded = await until('timeout recorded', async () => (await callbacksRecorded(created.id)).at(0));
     assert.deepEqual([recorded.kind, recorded.disposition], ['B2C_TIMEOUT', 'NOTED']);
-    assert.equal((await transactionRow(created.id)).status, 'PENDING', 'the fate is unknown: the hold stays while the result may still come');
+    assert.equal(
+      (await transactionRow(created.id)).status,
+      'PENDING',
+      'the fate is unknown: the hold stays while the result may still come',
+    );
     const done = await settled(customer.headers, created.id);
     assert.equal(done.status, 'FAILED', JSON.stringify(done));
     assert.equal(done.failure_reason, 'QUEUE_TIMEOUT');
     const [timedOut, failed] = [Date.parse(recorded.received_at), Date.parse(done.failed_at)];
-    assert.ok(failed - timedOut >= harness().config.SEND_MONEY_RESULT_WAIT - 1_500, 'released when the wait ended, not on the timeout');
+    assert.ok(
+      failed - timedOut >= harness().config.SEND_MONEY_RESULT_WAIT - 1_500,
+      'released when the wait ended, not on the timeout',
+    );
     await recordHistory(workflowIds.sendMoney(created.id), 'sendMoney-queue-timeout-noted');
     const [payment] = await paymentsTo(recipient);
     assert.equal(payment!.state, 'timed_out');
@@ -181,7 +219,7 @@ describe('spec 4.4: POST /v1/transactions/mobilemoney/send-money', () => {
   });
 });
 
-describe('durability: a payout is never released on a retry\'s refusal while an earlier attempt may have paid', () => {
+describe("durability: a payout is never released on a retry's refusal while an earlier attempt may have paid", () => {
   afterEach(resetSimulator);
 
   it('a refused first attempt rejects the payout; the same refusal after an attempt of unknown fate leaves it to the result (accepted, hold kept)', async () => {
@@ -191,13 +229,19 @@ describe('durability: a payout is never released on a retry\'s refusal while an 
     await setSimulatorMode({ payoutFailWith: 400 }); // a definite refusal of each request
     const payout = async (triedBefore: boolean) => {
       const row = await insertStkPushTransaction(customer, 20_000);
-      await db('transactions').where({ id: row.id }).update({ type: 'SEND_MONEY', provider_request_attempted_at: triedBefore ? new Date() : null });
+      await db('transactions')
+        .where({ id: row.id })
+        .update({ type: 'SEND_MONEY', provider_request_attempted_at: triedBefore ? new Date() : null });
       return row.id;
     };
     const fresh = await payout(false);
     assert.deepEqual(await activities.sendB2c(fresh), { state: 'rejected', errorCode: '400.001.01' });
     const retried = await payout(true);
     assert.deepEqual(await activities.sendB2c(retried), { state: 'accepted' });
-    assert.equal((await transactionRow(retried)).status, 'PENDING', 'left to its result, its queue timeout or the wait');
+    assert.equal(
+      (await transactionRow(retried)).status,
+      'PENDING',
+      'left to its result, its queue timeout or the wait',
+    );
   });
 });

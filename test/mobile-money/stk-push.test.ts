@@ -39,7 +39,11 @@ async function assertRefusedBeforeAnything(reply: Reply, customer: Customer, pho
 describe('spec 4.4: POST /v1/transactions/mobilemoney/stk-push', () => {
   it('a push that completes: 201 PENDING, then POSTED with the receipt, and the deposit in the ledger', async () => {
     const customer = await newCustomer(0);
-    const reply = await stkPush(customer.headers, { account_id: customer.current, amount: money(150_000), mobile_number: customer.phone });
+    const reply = await stkPush(customer.headers, {
+      account_id: customer.current,
+      amount: money(150_000),
+      mobile_number: customer.phone,
+    });
     assert.equal(reply.status, 201, reply.text);
     assert.equal(reply.body.status, 'PENDING');
     assert.match(reply.body.resource_id, /^trx_/);
@@ -101,7 +105,9 @@ describe('spec 4.4: POST /v1/transactions/mobilemoney/stk-push', () => {
         assert.equal((await transactionRow(created.id)).result_code, resultCode);
         assert.deepEqual(await journalOf(created.id), [], `${reason}: nothing is posted`);
         assert.deepEqual(await balanceOf(customer.current), { balance: 0, held: 0, available: 0 }, reason);
-        const recorded = await until(`${reason} callback recorded`, async () => (await callbacksRecorded(created.id)).at(0));
+        const recorded = await until(`${reason} callback recorded`, async () =>
+          (await callbacksRecorded(created.id)).at(0),
+        );
         // A refusal callback is a trigger: the run asked the status query before failing the push.
         assert.equal(recorded.disposition, 'CONFIRMING', reason);
         assert.match(recorded.note ?? '', /a refusal is confirmed by the status query/, reason);
@@ -118,9 +124,17 @@ describe('spec 4.4: POST /v1/transactions/mobilemoney/stk-push', () => {
   describe('spec 4.4 validation', () => {
     it("an account_id of another user's account: 400, nothing created or pushed", async () => {
       const [customer, other] = await Promise.all([newCustomer(0), newCustomer(0)]);
-      const reply = await stkPush(customer.headers, { account_id: other.current, amount: money(10_000), mobile_number: customer.phone });
+      const reply = await stkPush(customer.headers, {
+        account_id: other.current,
+        amount: money(10_000),
+        mobile_number: customer.phone,
+      });
       await assertRefusedBeforeAnything(reply, other, customer.phone, /No such account/);
-      const credit = await stkPush(customer.headers, { account_id: other.credit, amount: money(10_000), mobile_number: payerNumber(0) });
+      const credit = await stkPush(customer.headers, {
+        account_id: other.credit,
+        amount: money(10_000),
+        mobile_number: payerNumber(0),
+      });
       assert.equal(credit.status, 400, credit.text);
       assert.equal((await harness().db('transactions').where({ account_id: other.credit })).length, 0);
     });
@@ -128,7 +142,11 @@ describe('spec 4.4: POST /v1/transactions/mobilemoney/stk-push', () => {
     it('an amount that is not a multiple of 100 (whole shillings): 400, nothing created or pushed', async () => {
       const customer = await newCustomer(0);
       for (const value of [10_050, 1, 99]) {
-        const reply = await stkPush(customer.headers, { account_id: customer.current, amount: money(value), mobile_number: customer.phone });
+        const reply = await stkPush(customer.headers, {
+          account_id: customer.current,
+          amount: money(value),
+          mobile_number: customer.phone,
+        });
         await assertRefusedBeforeAnything(reply, customer, customer.phone, /multiple of 100/);
       }
     });
@@ -136,19 +154,36 @@ describe('spec 4.4: POST /v1/transactions/mobilemoney/stk-push', () => {
     it('a mobile number not in international format (leading plus and country code): 400, nothing created or pushed', async () => {
       const customer = await newCustomer(0);
       const local = `0${customer.phone.slice(4)}`; // 07XXXXXXXX
-      for (const mobile_number of [local, customer.phone.slice(1), `00${customer.phone.slice(1)}`, `${customer.phone.slice(0, 7)} ${customer.phone.slice(7)}`]) {
-        const reply = await stkPush(customer.headers, { account_id: customer.current, amount: money(10_000), mobile_number });
+      for (const mobile_number of [
+        local,
+        customer.phone.slice(1),
+        `00${customer.phone.slice(1)}`,
+        `${customer.phone.slice(0, 7)} ${customer.phone.slice(7)}`,
+      ]) {
+        const reply = await stkPush(customer.headers, {
+          account_id: customer.current,
+          amount: money(10_000),
+          mobile_number,
+        });
         await assertRefusedBeforeAnything(reply, customer, customer.phone, /mobile_number/);
       }
       // International, but not a number the provider carries (Tanzania): refused as well.
-      const foreign = await stkPush(customer.headers, { account_id: customer.current, amount: money(10_000), mobile_number: '+255712345670' });
+      const foreign = await stkPush(customer.headers, {
+        account_id: customer.current,
+        amount: money(10_000),
+        mobile_number: '+255712345670',
+      });
       await assertRefusedBeforeAnything(foreign, customer, '+255712345670', /Kenyan mobile numbers/);
     });
 
     it("a current-account deposit from a number that is not the owner's: 400, nothing created or pushed", async () => {
       const customer = await newCustomer(0);
       const stranger = payerNumber(0);
-      const reply = await stkPush(customer.headers, { account_id: customer.current, amount: money(10_000), mobile_number: stranger });
+      const reply = await stkPush(customer.headers, {
+        account_id: customer.current,
+        amount: money(10_000),
+        mobile_number: stranger,
+      });
       await assertRefusedBeforeAnything(reply, customer, stranger, /account owner's registered number/);
     });
 
@@ -179,14 +214,26 @@ describe('spec 4.4: POST /v1/transactions/mobilemoney/stk-push', () => {
     } finally {
       config.MOBILE_MONEY_TILL_NUMBER = undefined;
     }
-    const [paybillDone, tillDone] = await Promise.all([settled(customer.headers, paybill.id), settled(customer.headers, tillPush.id)]);
+    const [paybillDone, tillDone] = await Promise.all([
+      settled(customer.headers, paybill.id),
+      settled(customer.headers, tillPush.id),
+    ]);
     assert.equal(paybillDone.details.type, 'PAYBILL');
     assert.equal(paybillDone.details.paybill_number, config.MOBILE_MONEY_SHORT_CODE);
-    assert.deepEqual([tillDone.status, tillDone.details.type, tillDone.details.till_number], ['POSTED', 'BUY_GOODS', '654321']);
+    assert.deepEqual(
+      [tillDone.status, tillDone.details.type, tillDone.details.till_number],
+      ['POSTED', 'BUY_GOODS', '654321'],
+    );
     const pushes = await pushesTo(customer.phone);
     const byAmount = new Map(pushes.map((p) => [p.amount, p]));
-    assert.deepEqual([byAmount.get(100)?.transactionType, byAmount.get(100)?.partyB], ['CustomerPayBillOnline', config.MOBILE_MONEY_SHORT_CODE]);
-    assert.deepEqual([byAmount.get(200)?.transactionType, byAmount.get(200)?.partyB], ['CustomerBuyGoodsOnline', '654321']);
+    assert.deepEqual(
+      [byAmount.get(100)?.transactionType, byAmount.get(100)?.partyB],
+      ['CustomerPayBillOnline', config.MOBILE_MONEY_SHORT_CODE],
+    );
+    assert.deepEqual(
+      [byAmount.get(200)?.transactionType, byAmount.get(200)?.partyB],
+      ['CustomerBuyGoodsOnline', '654321'],
+    );
   });
 
   it("GET /v1/transactions/{id} (id or resource_id) of another user's transaction: 404, and the owner still reads it", async () => {
@@ -203,7 +250,10 @@ describe('spec 4.4: POST /v1/transactions/mobilemoney/stk-push', () => {
     const byResourceId = await call('GET', `/v1/transactions/${created.resource_id}`, { headers: owner.headers });
     assert.equal(byResourceId.status, 200);
     assert.equal(byResourceId.body.id, created.id);
-    assert.equal((await call('GET', `/v1/transactions/${created.resource_id}`, { headers: other.headers })).status, 404);
+    assert.equal(
+      (await call('GET', `/v1/transactions/${created.resource_id}`, { headers: other.headers })).status,
+      404,
+    );
     const malformed = await call('GET', '/v1/transactions/not-a-transaction', { headers: owner.headers });
     assert.equal(malformed.status, 400, malformed.text);
   });
@@ -228,7 +278,10 @@ describe('protocol: when the push callback never comes, the status query settles
     await recordHistory(workflowIds.stkPush(paid.created.id), 'stkPush-status-query-callbacks-are-triggers');
     // Confirmed by the status query, which carries no receipt.
     assert.equal(paid.done.mobilemoney_transaction_id, null);
-    assert.deepEqual((await journalOf(paid.created.id)).map((e) => e.kind), ['COLLECTION']);
+    assert.deepEqual(
+      (await journalOf(paid.created.id)).map((e) => e.kind),
+      ['COLLECTION'],
+    );
     assert.deepEqual(await balanceOf(paid.customer.current), { balance: 30_000, held: 0, available: 30_000 });
     assert.equal(cancelled.done.status, 'FAILED');
     assert.equal(cancelled.done.failure_reason, 'CANCELLED_BY_USER');
@@ -238,10 +291,16 @@ describe('protocol: when the push callback never comes, the status query settles
     for (const { created, done, push } of [paid, cancelled]) {
       assert.ok(push.queries >= 1, 'the status query was asked');
       assert.equal(push.callbacksSent, 0);
-      assert.ok(sent.filter((c) => c.id === push.checkoutRequestId).every((c) => c.lost === true), 'no callback was delivered');
+      assert.ok(
+        sent.filter((c) => c.id === push.checkoutRequestId).every((c) => c.lost === true),
+        'no callback was delivered',
+      );
       assert.deepEqual(await callbacksRecorded(created.id), [], 'no callback reached us');
       const settledAt = Date.parse(done.posted_at ?? done.failed_at);
-      assert.ok(settledAt - Date.parse(done.transacted_at) >= config.STK_PUSH_CALLBACK_WAIT - 100, 'the callback was waited for first');
+      assert.ok(
+        settledAt - Date.parse(done.transacted_at) >= config.STK_PUSH_CALLBACK_WAIT - 100,
+        'the callback was waited for first',
+      );
     }
     assert.ok(await ledgerIsBalanced(harness().db));
   });
@@ -255,7 +314,10 @@ describe('protocol: when the push callback never comes, the status query settles
     assert.equal(done.failure_reason, null);
     const [push] = await pushesTo(customer.phone);
     assert.ok(push!.queries >= 4, `three "being processed" answers, then the final one (asked ${push!.queries} times)`);
-    assert.deepEqual((await journalOf(created.id)).map((e) => e.kind), ['COLLECTION']);
+    assert.deepEqual(
+      (await journalOf(created.id)).map((e) => e.kind),
+      ['COLLECTION'],
+    );
     assert.deepEqual(await balanceOf(customer.current), { balance: 40_000, held: 0, available: 40_000 });
     assert.ok(await ledgerIsBalanced(harness().db));
   });
@@ -273,19 +335,32 @@ describe('durability: the settle step of a paid push is safe to run again', () =
     assert.equal(posted.status, 'POSTED');
     assert.equal(posted.mobilemoney_transaction_id, 'SIMSETTLE01');
     assert.ok(posted.confirmed_at && posted.posted_at);
-    assert.deepEqual((await journalOf(row.id)).map((e) => e.kind), ['COLLECTION']);
+    assert.deepEqual(
+      (await journalOf(row.id)).map((e) => e.kind),
+      ['COLLECTION'],
+    );
     // Another push paid with the same receipt (a provider anomaly): posted without it, not stuck retrying.
     const clash = await insertStkPushTransaction(customer, 30_000);
     await activities.settleCollection(clash.id, { receipt: 'SIMSETTLE01' });
     const clashed = await transactionRow(clash.id);
     assert.equal(clashed.status, 'POSTED');
     assert.equal(clashed.mobilemoney_transaction_id, null);
-    assert.deepEqual((await journalOf(clash.id)).map((e) => e.kind), ['COLLECTION']);
-    assert.equal((await transactionRow(row.id)).mobilemoney_transaction_id, 'SIMSETTLE01', 'the first keeps its receipt');
+    assert.deepEqual(
+      (await journalOf(clash.id)).map((e) => e.kind),
+      ['COLLECTION'],
+    );
+    assert.equal(
+      (await transactionRow(row.id)).mobilemoney_transaction_id,
+      'SIMSETTLE01',
+      'the first keeps its receipt',
+    );
 
     const failed = await insertStkPushTransaction(customer, 10_000);
     await activities.failTransaction(failed.id, { resultCode: '1032' });
-    await assert.rejects(activities.settleCollection(failed.id, {}), (error: Error) => error.name === 'ApplicationFailure' && /FAILED/.test(error.message));
+    await assert.rejects(
+      activities.settleCollection(failed.id, {}),
+      (error: Error) => error.name === 'ApplicationFailure' && /FAILED/.test(error.message),
+    );
     assert.deepEqual(await journalOf(failed.id), []);
     assert.deepEqual(await balanceOf(customer.current), { balance: 100_000, held: 0, available: 100_000 });
     assert.ok(await ledgerIsBalanced(db));

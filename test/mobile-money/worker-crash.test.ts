@@ -76,7 +76,11 @@ describe('durability: the worker process dies in the middle of a push', () => {
       const push = await until('the simulator has the push', async () => (await pushesTo(customer.phone)).at(0));
       await until('the push step recorded', async () => {
         const history = await handle.fetchHistory();
-        return history.events?.some((e) => e.activityTaskCompletedEventAttributes || e.markerRecordedEventAttributes?.markerName === 'core_local_activity');
+        return history.events?.some(
+          (e) =>
+            e.activityTaskCompletedEventAttributes ||
+            e.markerRecordedEventAttributes?.markerName === 'core_local_activity',
+        );
       });
       first.child.kill('SIGKILL');
       const [, signal] = await first.exited;
@@ -101,13 +105,18 @@ describe('durability: the worker process dies in the middle of a push', () => {
       assert.equal(pushes.length, 1, 'pushed once, not again by the new worker');
       assert.equal(pushes[0]!.queries, 0, 'settled by the callback, not the status query');
       assert.equal(done.mobilemoney_transaction_id, pushes[0]!.receipt);
-      assert.deepEqual((await journalOf(row.id)).map((e) => e.kind), ['COLLECTION'], 'exactly one posting');
+      assert.deepEqual(
+        (await journalOf(row.id)).map((e) => e.kind),
+        ['COLLECTION'],
+        'exactly one posting',
+      );
       assert.deepEqual(await balanceOf(customer.current), { balance: amount, held: 0, available: amount });
       assert.ok(await ledgerIsBalanced(harness().db));
       await second.stop();
       assert.equal(second.child.exitCode, 0, second.output());
     } finally {
-      for (const worker of workers) if (worker.child.exitCode === null && worker.child.signalCode === null) worker.child.kill('SIGKILL');
+      for (const worker of workers)
+        if (worker.child.exitCode === null && worker.child.signalCode === null) worker.child.kill('SIGKILL');
     }
   });
 });

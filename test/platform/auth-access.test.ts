@@ -12,7 +12,8 @@ const DEMO_ORG = DEMO.organizations.demo.id;
 const SECOND_ORG = DEMO.organizations.second.id;
 const ROOT = path.resolve(__dirname, '../..');
 
-const asUser = async (user: { id: string }, claims: Record<string, unknown> = {}) => bearer(await backendToken(user.id, claims));
+const asUser = async (user: { id: string }, claims: Record<string, unknown> = {}) =>
+  bearer(await backendToken(user.id, claims));
 
 describe('spec 5.7: RBAC matrix (accounts.write, as the expiry sweep needs)', () => {
   it('ORG scope on the own organization is allowed', async () => {
@@ -22,23 +23,31 @@ describe('spec 5.7: RBAC matrix (accounts.write, as the expiry sweep needs)', ()
   });
 
   it('ORG scope on another organization is refused', async () => {
-    const reply = await call('GET', `/v1/accounts/__test__/organizations/${SECOND_ORG}`, { headers: await asUser(users.internal) });
+    const reply = await call('GET', `/v1/accounts/__test__/organizations/${SECOND_ORG}`, {
+      headers: await asUser(users.internal),
+    });
     assert.equal(reply.status, 403);
     assert.deepEqual(Object.keys(reply.body).sort(), ['code', 'description']);
     assert.equal(reply.body.code, 'FORBIDDEN');
-    const own = await call('GET', `/v1/accounts/__test__/organizations/${DEMO_ORG}`, { headers: await asUser(users.internal) });
+    const own = await call('GET', `/v1/accounts/__test__/organizations/${DEMO_ORG}`, {
+      headers: await asUser(users.internal),
+    });
     assert.equal(own.status, 200);
   });
 
   it('a token claiming an organization the user has no access to is refused', async () => {
-    const reply = await call('POST', '/v1/internal/__test__/sweep', { headers: await asUser(users.internal, { organization_id: SECOND_ORG }) });
+    const reply = await call('POST', '/v1/internal/__test__/sweep', {
+      headers: await asUser(users.internal, { organization_id: SECOND_ORG }),
+    });
     assert.equal(reply.status, 403);
     assert.equal(reply.body.code, 'FORBIDDEN');
     assert.deepEqual(reply.body.invalid_params, []);
   });
 
   it('PLATFORM scope is allowed on any organization', async () => {
-    const reply = await call('GET', `/v1/accounts/__test__/organizations/${SECOND_ORG}`, { headers: await asUser(users.platformAdmin) });
+    const reply = await call('GET', `/v1/accounts/__test__/organizations/${SECOND_ORG}`, {
+      headers: await asUser(users.platformAdmin),
+    });
     assert.equal(reply.status, 200);
     const sweep = await call('POST', '/v1/internal/__test__/sweep', { headers: await asUser(users.platformAdmin) });
     assert.equal(sweep.status, 200);
@@ -62,7 +71,10 @@ describe('spec 5.6: organization_id is honoured only for a platform API key with
     const refused = await status(headers, SECOND_ORG);
     assert.equal(refused.status, 403);
     assert.equal(refused.body.code, 'FORBIDDEN');
-    assert.deepEqual(refused.body.invalid_params.map((p: { path: string; sub_code: string }) => [p.path, p.sub_code]), [['query.organization_id', 'NOT_ALLOWED']]);
+    assert.deepEqual(
+      refused.body.invalid_params.map((p: { path: string; sub_code: string }) => [p.path, p.sub_code]),
+      [['query.organization_id', 'NOT_ALLOWED']],
+    );
   });
 
   it('an organization API key acts for its organization, and passing one is 403', async () => {
@@ -84,7 +96,10 @@ describe('spec 5.6: organization_id is honoured only for a platform API key with
     const missing = await status(bearer(key));
     assert.equal(missing.status, 400);
     assert.equal(missing.body.code, 'INVALID_PARAMS');
-    assert.deepEqual(missing.body.invalid_params.map((p: { sub_code: string }) => p.sub_code), ['REQUIRED']);
+    assert.deepEqual(
+      missing.body.invalid_params.map((p: { sub_code: string }) => p.sub_code),
+      ['REQUIRED'],
+    );
   });
 
   it('a platform key created without PLATFORM-scoped grants cannot choose the organization', async () => {
@@ -110,20 +125,29 @@ describe('spec 5.5: financing bearer scheme and merchant-scoped access', () => {
   for (const realm of ['financing', 'financing-http'] as const) {
     it(`${realm}: the granted subject may act for the merchant; others and other merchants are 403`, async () => {
       const claims = { organization_id: DEMO.merchant.organization_id, permissions: ['financing.write:ORG'] };
-      const allowed = await call('GET', merchantRoute(DEMO.merchant.id), { headers: bearer(await financingToken(realm, subject, claims)) });
+      const allowed = await call('GET', merchantRoute(DEMO.merchant.id), {
+        headers: bearer(await financingToken(realm, subject, claims)),
+      });
       assert.equal(allowed.status, 200);
       assert.deepEqual(allowed.body, { merchant_id: DEMO.merchant.id, organization_id: DEMO.merchant.organization_id });
-      const stranger = await call('GET', merchantRoute(DEMO.merchant.id), { headers: bearer(await financingToken(realm, 'fin|stranger', claims)) });
+      const stranger = await call('GET', merchantRoute(DEMO.merchant.id), {
+        headers: bearer(await financingToken(realm, 'fin|stranger', claims)),
+      });
       assert.equal(stranger.status, 403);
       assert.equal(stranger.body.code, 'FORBIDDEN');
       assert.deepEqual(stranger.body.invalid_params, []);
-      const other = await call('GET', merchantRoute('mrc-someone-else'), { headers: bearer(await financingToken(realm, subject, claims)) });
+      const other = await call('GET', merchantRoute('mrc-someone-else'), {
+        headers: bearer(await financingToken(realm, subject, claims)),
+      });
       assert.equal(other.status, 403);
     });
   }
 
   it('organization-scoped permissions come from the token', async () => {
-    const token = await financingToken('financing', subject, { organization_id: DEMO_ORG, permissions: ['financing.read:ORG'] });
+    const token = await financingToken('financing', subject, {
+      organization_id: DEMO_ORG,
+      permissions: ['financing.read:ORG'],
+    });
     const me = await call('GET', '/v1/auth/whoami', { headers: bearer(token) });
     assert.equal(me.status, 200);
     assert.deepEqual(me.body.permissions, ['financing.read:ORG']);
@@ -186,7 +210,9 @@ describe('API keys and the development CLIs', () => {
 
     const financing = await run('dev/token.ts', ['--issuer', 'financing', '--merchant', DEMO.merchant.id]);
     assert.equal(financing.status, 0, financing.stderr);
-    const merchant = await call('GET', `/v1/financing/__test__/merchants/${DEMO.merchant.id}`, { headers: bearer(financing.stdout.trim()) });
+    const merchant = await call('GET', `/v1/financing/__test__/merchants/${DEMO.merchant.id}`, {
+      headers: bearer(financing.stdout.trim()),
+    });
     assert.equal(merchant.status, 200);
   });
 
@@ -200,7 +226,12 @@ describe('API keys and the development CLIs', () => {
     assert.equal(ids.merchant.id, DEMO.merchant.id);
     assert.equal(ids.accounts.customerCurrent.id, DEMO.accounts.customerCurrent.id);
     assert.equal(ids.accounts.customerCredit.type, 'CREDIT');
-    const seeded = await harness().db('accounts').whereIn('id', Object.values(DEMO.accounts).map((a) => a.id));
+    const seeded = await harness()
+      .db('accounts')
+      .whereIn(
+        'id',
+        Object.values(DEMO.accounts).map((a) => a.id),
+      );
     assert.equal(seeded.length, Object.keys(DEMO.accounts).length, 'the seeded accounts are in the database');
   });
 });

@@ -29,7 +29,11 @@ describe('spec 5.4: backend bearer JWT, attack suite (each case 401 UNAUTHORISED
   it('accepts a valid RS256 token from the identity provider (control case)', async () => {
     const reply = await call('GET', ROUTE, { headers: bearer(await backendToken(customer.id)) });
     assert.equal(reply.status, 200);
-    assert.deepEqual(reply.body, { scheme: 'user', organization_id: customer.organization_id, id: `user:${customer.id}` });
+    assert.deepEqual(reply.body, {
+      scheme: 'user',
+      organization_id: customer.organization_id,
+      id: `user:${customer.id}`,
+    });
   });
 
   it('resolves an identity-provider auth id subject to our user', async () => {
@@ -40,11 +44,17 @@ describe('spec 5.4: backend bearer JWT, attack suite (each case 401 UNAUTHORISED
   });
 
   it('refuses a missing or non-bearer Authorization header', async () => {
-    for (const headers of [{}, { Authorization: 'Basic dXNlcjpwYXNz' }, { Authorization: 'Bearer' }] as Record<string, string>[]) {
+    for (const headers of [{}, { Authorization: 'Basic dXNlcjpwYXNz' }, { Authorization: 'Bearer' }] as Record<
+      string,
+      string
+    >[]) {
       const reply = await call('GET', ROUTE, { headers });
       assert.equal(reply.status, 401);
       // Credentials presented and refused name the error; none presented, only the scheme (RFC 6750).
-      assert.equal(reply.headers.get('www-authenticate'), headers.Authorization ? 'Bearer error="invalid_token"' : 'Bearer');
+      assert.equal(
+        reply.headers.get('www-authenticate'),
+        headers.Authorization ? 'Bearer error="invalid_token"' : 'Bearer',
+      );
     }
   });
 
@@ -64,13 +74,18 @@ describe('spec 5.4: backend bearer JWT, attack suite (each case 401 UNAUTHORISED
   it('refuses an unknown kid, and embedded jwk and jku headers carrying the attacker key', async () => {
     const { publicKey, privateKey } = await generateKeyPair('RS256');
     const attackerJwk = await exportJWK(publicKey);
-    await assertRefused(await new SignJWT(goodClaims()).setProtectedHeader({ alg: 'RS256', kid: randomUUID() }).sign(privateKey), 'unknown kid');
+    await assertRefused(
+      await new SignJWT(goodClaims()).setProtectedHeader({ alg: 'RS256', kid: randomUUID() }).sign(privateKey),
+      'unknown kid',
+    );
     await assertRefused(
       await new SignJWT(goodClaims()).setProtectedHeader({ alg: 'RS256', jwk: attackerJwk }).sign(privateKey),
       'embedded jwk',
     );
     await assertRefused(
-      await new SignJWT(goodClaims()).setProtectedHeader({ alg: 'RS256', kid: 'x', jku: 'http://127.0.0.1:1/jwks.json' }).sign(privateKey),
+      await new SignJWT(goodClaims())
+        .setProtectedHeader({ alg: 'RS256', kid: 'x', jku: 'http://127.0.0.1:1/jwks.json' })
+        .sign(privateKey),
       'jku',
     );
   });
@@ -82,7 +97,9 @@ describe('spec 5.4: backend bearer JWT, attack suite (each case 401 UNAUTHORISED
   });
 
   it('accepts a token issued a few seconds in the future, within the clock tolerance', async () => {
-    const reply = await call('GET', ROUTE, { headers: bearer(await backendToken(customer.id, { iat: now() + 5, nbf: now() + 5 })) });
+    const reply = await call('GET', ROUTE, {
+      headers: bearer(await backendToken(customer.id, { iat: now() + 5, nbf: now() + 5 })),
+    });
     assert.equal(reply.status, 200);
   });
 
@@ -113,8 +130,15 @@ describe('spec 5.4: backend bearer JWT, attack suite (each case 401 UNAUTHORISED
   });
 
   it('refuses a financing token on a backend route, and a backend token on a financing route', async () => {
-    await assertRefused(await financingToken('financing', DEMO.merchant.financingSubject, { organization_id: DEMO.merchant.organization_id }), 'financing on backend');
-    const reply = await call('GET', `/v1/financing/__test__/merchants/${DEMO.merchant.id}`, { headers: bearer(await backendToken(customer.id)) });
+    await assertRefused(
+      await financingToken('financing', DEMO.merchant.financingSubject, {
+        organization_id: DEMO.merchant.organization_id,
+      }),
+      'financing on backend',
+    );
+    const reply = await call('GET', `/v1/financing/__test__/merchants/${DEMO.merchant.id}`, {
+      headers: bearer(await backendToken(customer.id)),
+    });
     assert.equal(reply.status, 401);
     assert.equal(reply.body.code, 'UNAUTHORISED');
   });
@@ -125,7 +149,11 @@ describe('spec 5.4: JWKS rotation at the identity provider', () => {
     this.timeout(20_000);
     const { idp, config } = harness();
     const oldToken = await backendToken(customer.id);
-    const published = await fetch(`${idp.url}/backend/keys`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+    const published = await fetch(`${idp.url}/backend/keys`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{}',
+    });
     const { kid } = (await published.json()) as { kid: string };
     const newToken = await backendToken(customer.id, {}, { kid });
     assert.equal((await call('GET', ROUTE, { headers: bearer(newToken) })).status, 200, 'new key accepted');

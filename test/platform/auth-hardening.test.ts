@@ -26,7 +26,10 @@ describe('authorization hardening', () => {
 
   it('an organization API key cannot be given a PLATFORM grant through its permission names', async () => {
     await assert.rejects(
-      createApiKey(harness().db, { organizationId: DEMO.organizations.demo.id, permissions: ['accounts.write:PLATFORM'] }),
+      createApiKey(harness().db, {
+        organizationId: DEMO.organizations.demo.id,
+        permissions: ['accounts.write:PLATFORM'],
+      }),
       /unknown permission/,
     );
   });
@@ -51,15 +54,20 @@ describe('authorization hardening', () => {
 
   it('a reuse racing a legitimate refresh still leaves no live token in the family', async () => {
     for (let round = 0; round < 5; round++) {
-      const signIn = await call('POST', '/v1/auth/sessions', { headers: bearer(await backendToken(DEMO.users.customer.id)) });
+      const signIn = await call('POST', '/v1/auth/sessions', {
+        headers: bearer(await backendToken(DEMO.users.customer.id)),
+      });
       const first = signIn.body.refresh_token as string;
-      const second = (await call('POST', '/v1/auth/refresh', { json: { refresh_token: first } })).body.refresh_token as string;
+      const second = (await call('POST', '/v1/auth/refresh', { json: { refresh_token: first } })).body
+        .refresh_token as string;
       await Promise.all([
         call('POST', '/v1/auth/refresh', { json: { refresh_token: second } }),
         call('POST', '/v1/auth/refresh', { json: { refresh_token: first } }),
       ]);
       const { db } = harness();
-      const { family_id } = await db('refresh_tokens').where({ token_hash: hashSecret(first) }).first();
+      const { family_id } = await db('refresh_tokens')
+        .where({ token_hash: hashSecret(first) })
+        .first();
       const live = await db('refresh_tokens').where({ family_id }).whereNull('revoked_at');
       assert.deepEqual(live, [], `round ${round}: every token of the family is revoked`);
     }
@@ -76,7 +84,10 @@ describe('authorization hardening', () => {
       jwks_url: config.AUTH_JWKS_URL,
     });
     try {
-      const userToken = await requestToken(idp.url, 'backend', { sub: DEMO.users.customer.id, aud: config.PARTNER_EXCHANGE_AUDIENCE });
+      const userToken = await requestToken(idp.url, 'backend', {
+        sub: DEMO.users.customer.id,
+        aud: config.PARTNER_EXCHANGE_AUDIENCE,
+      });
       const reply = await call('POST', '/v1/auth/exchange', { headers: bearer(userToken), json: {} });
       assert.equal(reply.status, 401);
     } finally {
@@ -108,7 +119,12 @@ describe('authorization hardening', () => {
 
   it('an identity-provider subject that looks like a uuid is matched as an auth id first', async () => {
     const { db } = harness();
-    const user = { id: randomUUID(), auth_id: randomUUID(), organization_id: DEMO.organizations.demo.id, email: `${randomUUID()}@demo-lender.test` };
+    const user = {
+      id: randomUUID(),
+      auth_id: randomUUID(),
+      organization_id: DEMO.organizations.demo.id,
+      email: `${randomUUID()}@demo-lender.test`,
+    };
     await db('users').insert(user);
     await db('user_access').insert({ user_id: user.id, organization_id: user.organization_id, role: 'CUSTOMER' });
     const me = await call('GET', '/v1/auth/whoami', { headers: bearer(await backendToken(user.auth_id)) });
@@ -123,7 +139,9 @@ describe('authorization hardening', () => {
     try {
       const statuses = [];
       for (let i = 0; i < 4; i++) {
-        statuses.push((await call('GET', '/v1/kyc/__test__/backend', { baseUrl: api.url, headers: bearer('not.a.token') })).status);
+        statuses.push(
+          (await call('GET', '/v1/kyc/__test__/backend', { baseUrl: api.url, headers: bearer('not.a.token') })).status,
+        );
       }
       assert.deepEqual(statuses, [401, 401, 401, 429]);
     } finally {
@@ -132,7 +150,9 @@ describe('authorization hardening', () => {
   });
 
   it('a plain-family refusal keeps its own code even when it names a field', () => {
-    const error = new ServiceError(ErrorCode.FORBIDDEN, 'no', [{ path: 'query.organization_id', reason: 'x', sub_code: SubCode.NOT_ALLOWED }]);
+    const error = new ServiceError(ErrorCode.FORBIDDEN, 'no', [
+      { path: 'query.organization_id', reason: 'x', sub_code: SubCode.NOT_ALLOWED },
+    ]);
     assert.deepEqual(errorBody(error, 'plain', 'req-1'), { code: 'FORBIDDEN', description: 'no' });
   });
 });

@@ -27,7 +27,12 @@ describe('spec 4.1: POST /v1/auth/exchange (trusted partner)', () => {
   });
 
   it('refuses an unknown partner', async () => {
-    assertPlain401(await call('POST', '/v1/auth/exchange', { headers: bearer(await partnerAssertion({ iss: 'https://unknown-partner.test' })), json: {} }));
+    assertPlain401(
+      await call('POST', '/v1/auth/exchange', {
+        headers: bearer(await partnerAssertion({ iss: 'https://unknown-partner.test' })),
+        json: {},
+      }),
+    );
   });
 
   it('refuses a partner token with a bad signature', async () => {
@@ -44,12 +49,25 @@ describe('spec 4.1: POST /v1/auth/exchange (trusted partner)', () => {
   });
 
   it('refuses an expired partner token, and one for another audience', async () => {
-    assertPlain401(await call('POST', '/v1/auth/exchange', { headers: bearer(await partnerAssertion({}, { expiresIn: -120 })), json: {} }));
-    assertPlain401(await call('POST', '/v1/auth/exchange', { headers: bearer(await partnerAssertion({ aud: 'elsewhere' })), json: {} }));
+    assertPlain401(
+      await call('POST', '/v1/auth/exchange', {
+        headers: bearer(await partnerAssertion({}, { expiresIn: -120 })),
+        json: {},
+      }),
+    );
+    assertPlain401(
+      await call('POST', '/v1/auth/exchange', {
+        headers: bearer(await partnerAssertion({ aud: 'elsewhere' })),
+        json: {},
+      }),
+    );
   });
 
   it('refuses a body other than {}', async () => {
-    const reply = await call('POST', '/v1/auth/exchange', { headers: bearer(await partnerAssertion()), json: { grant_type: 'x' } });
+    const reply = await call('POST', '/v1/auth/exchange', {
+      headers: bearer(await partnerAssertion()),
+      json: { grant_type: 'x' },
+    });
     assert.equal(reply.status, 400);
     assert.equal(reply.body.code, 'BAD_REQUEST');
   });
@@ -61,7 +79,8 @@ describe('spec 4.1: sessions and POST /v1/auth/refresh', () => {
     assert.equal(reply.status, 201);
     return reply.body as { id_token: string; refresh_token: string; expires_in: number };
   };
-  const refresh = (refreshToken: unknown) => call('POST', '/v1/auth/refresh', { json: { refresh_token: refreshToken } });
+  const refresh = (refreshToken: unknown) =>
+    call('POST', '/v1/auth/refresh', { json: { refresh_token: refreshToken } });
 
   it('signs in with an identity-provider token; the ID token is accepted as a backend bearer token', async () => {
     const session = await signIn();
@@ -96,10 +115,15 @@ describe('spec 4.1: sessions and POST /v1/auth/refresh', () => {
     assertPlain401(await refresh(session.refresh_token)); // replayed: theft assumed
     assertPlain401(await refresh(next.body.refresh_token)); // the legitimate successor is revoked too
     const { db } = harness();
-    const { family_id } = await db('refresh_tokens').where({ token_hash: hashSecret(session.refresh_token) }).first();
+    const { family_id } = await db('refresh_tokens')
+      .where({ token_hash: hashSecret(session.refresh_token) })
+      .first();
     const family = await db('refresh_tokens').where({ family_id });
     assert.equal(family.length, 2);
-    assert.ok(family.every((row) => row.revoked_at !== null), 'every token of the family is revoked');
+    assert.ok(
+      family.every((row) => row.revoked_at !== null),
+      'every token of the family is revoked',
+    );
   });
 
   it('two concurrent refreshes with one token: exactly one succeeds', async () => {
@@ -123,7 +147,10 @@ describe('spec 4.1: sessions and POST /v1/auth/refresh', () => {
     }
     const notJson = await call('POST', '/v1/auth/refresh', { raw: 'refresh_token=x', contentType: 'text/plain' });
     assert.equal(notJson.status, 415);
-    const broken = await call('POST', '/v1/auth/refresh', { raw: '{"refresh_token":', contentType: 'application/json' });
+    const broken = await call('POST', '/v1/auth/refresh', {
+      raw: '{"refresh_token":',
+      contentType: 'application/json',
+    });
     assert.equal(broken.status, 400);
     assert.equal(broken.body.code, 'BAD_REQUEST');
   });

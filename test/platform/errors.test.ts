@@ -47,12 +47,17 @@ describe('spec 7: error shapes over HTTP', () => {
     });
 
     it('rejects unknown body fields, one entry each, rather than dropping them', async () => {
-      const reply = await call('POST', kyc(`/echo/${ID}`), { json: { ...VALID, extra: 1, amount: { value: 1, currency: 'KES', fx: 2 } } });
+      const reply = await call('POST', kyc(`/echo/${ID}`), {
+        json: { ...VALID, extra: 1, amount: { value: 1, currency: 'KES', fx: 2 } },
+      });
       assert.equal(reply.status, 400);
       assertValidationShape(reply.body, 'INVALID_PARAMS');
       assert.deepEqual(
         reply.body.invalid_params.map((p: { path: string; sub_code: string }) => [p.path, p.sub_code]).sort(),
-        [['body.amount.fx', 'UNKNOWN_FIELD'], ['body.extra', 'UNKNOWN_FIELD']],
+        [
+          ['body.amount.fx', 'UNKNOWN_FIELD'],
+          ['body.extra', 'UNKNOWN_FIELD'],
+        ],
       );
     });
 
@@ -72,11 +77,17 @@ describe('spec 7: error shapes over HTTP', () => {
       const reply = await call('POST', kyc(`/echo/${ID}`), { raw: '{"name": ', contentType: 'application/json' });
       assert.equal(reply.status, 400);
       assertValidationShape(reply.body, 'INVALID_PARAMS');
-      assert.deepEqual(reply.body.invalid_params.map((p: { sub_code: string }) => p.sub_code), ['MALFORMED_JSON']);
+      assert.deepEqual(
+        reply.body.invalid_params.map((p: { sub_code: string }) => p.sub_code),
+        ['MALFORMED_JSON'],
+      );
     });
 
     it('answers a wrong Content-Type with 415 in the validation shape', async () => {
-      const reply = await call('POST', kyc(`/echo/${ID}`), { raw: 'name=ok', contentType: 'application/x-www-form-urlencoded' });
+      const reply = await call('POST', kyc(`/echo/${ID}`), {
+        raw: 'name=ok',
+        contentType: 'application/x-www-form-urlencoded',
+      });
       assert.equal(reply.status, 415);
       assertValidationShape(reply.body, 'UNSUPPORTED_MEDIA_TYPE');
       assert.deepEqual(reply.body.invalid_params, []);
@@ -90,7 +101,11 @@ describe('spec 7: error shapes over HTTP', () => {
     });
 
     it('answers the internal prefixes in the validation shape too', async () => {
-      for (const path of ['/v1/internal/nothing-here', '/api/internal/kyc/nothing-here', '/v1/financing/nothing-here']) {
+      for (const path of [
+        '/v1/internal/nothing-here',
+        '/api/internal/kyc/nothing-here',
+        '/v1/financing/nothing-here',
+      ]) {
         const reply = await call('GET', path);
         assert.equal(reply.status, 404, path);
         assertValidationShape(reply.body, 'NOT_FOUND');

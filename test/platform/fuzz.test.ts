@@ -64,7 +64,10 @@ const SAMPLES_PER_OPERATION = 40;
 const CONCURRENCY = 8;
 /** A valid stk-push starts a real workflow against the mobile-money simulator: a few are enough. */
 const MAX_MONEY_MOVEMENTS = 4;
-const MONEY_MOVING = new Set(['POST /v1/transactions/mobilemoney/stk-push', 'POST /v1/transactions/mobilemoney/send-money']);
+const MONEY_MOVING = new Set([
+  'POST /v1/transactions/mobilemoney/stk-push',
+  'POST /v1/transactions/mobilemoney/send-money',
+]);
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
 const OTHER_METHODS = ['PUT', 'DELETE'];
 
@@ -74,7 +77,8 @@ type Input = Omit<FuzzInput, 'origin'>;
 
 const keyOf = (op: Operation) => `${op.method} ${op.template}`;
 /** FNV-1a: a stable per-operation seed, so adding an operation leaves the others' requests alone. */
-const seedOf = (op: Operation) => [...keyOf(op)].reduce((h, c) => Math.imul(h ^ c.charCodeAt(0), 16777619) >>> 0, 2166136261 ^ SEED);
+const seedOf = (op: Operation) =>
+  [...keyOf(op)].reduce((h, c) => Math.imul(h ^ c.charCodeAt(0), 16777619) >>> 0, 2166136261 ^ SEED);
 const jsonBody = (text: string): BodyChoice => ({ bytes: Buffer.from(text, 'utf8'), contentType: 'application/json' });
 const joinQuery = (...parts: string[]) => parts.filter(Boolean).join('&');
 
@@ -100,7 +104,9 @@ function pathWith(op: Operation, world: World, segments: Record<string, string> 
 }
 
 function baseline(op: Operation, world: World): Input {
-  const query = op.query.filter((p) => p.required).map((p) => `${p.name}=${encodeURIComponent(String(example(world, p.schema, p.name)))}`);
+  const query = op.query
+    .filter((p) => p.required)
+    .map((p) => `${p.name}=${encodeURIComponent(String(example(world, p.schema, p.name)))}`);
   return {
     method: op.method,
     path: pathWith(op, world),
@@ -137,7 +143,8 @@ function catalogue(op: Operation, world: World): Input[] {
   const vary = (tag: string, change: Partial<Input>) => out.push({ ...base, ...change, tags: [tag] });
 
   for (const param of op.path) {
-    for (const h of HOSTILE_SEGMENTS) vary(`path.${param.name}: ${h.label}`, { path: pathWith(op, world, { [param.name]: h.value }) });
+    for (const h of HOSTILE_SEGMENTS)
+      vary(`path.${param.name}: ${h.label}`, { path: pathWith(op, world, { [param.name]: h.value }) });
   }
   const target = op.query[0]?.name ?? 'q';
   const otherQuery = base.query.split('&').filter((pair) => pair && !pair.startsWith(`${target}=`));
@@ -145,13 +152,18 @@ function catalogue(op: Operation, world: World): Input[] {
   for (const h of HOSTILE_QUERY_EXTRAS) vary(`query: ${h.label}`, { query: joinQuery(base.query, h.value) });
 
   const caller = base.auth.kind === 'caller' ? base.auth.caller : 'none';
-  for (const other of CALLERS) if (other !== caller) vary(`caller: ${other}`, { auth: { kind: 'caller', caller: other } });
-  for (const h of HOSTILE_AUTHORIZATIONS) vary(`Authorization: ${h.label}`, { auth: { kind: 'raw', value: h.value, label: h.label } });
-  for (const how of MANGLES) vary(`Authorization: ${how}`, { auth: { kind: 'mangled', caller: caller === 'none' ? 'customer' : caller, how } });
+  for (const other of CALLERS)
+    if (other !== caller) vary(`caller: ${other}`, { auth: { kind: 'caller', caller: other } });
+  for (const h of HOSTILE_AUTHORIZATIONS)
+    vary(`Authorization: ${h.label}`, { auth: { kind: 'raw', value: h.value, label: h.label } });
+  for (const how of MANGLES)
+    vary(`Authorization: ${how}`, { auth: { kind: 'mangled', caller: caller === 'none' ? 'customer' : caller, how } });
 
-  for (const h of HOSTILE_IDEMPOTENCY_KEYS) vary(`Idempotency-Key: ${h.label}`, { headers: { 'Idempotency-Key': h.value } });
+  for (const h of HOSTILE_IDEMPOTENCY_KEYS)
+    vary(`Idempotency-Key: ${h.label}`, { headers: { 'Idempotency-Key': h.value } });
   for (const param of op.header.filter((p) => p.name !== 'idempotency-key')) {
-    for (const h of HOSTILE_HEADER_VALUES) vary(`header ${param.name}: ${h.label}`, { headers: { [param.name]: h.value } });
+    for (const h of HOSTILE_HEADER_VALUES)
+      vary(`header ${param.name}: ${h.label}`, { headers: { [param.name]: h.value } });
   }
   const served = Object.keys(world.doc.paths[op.template] ?? {}).map((m) => m.toUpperCase());
   for (const method of OTHER_METHODS.filter((m) => !served.includes(m))) vary(`method ${method}`, { method });
@@ -169,11 +181,16 @@ function catalogue(op: Operation, world: World): Input[] {
     vary(`body.${field.join('.')}: ${h.label}`, { body: jsonBody(withRawField(value, field, h.value)) });
   }
   // Beside otherwise valid fields: a parser or merge that honours them pollutes every object.
-  vary('body: __proto__ key beside valid fields', { body: jsonBody(withRawField(value, ['__proto__'], '{"isAdmin":true}')) });
-  vary('body: constructor key beside valid fields', { body: jsonBody(withRawField(value, ['constructor'], '{"prototype":{"isAdmin":true}}')) });
+  vary('body: __proto__ key beside valid fields', {
+    body: jsonBody(withRawField(value, ['__proto__'], '{"isAdmin":true}')),
+  });
+  vary('body: constructor key beside valid fields', {
+    body: jsonBody(withRawField(value, ['constructor'], '{"prototype":{"isAdmin":true}}')),
+  });
   for (const h of HOSTILE_JSON_BODIES) vary(`body: ${h.label}`, { body: jsonBody(h.value) });
   for (const h of OTHER_BODIES) vary(`body: ${h.label}`, { body: h.body });
-  for (const h of ODD_CONTENT_TYPES) vary(`Content-Type: ${h.label}`, { body: { ...jsonBody(text), contentType: h.value } });
+  for (const h of ODD_CONTENT_TYPES)
+    vary(`Content-Type: ${h.label}`, { body: { ...jsonBody(text), contentType: h.value } });
   if (base.body) vary('body: none', { body: undefined });
   return out;
 }
@@ -187,52 +204,105 @@ const none = <T>(): Tagged<T | undefined> => ({ value: undefined, tags: [] });
 function segmentArbitrary(world: World, op: Operation, name: string): fc.Arbitrary<Tagged<string>> {
   const schema = op.path.find((p) => p.name === name)?.schema ?? {};
   return fc.oneof(
-    weighted(6, validValue(world, schema, name).map((v) => ({ value: encodeURIComponent(String(v)), tags: [] }))),
-    weighted(2, fc.constantFrom(...HOSTILE_SEGMENTS).map((h) => ({ value: h.value, tags: [`path.${name}: ${h.label}`] }))),
-    weighted(1, fc.string({ unit: 'grapheme', minLength: 1, maxLength: 20 }).map((s) => ({ value: encodeURIComponent(s), tags: [`path.${name}: random unicode`] }))),
+    weighted(
+      6,
+      validValue(world, schema, name).map((v) => ({ value: encodeURIComponent(String(v)), tags: [] })),
+    ),
+    weighted(
+      2,
+      fc.constantFrom(...HOSTILE_SEGMENTS).map((h) => ({ value: h.value, tags: [`path.${name}: ${h.label}`] })),
+    ),
+    weighted(
+      1,
+      fc
+        .string({ unit: 'grapheme', minLength: 1, maxLength: 20 })
+        .map((s) => ({ value: encodeURIComponent(s), tags: [`path.${name}: random unicode`] })),
+    ),
   );
 }
 
 function queryArbitrary(world: World, op: Operation): fc.Arbitrary<Tagged<string>> {
   const declared = op.query.map((p) =>
     fc.oneof(
-      weighted(p.required ? 6 : 2, validValue(world, p.schema, p.name).map((v) => ({ value: `${p.name}=${encodeURIComponent(String(v))}`, tags: [] as string[] }))),
+      weighted(
+        p.required ? 6 : 2,
+        validValue(world, p.schema, p.name).map((v) => ({
+          value: `${p.name}=${encodeURIComponent(String(v))}`,
+          tags: [] as string[],
+        })),
+      ),
       weighted(2, fc.constant({ value: '', tags: [] as string[] })),
-      weighted(1, fc.constantFrom(...hostileQueryValues(p.name)).map((h) => ({ value: h.value, tags: [`query: ${h.label}`] }))),
+      weighted(
+        1,
+        fc.constantFrom(...hostileQueryValues(p.name)).map((h) => ({ value: h.value, tags: [`query: ${h.label}`] })),
+      ),
     ),
   );
   const extra = fc.oneof(
     weighted(4, fc.constant({ value: '', tags: [] as string[] })),
-    weighted(1, fc.constantFrom(...HOSTILE_QUERY_EXTRAS).map((h) => ({ value: h.value, tags: [`query: ${h.label}`] }))),
-    weighted(1, fc.tuple(fc.string({ unit: 'grapheme', maxLength: 8 }), fc.string({ unit: 'grapheme', maxLength: 20 })).map(([k, v]) => ({
-      value: `${encodeURIComponent(k)}=${encodeURIComponent(v)}`,
-      tags: ['query: random pair'],
-    }))),
+    weighted(
+      1,
+      fc.constantFrom(...HOSTILE_QUERY_EXTRAS).map((h) => ({ value: h.value, tags: [`query: ${h.label}`] })),
+    ),
+    weighted(
+      1,
+      fc
+        .tuple(fc.string({ unit: 'grapheme', maxLength: 8 }), fc.string({ unit: 'grapheme', maxLength: 20 }))
+        .map(([k, v]) => ({
+          value: `${encodeURIComponent(k)}=${encodeURIComponent(v)}`,
+          tags: ['query: random pair'],
+        })),
+    ),
   );
-  return fc.tuple(...declared, extra).map((parts) => ({ value: joinQuery(...parts.map((p) => p.value)), tags: parts.flatMap((p) => p.tags) }));
+  return fc
+    .tuple(...declared, extra)
+    .map((parts) => ({ value: joinQuery(...parts.map((p) => p.value)), tags: parts.flatMap((p) => p.tags) }));
 }
 
 function authArbitrary(op: Operation): fc.Arbitrary<Tagged<AuthChoice>> {
   const accepted = acceptedCallers(op);
-  const as = (caller: CallerName): Tagged<AuthChoice> => ({ value: { kind: 'caller', caller }, tags: accepted.includes(caller) ? [] : [`caller: ${caller}`] });
+  const as = (caller: CallerName): Tagged<AuthChoice> => ({
+    value: { kind: 'caller', caller },
+    tags: accepted.includes(caller) ? [] : [`caller: ${caller}`],
+  });
   const choices = [
     weighted(2, fc.constantFrom(...CALLERS).map(as)),
-    weighted(1, fc.constantFrom(...HOSTILE_AUTHORIZATIONS).map((h) => ({ value: { kind: 'raw', value: h.value, label: h.label } as AuthChoice, tags: [`Authorization: ${h.label}`] }))),
-    weighted(1, fc.tuple(fc.constantFrom(...TOKEN_CALLERS), fc.constantFrom(...MANGLES)).map(([caller, how]) => ({
-      value: { kind: 'mangled', caller, how } as AuthChoice,
-      tags: [`Authorization: ${how}`],
-    }))),
+    weighted(
+      1,
+      fc.constantFrom(...HOSTILE_AUTHORIZATIONS).map((h) => ({
+        value: { kind: 'raw', value: h.value, label: h.label } as AuthChoice,
+        tags: [`Authorization: ${h.label}`],
+      })),
+    ),
+    weighted(
+      1,
+      fc.tuple(fc.constantFrom(...TOKEN_CALLERS), fc.constantFrom(...MANGLES)).map(([caller, how]) => ({
+        value: { kind: 'mangled', caller, how } as AuthChoice,
+        tags: [`Authorization: ${how}`],
+      })),
+    ),
   ];
   // Mostly a credential the operation accepts (none when the test holds none of its schemes).
-  return accepted.length ? fc.oneof(weighted(6, fc.constantFrom(...accepted).map(as)), ...choices) : fc.oneof(...choices);
+  return accepted.length
+    ? fc.oneof(weighted(6, fc.constantFrom(...accepted).map(as)), ...choices)
+    : fc.oneof(...choices);
 }
 
 function headersArbitrary(world: World, op: Operation): fc.Arbitrary<Tagged<Record<string, string>>> {
   const header = (name: string, valid: fc.Arbitrary<string>, hostile: readonly { label: string; value: string }[]) =>
     fc.oneof(
       weighted(4, fc.constant(none<[string, string]>())),
-      weighted(2, valid.map((v) => ({ value: [name, v] as [string, string] | undefined, tags: [] as string[] }))),
-      weighted(1, fc.constantFrom(...hostile).map((h) => ({ value: [name, h.value] as [string, string] | undefined, tags: [`header ${name}: ${h.label}`] }))),
+      weighted(
+        2,
+        valid.map((v) => ({ value: [name, v] as [string, string] | undefined, tags: [] as string[] })),
+      ),
+      weighted(
+        1,
+        fc.constantFrom(...hostile).map((h) => ({
+          value: [name, h.value] as [string, string] | undefined,
+          tags: [`header ${name}: ${h.label}`],
+        })),
+      ),
     );
   const declared = op.header
     .filter((p) => p.name !== 'idempotency-key')
@@ -250,13 +320,29 @@ function bodyArbitrary(world: World, op: Operation): fc.Arbitrary<Tagged<BodyCho
   const loose = looseJson(world, schema, '');
   return fc.oneof(
     weighted(1, fc.constant<Tagged<BodyChoice | undefined>>({ value: undefined, tags: ['body: none'] })),
-    weighted(8, loose.map((t) => ({ value: jsonBody(t.value) as BodyChoice | undefined, tags: t.tags }))),
-    weighted(2, fc.constantFrom(...HOSTILE_JSON_BODIES).map((h) => ({ value: jsonBody(h.value) as BodyChoice | undefined, tags: [`body: ${h.label}`] }))),
-    weighted(1, fc.constantFrom(...OTHER_BODIES).map((h) => ({ value: h.body as BodyChoice | undefined, tags: [`body: ${h.label}`] }))),
-    weighted(1, fc.tuple(loose, fc.constantFrom(...ODD_CONTENT_TYPES)).map(([t, ct]) => ({
-      value: { ...jsonBody(t.value), contentType: ct.value } as BodyChoice | undefined,
-      tags: [...t.tags, `Content-Type: ${ct.label}`],
-    }))),
+    weighted(
+      8,
+      loose.map((t) => ({ value: jsonBody(t.value) as BodyChoice | undefined, tags: t.tags })),
+    ),
+    weighted(
+      2,
+      fc
+        .constantFrom(...HOSTILE_JSON_BODIES)
+        .map((h) => ({ value: jsonBody(h.value) as BodyChoice | undefined, tags: [`body: ${h.label}`] })),
+    ),
+    weighted(
+      1,
+      fc
+        .constantFrom(...OTHER_BODIES)
+        .map((h) => ({ value: h.body as BodyChoice | undefined, tags: [`body: ${h.label}`] })),
+    ),
+    weighted(
+      1,
+      fc.tuple(loose, fc.constantFrom(...ODD_CONTENT_TYPES)).map(([t, ct]) => ({
+        value: { ...jsonBody(t.value), contentType: ct.value } as BodyChoice | undefined,
+        tags: [...t.tags, `Content-Type: ${ct.label}`],
+      })),
+    ),
   );
 }
 
@@ -264,12 +350,25 @@ function requestArbitrary(world: World, op: Operation): fc.Arbitrary<Input> {
   const served = Object.keys(world.doc.paths[op.template] ?? {}).map((m) => m.toUpperCase());
   const others = OTHER_METHODS.filter((m) => !served.includes(m));
   const method = others.length
-    ? fc.oneof(weighted(29, fc.constant({ value: op.method, tags: [] as string[] })), weighted(1, fc.constantFrom(...others).map((m) => ({ value: m, tags: [`method ${m}`] }))))
+    ? fc.oneof(
+        weighted(29, fc.constant({ value: op.method, tags: [] as string[] })),
+        weighted(
+          1,
+          fc.constantFrom(...others).map((m) => ({ value: m, tags: [`method ${m}`] })),
+        ),
+      )
     : fc.constant({ value: op.method, tags: [] as string[] });
   const names = op.path.map((p) => p.name);
   const segments = fc.tuple(...names.map((name) => segmentArbitrary(world, op, name)));
   return fc
-    .record({ method, segments, query: queryArbitrary(world, op), auth: authArbitrary(op), headers: headersArbitrary(world, op), body: bodyArbitrary(world, op) })
+    .record({
+      method,
+      segments,
+      query: queryArbitrary(world, op),
+      auth: authArbitrary(op),
+      headers: headersArbitrary(world, op),
+      body: bodyArbitrary(world, op),
+    })
     .map(({ method, segments, query, auth, headers, body }) => ({
       method: method.value,
       path: pathWith(op, world, Object.fromEntries(names.map((name, i) => [name, segments[i]!.value]))),
@@ -277,7 +376,14 @@ function requestArbitrary(world: World, op: Operation): fc.Arbitrary<Input> {
       auth: auth.value,
       headers: headers.value,
       body: body.value,
-      tags: [...method.tags, ...segments.flatMap((s) => s.tags), ...query.tags, ...auth.tags, ...headers.tags, ...body.tags],
+      tags: [
+        ...method.tags,
+        ...segments.flatMap((s) => s.tags),
+        ...query.tags,
+        ...auth.tags,
+        ...headers.tags,
+        ...body.tags,
+      ],
     }));
 }
 
@@ -294,15 +400,34 @@ function toWire(input: FuzzInput, tokens: Tokens): WireRequest {
   const headers = { ...input.headers };
   const authorization = authorizationOf(input.auth, tokens);
   if (authorization !== undefined) headers.Authorization = authorization;
-  return { method: input.method, path: input.query ? `${input.path}?${input.query}` : input.path, headers, body: input.body };
+  return {
+    method: input.method,
+    path: input.query ? `${input.path}?${input.query}` : input.path,
+    headers,
+    body: input.body,
+  };
 }
 
 /** A valid money movement for the test customer: it would start a real workflow. */
 function movesMoney(op: Operation, input: Input, world: World): boolean {
-  if (!MONEY_MOVING.has(keyOf(op)) || input.method !== 'POST' || input.auth.kind !== 'caller' || input.auth.caller !== 'customer' || !input.body) return false;
+  if (
+    !MONEY_MOVING.has(keyOf(op)) ||
+    input.method !== 'POST' ||
+    input.auth.kind !== 'caller' ||
+    input.auth.caller !== 'customer' ||
+    !input.body
+  )
+    return false;
   try {
-    const body = JSON.parse(input.body.bytes.toString('utf8')) as { account_id?: unknown; amount?: { value?: unknown; currency?: unknown } };
-    return (world.hints.account_id ?? []).includes(body.account_id) && body.amount?.currency === 'KES' && Number.isInteger(body.amount?.value);
+    const body = JSON.parse(input.body.bytes.toString('utf8')) as {
+      account_id?: unknown;
+      amount?: { value?: unknown; currency?: unknown };
+    };
+    return (
+      (world.hints.account_id ?? []).includes(body.account_id) &&
+      body.amount?.currency === 'KES' &&
+      Number.isInteger(body.amount?.value)
+    );
   } catch {
     return false;
   }
@@ -332,11 +457,14 @@ class FailureLog {
     const group: Group = this.groups.get(title) ?? { title, reason, count: 0, tags: new Map(), examples: [] };
     this.groups.set(title, group);
     group.count++;
-    for (const tag of failure.input.tags.length ? failure.input.tags : ['(valid-looking request)']) group.tags.set(tag, (group.tags.get(tag) ?? 0) + 1);
+    for (const tag of failure.input.tags.length ? failure.input.tags : ['(valid-looking request)'])
+      group.tags.set(tag, (group.tags.get(tag) ?? 0) + 1);
     const same = (f: Failure) => f.input.tags.join('|') === failure.input.tags.join('|');
     if (group.examples.some(same)) return;
     group.examples.push(failure);
-    group.examples.sort((a, b) => a.input.tags.length - b.input.tags.length || a.input.origin.localeCompare(b.input.origin));
+    group.examples.sort(
+      (a, b) => a.input.tags.length - b.input.tags.length || a.input.origin.localeCompare(b.input.origin),
+    );
     group.examples.length = Math.min(group.examples.length, EXAMPLES_PER_GROUP);
   }
 
@@ -349,7 +477,8 @@ class FailureLog {
     const byReason = new Map<string, number>();
     for (const group of groups) byReason.set(group.reason, (byReason.get(group.reason) ?? 0) + 1);
     const lines = [`${groups.length} distinct failures (${summary}).`, 'By rule:'];
-    for (const [reason, n] of [...byReason.entries()].sort((a, b) => b[1] - a[1])) lines.push(`  ${reason}: ${n} operation/status pairs`);
+    for (const [reason, n] of [...byReason.entries()].sort((a, b) => b[1] - a[1]))
+      lines.push(`  ${reason}: ${n} operation/status pairs`);
     lines.push('');
     groups.forEach((group, i) => {
       lines.push(`${i + 1}. ${group.title} (${group.count} requests)`);
@@ -369,23 +498,34 @@ function showAuthorization(auth: AuthChoice): string | undefined {
 }
 
 function showFailure({ input, wire, answer }: Failure): string[] {
-  const lines = [`▸ ${input.origin}: ${input.tags.join(', ') || 'valid-looking'}`, `  ${wire.method} ${showText(wire.path, 200)}`];
+  const lines = [
+    `▸ ${input.origin}: ${input.tags.join(', ') || 'valid-looking'}`,
+    `  ${wire.method} ${showText(wire.path, 200)}`,
+  ];
   const authorization = showAuthorization(input.auth);
   if (authorization !== undefined) lines.push(`  Authorization: ${authorization}`);
-  for (const [name, value] of Object.entries({ ...input.headers, ...input.body?.headers })) lines.push(`  ${name}: ${showText(value, 80)}`);
+  for (const [name, value] of Object.entries({ ...input.headers, ...input.body?.headers }))
+    lines.push(`  ${name}: ${showText(value, 80)}`);
   if (input.body) {
     if (input.body.contentType !== undefined) lines.push(`  Content-Type: ${showText(input.body.contentType, 80)}`);
-    lines.push(`  body (${input.body.bytes.length} bytes${input.body.chunked ? ', chunked' : ''}): ${showBytes(input.body.bytes, 200)}`);
+    lines.push(
+      `  body (${input.body.bytes.length} bytes${input.body.chunked ? ', chunked' : ''}): ${showBytes(input.body.bytes, 200)}`,
+    );
   }
   if (answer.error) return [...lines, `  ← no answer: ${answer.error}`];
-  const shown = ['content-type', 'www-authenticate'].filter((h) => answer.headers[h] !== undefined).map((h) => `${h}: ${String(answer.headers[h])}`);
-  lines.push(`  ← ${answer.status} ${shown.join('; ')}`, `    ${answer.body.length ? showBytes(answer.body, 400) : '(empty body)'}`);
+  const shown = ['content-type', 'www-authenticate']
+    .filter((h) => answer.headers[h] !== undefined)
+    .map((h) => `${h}: ${String(answer.headers[h])}`);
+  lines.push(
+    `  ← ${answer.status} ${shown.join('; ')}`,
+    `    ${answer.body.length ? showBytes(answer.body, 400) : '(empty body)'}`,
+  );
   return lines;
 }
 
 // ---------------------------------------------------------------------------------------------
 
-describe('fuzz: every route in /openapi.json answers generated and hostile requests without a 5xx, each error in its family\'s shape', () => {
+describe("fuzz: every route in /openapi.json answers generated and hostile requests without a 5xx, each error in its family's shape", () => {
   let world: World;
   let tokens: Tokens;
   let operations: Operation[];
@@ -398,8 +538,16 @@ describe('fuzz: every route in /openapi.json answers generated and hostile reque
     // purpose), with every rate-limit budget lifted: thousands of requests, most of them failed
     // authentications or callbacks from one address, would otherwise be 429 within a second, and
     // would spend the budgets the harness API keeps for the test files after this one.
-    const lifted = Object.fromEntries(Object.keys(deps.config).filter((key) => /^RATE_LIMIT_\w*POINTS$/.test(key)).map((key) => [key, 10_000_000]));
-    api = await startApi(buildApp({ ...deps, config: { ...deps.config, RATE_LIMIT_MEMORY: true, ...lifted } }), '127.0.0.1', 0);
+    const lifted = Object.fromEntries(
+      Object.keys(deps.config)
+        .filter((key) => /^RATE_LIMIT_\w*POINTS$/.test(key))
+        .map((key) => [key, 10_000_000]),
+    );
+    api = await startApi(
+      buildApp({ ...deps, config: { ...deps.config, RATE_LIMIT_MEMORY: true, ...lifted } }),
+      '127.0.0.1',
+      0,
+    );
     // A fresh customer (accounts, a DRAFT application): the fuzz never touches seeded rows other tests read.
     const customer = await newCustomer(0);
     const applicationId = await newApplication(customer.user);
@@ -422,7 +570,14 @@ describe('fuzz: every route in /openapi.json answers generated and hostile reque
     operations = operationsOf(doc);
     world = {
       doc,
-      uuids: [applicationId, DEMO.kycApplication.id, DEMO.kycHistory.approved.id, customer.user.id, DEMO.users.customer.id, customer.current],
+      uuids: [
+        applicationId,
+        DEMO.kycApplication.id,
+        DEMO.kycHistory.approved.id,
+        customer.user.id,
+        DEMO.users.customer.id,
+        customer.current,
+      ],
       hints: {
         id: [applicationId, DEMO.kycHistory.approved.id],
         user_id: [DEMO.users.customerByAuthId.id, customer.user.id],
@@ -461,7 +616,9 @@ describe('fuzz: every route in /openapi.json answers generated and hostile reque
       const seed = seedOf(op);
       const drawn = [
         ...catalogue(op, world).map((input, i) => ({ ...input, origin: `catalogue #${i} of ${keyOf(op)}` })),
-        ...fc.sample(requestArbitrary(world, op), { seed, numRuns: SAMPLES_PER_OPERATION }).map((input, i) => ({ ...input, origin: `sample #${i} of ${keyOf(op)} (seed ${seed})` })),
+        ...fc
+          .sample(requestArbitrary(world, op), { seed, numRuns: SAMPLES_PER_OPERATION })
+          .map((input, i) => ({ ...input, origin: `sample #${i} of ${keyOf(op)} (seed ${seed})` })),
       ];
       for (const input of drawn) {
         if (movesMoney(op, input, world) && ++moneyMovements > MAX_MONEY_MOVEMENTS) continue;
@@ -483,7 +640,10 @@ describe('fuzz: every route in /openapi.json answers generated and hostile reque
     } finally {
       sender.close();
     }
-    const histogram = [...statuses.entries()].sort((a, b) => a[0] - b[0]).map(([status, n]) => `${status || 'none'}×${n}`).join(' ');
+    const histogram = [...statuses.entries()]
+      .sort((a, b) => a[0] - b[0])
+      .map(([status, n]) => `${status || 'none'}×${n}`)
+      .join(' ');
     const summary = `${inputs.length} requests to ${operations.length} operations in ${((Date.now() - started) / 1000).toFixed(1)} s, seed ${SEED}; statuses ${histogram}`;
     if (process.env.FUZZ_VERBOSE) console.log(`      ${summary}`);
     if (failures.size > 0) assert.fail(failures.report(summary));

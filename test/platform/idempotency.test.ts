@@ -81,7 +81,10 @@ describe('spec 4.3: Idempotency-Key on money-moving POSTs', () => {
       assert.equal(again.headers.get('idempotent-replayed'), 'true');
       assert.equal(again.text, first.text);
       assert.equal(executions(value), 1);
-      assert.equal(fingerprintOf({ params: {}, body: { a: 1, b: { c: 2, d: [1, { f: 1, e: 2 }] } } }), fingerprintOf({ body: { b: { d: [1, { e: 2, f: 1 }], c: 2 }, a: 1 }, params: {} }));
+      assert.equal(
+        fingerprintOf({ params: {}, body: { a: 1, b: { c: 2, d: [1, { f: 1, e: 2 }] } } }),
+        fingerprintOf({ body: { b: { d: [1, { e: 2, f: 1 }], c: 2 }, a: 1 }, params: {} }),
+      );
     });
 
     it('without a key every request executes', async () => {
@@ -180,7 +183,10 @@ describe('spec 4.3: Idempotency-Key on money-moving POSTs', () => {
         );
         assert.equal(executions(value), 1);
         const statuses = replies.map((r) => r.status);
-        assert.ok(statuses.every((s) => s === 201 || s === 409), `statuses: ${statuses.join(',')}`);
+        assert.ok(
+          statuses.every((s) => s === 201 || s === 409),
+          `statuses: ${statuses.join(',')}`,
+        );
         const executed = replies.filter((r) => r.status === 201 && r.headers.get('idempotent-replayed') === null);
         assert.equal(executed.length, 1);
         for (const reply of replies) {
@@ -296,7 +302,12 @@ describe('spec 4.3: Idempotency-Key on money-moving POSTs', () => {
       const key = randomUUID();
       const value = freshValue();
       await post(key, { value });
-      await keyRows(key).update({ state: 'RUNNING', response_status: null, response_body: null, locked_until: new Date(Date.now() + 60_000) });
+      await keyRows(key).update({
+        state: 'RUNNING',
+        response_status: null,
+        response_body: null,
+        locked_until: new Date(Date.now() + 60_000),
+      });
       const reply = await post(key, { value });
       assertPlainError(reply, 409, 'IDEMPOTENCY_REQUEST_IN_PROGRESS');
       assert.equal(executions(value), 1);
@@ -306,7 +317,12 @@ describe('spec 4.3: Idempotency-Key on money-moving POSTs', () => {
       const key = randomUUID();
       const value = freshValue();
       await post(key, { value });
-      await keyRows(key).update({ state: 'RUNNING', response_status: null, response_body: null, locked_until: new Date(Date.now() - 1_000) });
+      await keyRows(key).update({
+        state: 'RUNNING',
+        response_status: null,
+        response_body: null,
+        locked_until: new Date(Date.now() - 1_000),
+      });
       const takeover = await post(key, { value });
       assert.equal(takeover.status, 201);
       assert.equal(takeover.headers.get('idempotent-replayed'), null);
@@ -320,7 +336,12 @@ describe('spec 4.3: Idempotency-Key on money-moving POSTs', () => {
     it('a RUNNING key with a run-out lock is not taken over by a different body (409 IDEMPOTENCY_KEY_REUSED)', async () => {
       const key = randomUUID();
       await post(key, { value: freshValue() });
-      await keyRows(key).update({ state: 'RUNNING', response_status: null, response_body: null, locked_until: new Date(Date.now() - 1_000) });
+      await keyRows(key).update({
+        state: 'RUNNING',
+        response_status: null,
+        response_body: null,
+        locked_until: new Date(Date.now() - 1_000),
+      });
       const value = freshValue();
       const reply = await post(key, { value });
       assertPlainError(reply, 409, 'IDEMPOTENCY_KEY_REUSED');
@@ -350,7 +371,10 @@ describe('spec 4.3: Idempotency-Key on money-moving POSTs', () => {
       const schedule = client.schedule.getHandle(scheduleIds.idempotencyKeyPurge);
       const description = await schedule.describe();
       assert.equal((description.action as { workflowType: string }).workflowType, 'idempotencyKeyPurge');
-      assert.deepEqual(description.spec.intervals?.map((i) => i.every), [config.IDEMPOTENCY_PURGE_INTERVAL]);
+      assert.deepEqual(
+        description.spec.intervals?.map((i) => i.every),
+        [config.IDEMPOTENCY_PURGE_INTERVAL],
+      );
       await schedule.trigger();
       const left = async (): Promise<string[]> => db('idempotency_keys').where({ scope }).pluck('key');
       await until(async () => (await left()).length === 1, 20_000);
@@ -362,7 +386,9 @@ describe('spec 4.3: Idempotency-Key on money-moving POSTs', () => {
     it('the OpenAPI document describes the Idempotency-Key header, the 409 answers and Idempotent-Replayed', async () => {
       const { body } = await call('GET', '/openapi.json');
       const operation = body.paths[PATH].post;
-      const header = operation.parameters.find((p: { in: string; name: string }) => p.in === 'header' && p.name.toLowerCase() === 'idempotency-key');
+      const header = operation.parameters.find(
+        (p: { in: string; name: string }) => p.in === 'header' && p.name.toLowerCase() === 'idempotency-key',
+      );
       assert.ok(header, 'Idempotency-Key header documented');
       assert.equal(header.required, false);
       assert.equal(header.schema.maxLength, 255);

@@ -25,7 +25,10 @@ describe('structured access logs', () => {
         headers: { Authorization: `Bearer ${secret}`, 'X-Request-Id': 'log-check-1' },
         json: { name: 'ok', kind: 'A', selfie: 'iVBORw0KGgoAAAANSUhEUg' },
       });
-      await call('GET', '/v1/accounts/__test__/crash', { baseUrl: api.url, headers: { 'X-Request-Id': 'log-check-2' } });
+      await call('GET', '/v1/accounts/__test__/crash', {
+        baseUrl: api.url,
+        headers: { 'X-Request-Id': 'log-check-2' },
+      });
     } finally {
       await api.close();
     }
@@ -39,7 +42,8 @@ describe('structured access logs', () => {
     const crash = entries.find((e) => e.msg === 'unhandled error' && e.req_id === 'log-check-2');
     assert.ok(crash, 'the unexpected error is logged with its request id');
     const all = lines.join('\n');
-    for (const leaked of [secret, '123456', 'iVBORw0KGgo', 'Bearer']) assert.ok(!all.includes(leaked), `${leaked} must not be logged`);
+    for (const leaked of [secret, '123456', 'iVBORw0KGgo', 'Bearer'])
+      assert.ok(!all.includes(leaked), `${leaked} must not be logged`);
   });
 
   it('never logs the token of a callback URL, on a matched route or a near miss (another method, another suffix)', async () => {
@@ -50,7 +54,11 @@ describe('structured access logs', () => {
         done();
       },
     });
-    const api = await startApi(buildApp({ ...harness().deps, logger: createLogger('info', sink) }, { extraRoutes: testRoutes() }), '127.0.0.1', 0);
+    const api = await startApi(
+      buildApp({ ...harness().deps, logger: createLogger('info', sink) }, { extraRoutes: testRoutes() }),
+      '127.0.0.1',
+      0,
+    );
     const token = 'tOkEn-that-must-never-be-logged_0123456789';
     const base = `/v1/transactions/mobilemoney/callbacks`;
     const id = '7f1c8e2a-3b4d-4c5e-8f60-718293a4b5c6';
@@ -62,7 +70,10 @@ describe('structured access logs', () => {
     } finally {
       await api.close();
     }
-    const paths = lines.map((line) => JSON.parse(line)).filter((e) => e.msg === 'request').map((e) => e.path);
+    const paths = lines
+      .map((line) => JSON.parse(line))
+      .filter((e) => e.msg === 'request')
+      .map((e) => e.path);
     assert.equal(paths.length, 4);
     for (const path of paths) assert.match(path, /\/\[token\]/);
     assert.ok(!lines.join('\n').includes('tOkEn-that'), 'the token appears nowhere');
@@ -79,7 +90,10 @@ describe('structured access logs', () => {
         },
       }),
     );
-    logger.info({ authorization: 'Bearer abc', body: { otp_code: '999111', selfie: 'AAAA' }, refresh_token: 'r1' }, 'oops');
+    logger.info(
+      { authorization: 'Bearer abc', body: { otp_code: '999111', selfie: 'AAAA' }, refresh_token: 'r1' },
+      'oops',
+    );
     const text = lines.join('');
     for (const leaked of ['Bearer abc', '999111', 'AAAA', 'r1"']) assert.ok(!text.includes(leaked), leaked);
   });

@@ -26,11 +26,19 @@ describe('OpenAPI document and reference page', () => {
     assert.match(kyc['400'].description, /`INVALID_PARAMS`/);
     assert.equal(plain['400'].content['application/json'].schema.$ref, '#/components/schemas/Error');
     assert.match(plain['400'].description, /`BAD_REQUEST`/);
-    assert.deepEqual(body.components.schemas.ValidationError.required.sort(), ['code', 'description', 'identifier', 'invalid_params']);
-    for (const [path, operations] of Object.entries(body.paths as Record<string, Record<string, { responses: Record<string, unknown> }>>)) {
+    assert.deepEqual(body.components.schemas.ValidationError.required.sort(), [
+      'code',
+      'description',
+      'identifier',
+      'invalid_params',
+    ]);
+    for (const [path, operations] of Object.entries(
+      body.paths as Record<string, Record<string, { responses: Record<string, unknown> }>>,
+    )) {
       for (const [method, operation] of Object.entries(operations)) {
         assert.equal(operation.responses.default, undefined, `${method} ${path} has a catch-all default`);
-        for (const status of ['400', '431', '500']) assert.ok(operation.responses[status], `${method} ${path} documents ${status}`);
+        for (const status of ['400', '431', '500'])
+          assert.ok(operation.responses[status], `${method} ${path} documents ${status}`);
       }
     }
     // What the money-moving POST's declaration implies, and what its handler declares.
@@ -56,7 +64,8 @@ describe('OpenAPI document and reference page', () => {
 
   it('documents one success status per deprecated alias, and marks every deprecated operation', async () => {
     const { body } = await call('GET', '/openapi.json');
-    const successes = (operation: { responses: Record<string, unknown> }) => Object.keys(operation.responses).filter((status) => status.startsWith('2'));
+    const successes = (operation: { responses: Record<string, unknown> }) =>
+      Object.keys(operation.responses).filter((status) => status.startsWith('2'));
     const capture = body.paths['/v1/kyc/applications/{id}/verification/capture'];
     const session = body.paths['/v1/kyc/applications/{id}/verification/session'].post;
     assert.deepEqual(successes(capture.post), ['202']);

@@ -8,7 +8,10 @@ import { call } from '../support/http';
 import { freePort } from '../support/ports';
 
 /** Serves the app built from the harness's dependencies with some replaced, for one check. */
-async function withApp<T>(overrides: Partial<ReturnType<typeof harness>['deps']>, check: (baseUrl: string) => Promise<T>) {
+async function withApp<T>(
+  overrides: Partial<ReturnType<typeof harness>['deps']>,
+  check: (baseUrl: string) => Promise<T>,
+) {
   const api = await startApi(buildApp({ ...harness().deps, ...overrides }), '127.0.0.1', 0);
   try {
     return await check(api.url);
@@ -66,6 +69,9 @@ describe('health, readiness and metrics', () => {
     assert.match(reply.headers.get('content-type') ?? '', /text\/plain/);
     assert.match(reply.text, /http_requests_total\{method="GET",route="\/healthz",status="200"\} \d+/);
     assert.match(reply.text, /http_requests_total\{method="GET",route="unmatched",status="404"\} \d+/);
-    assert.match(reply.text, /http_request_duration_seconds_bucket\{le="0.005",method="GET",route="\/healthz",status="200"\}/);
+    assert.match(
+      reply.text,
+      /http_request_duration_seconds_bucket\{le="0.005",method="GET",route="\/healthz",status="200"\}/,
+    );
   });
 });

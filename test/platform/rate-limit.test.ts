@@ -13,7 +13,14 @@ const PLAIN_ROUTE = '/v1/accounts/__test__/waiting';
 /** An API instance with small limits and the shared Postgres store (as production runs). */
 async function limitedApi(): Promise<RunningApi> {
   const { deps } = harness();
-  const config = { ...deps.config, RATE_LIMIT_MEMORY: false, RATE_LIMIT_CALLER_POINTS: 3, RATE_LIMIT_ORGANIZATION_POINTS: 5, RATE_LIMIT_WINDOW: 60_000, RATE_LIMIT_SYNC_INTERVAL: 50 };
+  const config = {
+    ...deps.config,
+    RATE_LIMIT_MEMORY: false,
+    RATE_LIMIT_CALLER_POINTS: 3,
+    RATE_LIMIT_ORGANIZATION_POINTS: 5,
+    RATE_LIMIT_WINDOW: 60_000,
+    RATE_LIMIT_SYNC_INTERVAL: 50,
+  };
   return startApi(buildApp({ ...deps, config }, { extraRoutes: testRoutes() }), '127.0.0.1', 0);
 }
 
@@ -61,7 +68,10 @@ describe('spec 8: rate limits (429 TOO_MANY_REQUESTS with Retry-After)', () => {
     const noisy = await as(DEMO.users.customer);
     for (let i = 0; i < 4; i++) await call('GET', ROUTE, { baseUrl: url, headers: noisy });
     assert.equal((await call('GET', ROUTE, { baseUrl: url, headers: noisy })).status, 429);
-    assert.equal((await call('GET', ROUTE, { baseUrl: url, headers: await as(DEMO.users.secondCustomer) })).status, 200);
+    assert.equal(
+      (await call('GET', ROUTE, { baseUrl: url, headers: await as(DEMO.users.secondCustomer) })).status,
+      200,
+    );
   });
 
   it("an organization's callers share one organization budget", async () => {
@@ -87,7 +97,10 @@ describe('spec 8: rate limits (429 TOO_MANY_REQUESTS with Retry-After)', () => {
     await sync();
     const refused = await call('GET', ROUTE, { baseUrl: b.url, headers });
     assert.equal(refused.status, 429, 'b knows of the two requests a admitted');
-    const stored = await harness().db('rate_limits').where({ key: `caller:user:${DEMO.users.customer.id}` }).first();
+    const stored = await harness()
+      .db('rate_limits')
+      .where({ key: `caller:user:${DEMO.users.customer.id}` })
+      .first();
     assert.equal(stored.points, 3, 'the shared counter holds every admitted request');
   });
 

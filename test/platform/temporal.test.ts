@@ -5,7 +5,13 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { OrganizationId } from '../../workflows/search-attributes';
-import { addSignal, finishSignal, roundTripWorkflow, setLabelUpdate, totalQuery } from '../fixtures/workflows/round-trip';
+import {
+  addSignal,
+  finishSignal,
+  roundTripWorkflow,
+  setLabelUpdate,
+  totalQuery,
+} from '../fixtures/workflows/round-trip';
 import { harness } from '../support/harness';
 
 const HISTORIES = path.join(__dirname, '..', 'replay', 'histories');
@@ -34,7 +40,8 @@ describe('Temporal through the shared harness', () => {
     let found: string[] = [];
     for (let i = 0; i < 50 && found.length === 0; i++) {
       found = [];
-      for await (const run of client.workflow.list({ query: `OrganizationId = "${organization}"` })) found.push(run.workflowId);
+      for await (const run of client.workflow.list({ query: `OrganizationId = "${organization}"` }))
+        found.push(run.workflowId);
       if (found.length === 0) await new Promise((resolve) => setTimeout(resolve, 200));
     }
     assert.deepEqual(found, [handle.workflowId]);

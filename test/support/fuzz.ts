@@ -37,8 +37,12 @@ export function operationsOf(doc: OpenApiDocument): Operation[] {
     Object.entries(operations).map(([method, raw]) => {
       const params = (raw.parameters ?? []) as { in: string; name: string; required?: boolean; schema?: Schema }[];
       const of = (where: string): Param[] =>
-        params.filter((p) => p.in === where).map((p) => ({ name: p.name, required: p.required === true, schema: p.schema ?? {} }));
-      const body = (raw.requestBody as { content?: Record<string, { schema?: Schema }> } | undefined)?.content?.['application/json']?.schema;
+        params
+          .filter((p) => p.in === where)
+          .map((p) => ({ name: p.name, required: p.required === true, schema: p.schema ?? {} }));
+      const body = (raw.requestBody as { content?: Record<string, { schema?: Schema }> } | undefined)?.content?.[
+        'application/json'
+      ]?.schema;
       return {
         method: method.toUpperCase(),
         template,
@@ -65,7 +69,15 @@ export const isOperationsEndpoint = (template: string) => OPERATIONS_ENDPOINTS.t
 
 /** The credentials the test holds; `none` sends no Authorization header. */
 export type CallerName = 'none' | 'customer' | 'ops' | 'platformKey' | 'partner' | 'partnerAssertion' | 'financing';
-export const CALLERS: readonly CallerName[] = ['none', 'customer', 'ops', 'platformKey', 'partner', 'partnerAssertion', 'financing'];
+export const CALLERS: readonly CallerName[] = [
+  'none',
+  'customer',
+  'ops',
+  'platformKey',
+  'partner',
+  'partnerAssertion',
+  'financing',
+];
 
 /** Which of the test's callers present each security scheme of the document. */
 export const CALLERS_BY_SCHEME: Record<string, CallerName[]> = {
@@ -178,7 +190,10 @@ export const HOSTILE_AUTHORIZATIONS: readonly Hostile[] = [
   { label: 'Basic credentials', value: 'Basic dXNlcjpwYXNz' }, // another scheme
   { label: 'not a JWT', value: 'Bearer not-a-jwt' },
   { label: 'three empty-ish parts', value: 'Bearer a.b.c' },
-  { label: 'alg none JWT', value: 'Bearer eyJhbGciOiJub25lIiwidHlwIjoiSldUIn0.eyJzdWIiOiIwYjVhOWMxZS0wMDAwLTQwMDAtODAwMC0wMDAwMDAwMDAwMDgifQ.' },
+  {
+    label: 'alg none JWT',
+    value: 'Bearer eyJhbGciOiJub25lIiwidHlwIjoiSldUIn0.eyJzdWIiOiIwYjVhOWMxZS0wMDAwLTQwMDAtODAwMC0wMDAwMDAwMDAwMDgifQ.',
+  },
   { label: 'unknown API key', value: `Bearer lsk_${'A'.repeat(43)}` },
   { label: 'empty API key', value: 'Bearer lsk_' },
   { label: 'latin-1 byte', value: 'Bearer \u00e9t\u00e9' }, // a byte over 0x7f in a header: decoded as latin-1
@@ -187,7 +202,13 @@ export const HOSTILE_AUTHORIZATIONS: readonly Hostile[] = [
 ];
 
 /** Mangled forms of a real token (the caller is valid; the header is not quite). */
-export const MANGLES: readonly Mangle[] = ['lower-case scheme', 'tab separator', 'token twice', 'signature cut', 'trailing junk'];
+export const MANGLES: readonly Mangle[] = [
+  'lower-case scheme',
+  'tab separator',
+  'token twice',
+  'signature cut',
+  'trailing junk',
+];
 
 export function mangle(token: string, how: Mangle): string {
   switch (how) {
@@ -279,18 +300,42 @@ export const HOSTILE_JSON_BODIES: readonly Hostile[] = [
 
 /** Bodies that are not JSON text in UTF-8, with the media type they claim. */
 export const OTHER_BODIES: readonly { label: string; body: BodyChoice }[] = [
-  { label: 'invalid UTF-8 in a JSON string', body: { bytes: Buffer.from([0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xed, 0xa0, 0x80, 0xff, 0x22, 0x7d]), contentType: 'application/json' } },
+  {
+    label: 'invalid UTF-8 in a JSON string',
+    body: {
+      bytes: Buffer.from([0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xed, 0xa0, 0x80, 0xff, 0x22, 0x7d]),
+      contentType: 'application/json',
+    },
+  },
   { label: 'UTF-16LE JSON', body: { bytes: Buffer.from('{"a":1}', 'utf16le'), contentType: 'application/json' } }, // NUL bytes on the wire
   { label: 'text/plain', body: { bytes: Buffer.from('hello'), contentType: 'text/plain' } },
   { label: 'form', body: { bytes: Buffer.from('a=1&b=2'), contentType: 'application/x-www-form-urlencoded' } },
-  { label: 'multipart', body: { bytes: Buffer.from('--x\r\nContent-Disposition: form-data; name="a"\r\n\r\n1\r\n--x--\r\n'), contentType: 'multipart/form-data; boundary=x' } },
+  {
+    label: 'multipart',
+    body: {
+      bytes: Buffer.from('--x\r\nContent-Disposition: form-data; name="a"\r\n\r\n1\r\n--x--\r\n'),
+      contentType: 'multipart/form-data; boundary=x',
+    },
+  },
   { label: 'XML', body: { bytes: Buffer.from('<?xml version="1.0"?><a/>'), contentType: 'application/xml' } },
-  { label: 'binary bytes', body: { bytes: Buffer.from([0, 1, 2, 0xfe, 0xff, 0]), contentType: 'application/octet-stream' } },
+  {
+    label: 'binary bytes',
+    body: { bytes: Buffer.from([0, 1, 2, 0xfe, 0xff, 0]), contentType: 'application/octet-stream' },
+  },
   { label: 'JSON without Content-Type', body: { bytes: Buffer.from('{}') } },
-  { label: 'gzip claimed, not gzip', body: { bytes: Buffer.from('{}'), contentType: 'application/json', headers: { 'Content-Encoding': 'gzip' } } },
-  { label: 'unknown Content-Encoding', body: { bytes: Buffer.from('{}'), contentType: 'application/json', headers: { 'Content-Encoding': 'compress' } } },
+  {
+    label: 'gzip claimed, not gzip',
+    body: { bytes: Buffer.from('{}'), contentType: 'application/json', headers: { 'Content-Encoding': 'gzip' } },
+  },
+  {
+    label: 'unknown Content-Encoding',
+    body: { bytes: Buffer.from('{}'), contentType: 'application/json', headers: { 'Content-Encoding': 'compress' } },
+  },
   { label: 'chunked JSON', body: { bytes: Buffer.from('{}'), contentType: 'application/json', chunked: true } },
-  { label: '150 kB (over BODY_LIMIT)', body: { bytes: Buffer.from(`{"a":"${'x'.repeat(150_000)}"}`), contentType: 'application/json' } },
+  {
+    label: '150 kB (over BODY_LIMIT)',
+    body: { bytes: Buffer.from(`{"a":"${'x'.repeat(150_000)}"}`), contentType: 'application/json' },
+  },
 ];
 
 // ---------------------------------------------------------------------------------------------
@@ -311,7 +356,11 @@ export const deref = (world: World, schema: Schema): Schema => {
 };
 
 const typeOf = (schema: Schema): string | undefined =>
-  typeof schema.type === 'string' ? schema.type : schema.properties || schema.additionalProperties !== undefined ? 'object' : undefined;
+  typeof schema.type === 'string'
+    ? schema.type
+    : schema.properties || schema.additionalProperties !== undefined
+      ? 'object'
+      : undefined;
 
 const branchesOf = (schema: Schema): Schema[] | undefined => (schema.oneOf ?? schema.anyOf) as Schema[] | undefined;
 
@@ -338,7 +387,8 @@ export function example(world: World, raw: Schema, name = ''): unknown {
       return true;
     case 'string':
       if (schema.format === 'uuid') return world.uuids[0];
-      if (typeof schema.pattern === 'string') return fc.sample(fc.stringMatching(new RegExp(schema.pattern)), { seed: 1, numRuns: 1 })[0];
+      if (typeof schema.pattern === 'string')
+        return fc.sample(fc.stringMatching(new RegExp(schema.pattern)), { seed: 1, numRuns: 1 })[0];
       return 'x'.repeat(Math.max(1, Number(schema.minLength ?? 1)));
     default:
       return {};
@@ -350,7 +400,9 @@ export function validValue(world: World, raw: Schema, name: string, depth = 0): 
   const schema = deref(world, raw);
   const own = validFromSchema(world, schema, name, depth);
   const hints = world.hints[name];
-  return hints?.length ? fc.oneof({ weight: 2, arbitrary: fc.constantFrom(...hints) }, { weight: 1, arbitrary: own }) : own;
+  return hints?.length
+    ? fc.oneof({ weight: 2, arbitrary: fc.constantFrom(...hints) }, { weight: 1, arbitrary: own })
+    : own;
 }
 
 function validFromSchema(world: World, schema: Schema, name: string, depth: number): fc.Arbitrary<unknown> {
@@ -360,7 +412,8 @@ function validFromSchema(world: World, schema: Schema, name: string, depth: numb
   switch (typeOf(schema)) {
     case 'object': {
       const properties = Object.entries((schema.properties ?? {}) as Record<string, Schema>);
-      if (properties.length === 0 || depth > 3) return fc.dictionary(fc.string({ maxLength: 8 }), fc.jsonValue({ maxDepth: 1 }), { maxKeys: 3 });
+      if (properties.length === 0 || depth > 3)
+        return fc.dictionary(fc.string({ maxLength: 8 }), fc.jsonValue({ maxDepth: 1 }), { maxKeys: 3 });
       const model = Object.fromEntries(properties.map(([key, p]) => [key, validValue(world, p, key, depth + 1)]));
       return fc.record(model, { requiredKeys: (schema.required ?? []) as string[] });
     }
@@ -375,7 +428,10 @@ function validFromSchema(world: World, schema: Schema, name: string, depth: numb
     case 'string':
       if (schema.format === 'uuid') return fc.oneof(fc.constantFrom(...world.uuids), fc.uuid());
       if (typeof schema.pattern === 'string') return fc.stringMatching(new RegExp(schema.pattern));
-      return fc.string({ minLength: Number(schema.minLength ?? 0), maxLength: Math.min(Number(schema.maxLength ?? 20), 20) });
+      return fc.string({
+        minLength: Number(schema.minLength ?? 0),
+        maxLength: Math.min(Number(schema.maxLength ?? 20), 20),
+      });
     default:
       return fc.jsonValue({ maxDepth: 1 });
   }
@@ -385,7 +441,18 @@ function validFromSchema(world: World, schema: Schema, name: string, depth: numb
 // Loose bodies: JSON text with right field names, wrong types, missing and extra fields
 
 const WRONG_TYPES = fc.constantFrom('null', 'true', '0', '-1', '1.5', '"1"', '[]', '{}', '[null]', '{"value":1}');
-const EXTRA_KEYS = fc.constantFrom('extra', 'id', 'organization_id', 'user_id', 'status', 'admin', '__proto__', 'constructor', 'prototype', '');
+const EXTRA_KEYS = fc.constantFrom(
+  'extra',
+  'id',
+  'organization_id',
+  'user_id',
+  'status',
+  'admin',
+  '__proto__',
+  'constructor',
+  'prototype',
+  '',
+);
 const RANDOM_STRING = fc.string({ unit: 'binary', maxLength: 30 }).map((s) => JSON.stringify(s)); // control characters included
 
 const json = (value: unknown) => JSON.stringify(value) ?? 'null';
@@ -400,20 +467,30 @@ export function looseJson(world: World, raw: Schema, name: string, depth = 0): f
     typeOf(schema) === 'object' && properties.length > 0 && depth < 3
       ? looseObject(world, schema, properties, depth)
       : typeOf(schema) === 'array' && depth < 3
-        ? fc.array(looseJson(world, (schema.items ?? {}) as Schema, `${name}[]`, depth + 1), { maxLength: 3 }).map((items) => ({
-            value: `[${items.map((i) => i.value).join(',')}]`,
-            tags: items.flatMap((i) => i.tags),
-          }))
+        ? fc
+            .array(looseJson(world, (schema.items ?? {}) as Schema, `${name}[]`, depth + 1), { maxLength: 3 })
+            .map((items) => ({
+              value: `[${items.map((i) => i.value).join(',')}]`,
+              tags: items.flatMap((i) => i.tags),
+            }))
         : validValue(world, schema, name, depth).map((v) => plain(json(v)));
   return fc.oneof(
     { weight: 6, arbitrary: structured },
     { weight: 1, arbitrary: WRONG_TYPES.map((t) => tagged(`body.${field}: wrong type`, t)) },
     { weight: 1, arbitrary: RANDOM_STRING.map((t) => tagged(`body.${field}: random string`, t)) },
-    { weight: 1, arbitrary: fc.constantFrom(...HOSTILE_JSON_VALUES).map((h) => tagged(`body.${field}: ${h.label}`, h.value)) },
+    {
+      weight: 1,
+      arbitrary: fc.constantFrom(...HOSTILE_JSON_VALUES).map((h) => tagged(`body.${field}: ${h.label}`, h.value)),
+    },
   );
 }
 
-function looseObject(world: World, schema: Schema, properties: [string, Schema][], depth: number): fc.Arbitrary<Tagged<string>> {
+function looseObject(
+  world: World,
+  schema: Schema,
+  properties: [string, Schema][],
+  depth: number,
+): fc.Arbitrary<Tagged<string>> {
   const model: Record<string, fc.Arbitrary<Tagged<string>>> = Object.fromEntries(
     properties.map(([key, p]) => [key, looseJson(world, p, key, depth + 1)]),
   );
@@ -422,8 +499,18 @@ function looseObject(world: World, schema: Schema, properties: [string, Schema][
     { weight: 4, arbitrary: fc.record(model, { requiredKeys: required }).map((r) => ({ r, missing: false })) },
     { weight: 1, arbitrary: fc.record(model, { requiredKeys: [] }).map((r) => ({ r, missing: true })) },
   );
-  const extra = fc.tuple(EXTRA_KEYS, fc.oneof(WRONG_TYPES, RANDOM_STRING, fc.constantFrom(...HOSTILE_JSON_VALUES).map((h) => h.value)));
-  const extras = fc.oneof({ weight: 4, arbitrary: fc.constant([]) }, { weight: 1, arbitrary: fc.array(extra, { minLength: 1, maxLength: 2 }) });
+  const extra = fc.tuple(
+    EXTRA_KEYS,
+    fc.oneof(
+      WRONG_TYPES,
+      RANDOM_STRING,
+      fc.constantFrom(...HOSTILE_JSON_VALUES).map((h) => h.value),
+    ),
+  );
+  const extras = fc.oneof(
+    { weight: 4, arbitrary: fc.constant([]) },
+    { weight: 1, arbitrary: fc.array(extra, { minLength: 1, maxLength: 2 }) },
+  );
   return fc.tuple(fields, extras).map(([{ r, missing }, more]) => {
     const entries = Object.entries(r as Record<string, Tagged<string>>);
     const tags = entries.flatMap(([, v]) => v.tags);
@@ -482,17 +569,44 @@ export function rawSender(baseUrl: string, options: { concurrency: number; timeo
       const body = request.body;
       if (body?.contentType !== undefined) headers['Content-Type'] = body.contentType;
       if (body && !body.chunked) headers['Content-Length'] = String(body.bytes.length);
-      const req = http.request({ host: url.hostname, port: url.port, method: request.method, path: request.path, headers, agent });
+      const req = http.request({
+        host: url.hostname,
+        port: url.port,
+        method: request.method,
+        path: request.path,
+        headers,
+        agent,
+      });
       const fail = (error: NodeJS.ErrnoException) =>
-        resolve({ status: 0, headers: {}, body: Buffer.alloc(0), error: error.code ?? error.message, reused: req.reusedSocket });
+        resolve({
+          status: 0,
+          headers: {},
+          body: Buffer.alloc(0),
+          error: error.code ?? error.message,
+          reused: req.reusedSocket,
+        });
       req.setTimeout(options.timeoutMs, () => req.destroy(new Error(`no answer within ${options.timeoutMs} ms`)));
       req.on('error', fail);
       req.on('response', (response) => {
         const chunks: Buffer[] = [];
         response.on('data', (chunk: Buffer) => chunks.push(chunk));
-        response.on('end', () => resolve({ status: response.statusCode ?? 0, headers: response.headers, body: Buffer.concat(chunks), reused: false }));
+        response.on('end', () =>
+          resolve({
+            status: response.statusCode ?? 0,
+            headers: response.headers,
+            body: Buffer.concat(chunks),
+            reused: false,
+          }),
+        );
         // The server may close once it has answered (431, 413): what arrived is the answer.
-        response.on('close', () => resolve({ status: response.statusCode ?? 0, headers: response.headers, body: Buffer.concat(chunks), reused: false }));
+        response.on('close', () =>
+          resolve({
+            status: response.statusCode ?? 0,
+            headers: response.headers,
+            body: Buffer.concat(chunks),
+            reused: false,
+          }),
+        );
       });
       if (body?.chunked) req.write(body.bytes);
       req.end(body?.chunked ? undefined : body?.bytes);
@@ -510,7 +624,11 @@ export function rawSender(baseUrl: string, options: { concurrency: number; timeo
 }
 
 /** Runs `work` over `items` with at most `concurrency` in flight. */
-export async function inPool<T>(items: readonly T[], concurrency: number, work: (item: T) => Promise<void>): Promise<void> {
+export async function inPool<T>(
+  items: readonly T[],
+  concurrency: number,
+  work: (item: T) => Promise<void>,
+): Promise<void> {
   let next = 0;
   const worker = async () => {
     while (next < items.length) await work(items[next++]!);
@@ -521,14 +639,16 @@ export async function inPool<T>(items: readonly T[], concurrency: number, work: 
 // ---------------------------------------------------------------------------------------------
 // The checks (spec section 7)
 
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
 const contentTypeOf = (answer: Answer) => String(answer.headers['content-type'] ?? '');
 const isJsonType = (type: string) => /^application\/json\b/i.test(type);
 
 /** What is wrong with an error body for its family, or undefined when it is in shape. */
 function errorShapeProblem(family: 'validation' | 'plain', answer: Answer): string | undefined {
   const type = contentTypeOf(answer);
-  if (!isJsonType(type)) return `error body is not JSON (Content-Type ${type || 'none'}, ${answer.body.length ? 'non-empty' : 'empty'} body)`;
+  if (!isJsonType(type))
+    return `error body is not JSON (Content-Type ${type || 'none'}, ${answer.body.length ? 'non-empty' : 'empty'} body)`;
   let body: unknown;
   try {
     body = JSON.parse(answer.body.toString('utf8'));
@@ -536,26 +656,35 @@ function errorShapeProblem(family: 'validation' | 'plain', answer: Answer): stri
     return 'error body is not JSON (does not parse)';
   }
   if (!isObject(body)) return 'error body is not a JSON object';
-  const expected = family === 'validation' ? ['code', 'description', 'identifier', 'invalid_params'] : ['code', 'description'];
+  const expected =
+    family === 'validation' ? ['code', 'description', 'identifier', 'invalid_params'] : ['code', 'description'];
   const issues: string[] = [];
   const missing = expected.filter((key) => !(key in body));
   const extra = Object.keys(body).filter((key) => !expected.includes(key));
   if (missing.length) issues.push(`missing ${missing.join(', ')}`);
   if (extra.length) issues.push(`extra ${extra.join(', ')}`);
-  if (typeof body.code !== 'string' || !/^[A-Z_]+$/.test(body.code)) issues.push('code is not an upper-case identifier');
+  if (typeof body.code !== 'string' || !/^[A-Z_]+$/.test(body.code))
+    issues.push('code is not an upper-case identifier');
   if (typeof body.description !== 'string') issues.push('description is not a string');
   if (family === 'validation') {
     if (typeof body.identifier !== 'string') issues.push('identifier is not a string');
     const params = body.invalid_params;
-    const wellFormed = (p: unknown) => isObject(p) && typeof p.path === 'string' && typeof p.reason === 'string' && typeof p.sub_code === 'string';
-    if (!Array.isArray(params) || !params.every(wellFormed)) issues.push('invalid_params is not an array of {path, reason, sub_code} strings');
+    const wellFormed = (p: unknown) =>
+      isObject(p) && typeof p.path === 'string' && typeof p.reason === 'string' && typeof p.sub_code === 'string';
+    if (!Array.isArray(params) || !params.every(wellFormed))
+      issues.push('invalid_params is not an array of {path, reason, sub_code} strings');
   }
   return issues.length ? `error body is not the ${family} shape: ${issues.join('; ')}` : undefined;
 }
 
 /** A body that is a JSON object or array as JSON.parse reads it, sent plainly as application/json. */
 function isWellFormedJson(body: BodyChoice | undefined): boolean {
-  if (!body || body.headers?.['Content-Encoding'] || !/^application\/json(\s*;\s*charset=utf-8)?$/i.test(body.contentType ?? '')) return false;
+  if (
+    !body ||
+    body.headers?.['Content-Encoding'] ||
+    !/^application\/json(\s*;\s*charset=utf-8)?$/i.test(body.contentType ?? '')
+  )
+    return false;
   try {
     const value: unknown = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(body.bytes));
     return typeof value === 'object' && value !== null;
@@ -567,8 +696,14 @@ function isWellFormedJson(body: BodyChoice | undefined): boolean {
 /** The answer says the body is not JSON (MALFORMED_JSON, or the plain family's wording of it). */
 function saysMalformed(answer: Answer): boolean {
   try {
-    const body = JSON.parse(answer.body.toString('utf8')) as { description?: unknown; invalid_params?: { sub_code?: unknown }[] };
-    return (Array.isArray(body.invalid_params) && body.invalid_params.some((p) => p?.sub_code === 'MALFORMED_JSON')) || /malformed JSON|not valid JSON/i.test(String(body.description));
+    const body = JSON.parse(answer.body.toString('utf8')) as {
+      description?: unknown;
+      invalid_params?: { sub_code?: unknown }[];
+    };
+    return (
+      (Array.isArray(body.invalid_params) && body.invalid_params.some((p) => p?.sub_code === 'MALFORMED_JSON')) ||
+      /malformed JSON|not valid JSON/i.test(String(body.description))
+    );
   } catch {
     return false;
   }
@@ -583,8 +718,14 @@ export function problemsOf(op: Operation, answer: Answer, sent?: BodyChoice): st
     const shape = errorShapeProblem(familyOf(op.template), answer);
     if (shape) problems.push(shape);
     // Refusing it may be right (reserved keys, nesting); calling it malformed misleads the client.
-    if (answer.status === 400 && isWellFormedJson(sent) && saysMalformed(answer)) problems.push('well-formed JSON refused as malformed');
-  } else if (answer.status >= 200 && answer.status < 300 && answer.body.length > 0 && !isOperationsEndpoint(op.template)) {
+    if (answer.status === 400 && isWellFormedJson(sent) && saysMalformed(answer))
+      problems.push('well-formed JSON refused as malformed');
+  } else if (
+    answer.status >= 200 &&
+    answer.status < 300 &&
+    answer.body.length > 0 &&
+    !isOperationsEndpoint(op.template)
+  ) {
     if (!isJsonType(contentTypeOf(answer))) problems.push('success body is not JSON');
   }
   if (answer.status === 401 && !answer.headers['www-authenticate']) problems.push('401 without WWW-Authenticate');
@@ -600,7 +741,8 @@ const MAX_SHOWN = 300;
 export function showBytes(bytes: Buffer, max = MAX_SHOWN): string {
   const head = bytes.subarray(0, max);
   let text = '';
-  for (const byte of head) text += byte >= 0x20 && byte < 0x7f ? String.fromCharCode(byte) : `\\x${byte.toString(16).padStart(2, '0')}`;
+  for (const byte of head)
+    text += byte >= 0x20 && byte < 0x7f ? String.fromCharCode(byte) : `\\x${byte.toString(16).padStart(2, '0')}`;
   return bytes.length > max ? `${text}… (${bytes.length} bytes)` : text;
 }
 export const showText = (text: string, max = MAX_SHOWN) => showBytes(Buffer.from(text, 'utf8'), max);

@@ -144,7 +144,15 @@ export async function startHarness(): Promise<Harness> {
   const runConfig: Config = { ...config, DATABASE_URL: databaseUrl, TEMPORAL_TASK_QUEUE: taskQueue };
   const providers = createProviders(config);
   const serviceKeys = await loadServiceKeys(JSON.stringify(await generateServiceSigningKey()));
-  const deps: AppDeps = { config: runConfig, db, temporal: env.client, providers, logger, clock: systemClock, serviceKeys };
+  const deps: AppDeps = {
+    config: runConfig,
+    db,
+    temporal: env.client,
+    providers,
+    logger,
+    clock: systemClock,
+    serviceKeys,
+  };
   // The API first: providers call it back, so the worker's activities need its address.
   const built = buildApp(deps, { extraRoutes: testRoutes() });
   const api = await startApi(built, '127.0.0.1', 0);

@@ -48,10 +48,13 @@ export async function call(method: string, path: string, options: CallOptions = 
 export function assertDeprecated(reply: Reply, successor?: string) {
   const { config } = harness();
   const problems: string[] = [];
-  if (reply.headers.get('deprecation') !== `@${Math.floor(config.DEPRECATED_SINCE.getTime() / 1000)}`) problems.push(`Deprecation: ${reply.headers.get('deprecation')}`);
-  if (reply.headers.get('sunset') !== config.DEPRECATION_SUNSET.toUTCString()) problems.push(`Sunset: ${reply.headers.get('sunset')}`);
+  if (reply.headers.get('deprecation') !== `@${Math.floor(config.DEPRECATED_SINCE.getTime() / 1000)}`)
+    problems.push(`Deprecation: ${reply.headers.get('deprecation')}`);
+  if (reply.headers.get('sunset') !== config.DEPRECATION_SUNSET.toUTCString())
+    problems.push(`Sunset: ${reply.headers.get('sunset')}`);
   const link = reply.headers.get('link') ?? '';
   if (!/rel="deprecation"/.test(link)) problems.push(`Link without rel="deprecation": ${link}`);
-  if (successor && !link.includes(`<${successor}>; rel="successor-version"`)) problems.push(`Link without the successor ${successor}: ${link}`);
+  if (successor && !link.includes(`<${successor}>; rel="successor-version"`))
+    problems.push(`Link without the successor ${successor}: ${link}`);
   if (problems.length > 0) throw new Error(`not announced as deprecated (${reply.status}): ${problems.join('; ')}`);
 }

@@ -6,7 +6,12 @@ import { systemClock } from '../../domain/clock';
 import { accountBalance, ledgerAccounts, postJournal } from '../../db/ledger/ledger';
 import { findTransaction, type TransactionRow } from '../../db/mobile-money/transactions';
 import { feeFor } from '../../domain/mobile-money/transaction';
-import type { SentCallback, SimulatedPayment, SimulatedPush, SimulatorMode } from '../../providers/mobile-money/simulator';
+import type {
+  SentCallback,
+  SimulatedPayment,
+  SimulatedPush,
+  SimulatorMode,
+} from '../../providers/mobile-money/simulator';
 import { harness } from './harness';
 import { call, type Reply } from './http';
 import { applicantHeaders } from './kyc';
@@ -19,7 +24,13 @@ import { applicantHeaders } from './kyc';
 export async function newCustomer(lastDigit = 0) {
   const { db } = harness();
   const phone = `+2547${String(randomInt(0, 10_000_000)).padStart(7, '0')}${lastDigit}`;
-  const user = { id: randomUUID(), organization_id: DEMO.organizations.demo.id, email: `${randomUUID()}@demo-lender.test`, name: 'Test Payer', phone_number: phone };
+  const user = {
+    id: randomUUID(),
+    organization_id: DEMO.organizations.demo.id,
+    email: `${randomUUID()}@demo-lender.test`,
+    name: 'Test Payer',
+    phone_number: phone,
+  };
   await db('users').insert(user);
   await db('user_access').insert({ user_id: user.id, organization_id: user.organization_id, role: 'CUSTOMER' });
   const current = randomUUID();
@@ -49,10 +60,16 @@ export async function fund(accountId: string, amount: number) {
 export const money = (value: number) => ({ value, currency: 'KES' });
 
 export function stkPush(headers: Record<string, string>, body: unknown, idempotencyKey?: string): Promise<Reply> {
-  return call('POST', '/v1/transactions/mobilemoney/stk-push', { headers: { ...headers, ...(idempotencyKey && { 'Idempotency-Key': idempotencyKey }) }, json: body });
+  return call('POST', '/v1/transactions/mobilemoney/stk-push', {
+    headers: { ...headers, ...(idempotencyKey && { 'Idempotency-Key': idempotencyKey }) },
+    json: body,
+  });
 }
 export function sendMoney(headers: Record<string, string>, body: unknown, idempotencyKey?: string): Promise<Reply> {
-  return call('POST', '/v1/transactions/mobilemoney/send-money', { headers: { ...headers, ...(idempotencyKey && { 'Idempotency-Key': idempotencyKey }) }, json: body });
+  return call('POST', '/v1/transactions/mobilemoney/send-money', {
+    headers: { ...headers, ...(idempotencyKey && { 'Idempotency-Key': idempotencyKey }) },
+    json: body,
+  });
 }
 
 /** Polls GET /v1/transactions/{id} until the transaction is POSTED or FAILED. */
@@ -80,7 +97,8 @@ export function mobileMoneyControl(path: string, method: string, body?: unknown)
 // The simulator's view, the ledger's view and the recorded callbacks, for assertions.
 
 /** A fresh payer number (not a customer's) ending in `lastDigit`: the simulator's outcome table. */
-export const payerNumber = (lastDigit: number) => `+2541${String(randomInt(0, 10_000_000)).padStart(7, '0')}${lastDigit}`;
+export const payerNumber = (lastDigit: number) =>
+  `+2541${String(randomInt(0, 10_000_000)).padStart(7, '0')}${lastDigit}`;
 
 /** `+2547...` as the provider writes it. */
 export const providerPhone = (phone: string) => phone.replace(/^\+/, '');
@@ -116,17 +134,25 @@ export async function paymentsTo(phone: string): Promise<SimulatedPayment[]> {
 export const simulatorCallbacks = () => controlJson<SentCallback[]>('/callbacks');
 
 /** Sends a result callback for a push or payment now (overrides as the simulator documents). */
-export const sendCallbackNow = (id: string, overrides: Record<string, unknown> = {}) => controlJson<SentCallback>(`/callbacks/${encodeURIComponent(id)}/send`, 'POST', overrides);
+export const sendCallbackNow = (id: string, overrides: Record<string, unknown> = {}) =>
+  controlJson<SentCallback>(`/callbacks/${encodeURIComponent(id)}/send`, 'POST', overrides);
 
 /** Journal entries of one transaction, with their legs. */
 export async function journalOf(transactionId: string) {
   const { db } = harness();
-  const entries: { id: string; kind: string; currency: string }[] = await db('journal_entries').where({ transaction_id: transactionId }).orderBy('created_at');
+  const entries: { id: string; kind: string; currency: string }[] = await db('journal_entries')
+    .where({ transaction_id: transactionId })
+    .orderBy('created_at');
   return Promise.all(
     entries.map(async (entry) => ({
       kind: entry.kind,
       currency: entry.currency,
-      legs: ((await db('ledger_legs').where({ journal_entry_id: entry.id }).orderBy('leg')) as { ledger_account: string; amount: string }[]).map((l) => ({
+      legs: (
+        (await db('ledger_legs').where({ journal_entry_id: entry.id }).orderBy('leg')) as {
+          ledger_account: string;
+          amount: string;
+        }[]
+      ).map((l) => ({
         account: l.ledger_account,
         amount: Number(l.amount),
       })),
@@ -159,7 +185,11 @@ export async function transactionRow(id: string): Promise<TransactionRow> {
 }
 
 /** Polls until `check` gives a truthy value. */
-export async function until<T>(what: string, check: () => Promise<T | undefined | null | false> | T | undefined | null | false, timeoutMs = 10_000): Promise<T> {
+export async function until<T>(
+  what: string,
+  check: () => Promise<T | undefined | null | false> | T | undefined | null | false,
+  timeoutMs = 10_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();
@@ -178,7 +208,10 @@ export async function balanceOf(accountId: string) {
  * A PENDING transaction row exactly as POST stk-push creates it, for tests that start the
  * workflow themselves (e.g. on a task queue of their own).
  */
-export async function insertStkPushTransaction(customer: { current: string; phone: string; user: { organization_id: string } }, amount: number): Promise<TransactionRow> {
+export async function insertStkPushTransaction(
+  customer: { current: string; phone: string; user: { organization_id: string } },
+  amount: number,
+): Promise<TransactionRow> {
   const { db, config } = harness();
   const resourceId = `trx_${randomBytes(12).toString('base64url')}`;
   const [row] = await db('transactions')
@@ -193,7 +226,13 @@ export async function insertStkPushTransaction(customer: { current: string; phon
       fee_amount: feeFor('STK_PUSH', amount),
       currency: 'KES',
       mobile_number: customer.phone,
-      details: { type: 'PAYBILL', direction: 'COLLECTION', account_id: customer.current, paybill_number: config.MOBILE_MONEY_SHORT_CODE, account_reference: resourceId.slice(-12) },
+      details: {
+        type: 'PAYBILL',
+        direction: 'COLLECTION',
+        account_id: customer.current,
+        paybill_number: config.MOBILE_MONEY_SHORT_CODE,
+        account_reference: resourceId.slice(-12),
+      },
       callback_token: randomBytes(24).toString('base64url'),
       transacted_at: new Date(),
     })
@@ -202,7 +241,10 @@ export async function insertStkPushTransaction(customer: { current: string; phon
 }
 
 /** POST stk-push that must be accepted: 201 PENDING. */
-export async function pushAccepted(customer: { headers: Record<string, string>; current: string; phone: string }, options: { amount?: number; account?: string; phone?: string } = {}) {
+export async function pushAccepted(
+  customer: { headers: Record<string, string>; current: string; phone: string },
+  options: { amount?: number; account?: string; phone?: string } = {},
+) {
   const reply = await stkPush(customer.headers, {
     account_id: options.account ?? customer.current,
     amount: money(options.amount ?? 50_000),
@@ -220,10 +262,15 @@ export function mobileMoneyActivities() {
 }
 
 /** provider_callbacks_refused_total of an API instance (the test API by default) for one reason, from /metrics. */
-export async function refusedCallbacks(reason: string, options: { provider?: string; baseUrl?: string } = {}): Promise<number> {
+export async function refusedCallbacks(
+  reason: string,
+  options: { provider?: string; baseUrl?: string } = {},
+): Promise<number> {
   const provider = options.provider ?? 'mobile_money';
   const text = (await call('GET', '/metrics', { baseUrl: options.baseUrl })).text;
-  const line = text.split('\n').find((l) => l.startsWith(`provider_callbacks_refused_total{provider="${provider}",reason="${reason}"}`));
+  const line = text
+    .split('\n')
+    .find((l) => l.startsWith(`provider_callbacks_refused_total{provider="${provider}",reason="${reason}"}`));
   return line ? Number(line.split(' ').pop()) : 0;
 }
 
@@ -235,22 +282,36 @@ export async function fundedCustomer(funded: number) {
 }
 
 /** POST send-money that must be accepted: 201 PENDING. */
-export async function sendAccepted(customer: { headers: Record<string, string>; current: string }, amount: number, to: string) {
-  const reply = await sendMoney(customer.headers, { account_id: customer.current, amount: money(amount), mobile_number: to });
+export async function sendAccepted(
+  customer: { headers: Record<string, string>; current: string },
+  amount: number,
+  to: string,
+) {
+  const reply = await sendMoney(customer.headers, {
+    account_id: customer.current,
+    amount: money(amount),
+    mobile_number: to,
+  });
   assert.equal(reply.status, 201, reply.text);
   assert.equal(reply.body.status, 'PENDING');
   return reply.body as { id: string; fee_amount: { value: number; currency: string } };
 }
 
 /** Posts a callback body to one of a transaction's callback URLs, as the provider (or a forger holding the token) would. */
-export function postCallback(kind: 'stk' | 'b2c/result' | 'b2c/timeout', row: Pick<TransactionRow, 'id' | 'callback_token'>, body: unknown, baseUrl?: string): Promise<Reply> {
+export function postCallback(
+  kind: 'stk' | 'b2c/result' | 'b2c/timeout',
+  row: Pick<TransactionRow, 'id' | 'callback_token'>,
+  body: unknown,
+  baseUrl?: string,
+): Promise<Reply> {
   const [first, outcome] = kind.split('/');
   const path = `/v1/transactions/mobilemoney/callbacks/${first}/${row.id}/${row.callback_token}${outcome ? `/${outcome}` : ''}`;
   return call('POST', path, { json: body, baseUrl });
 }
 
 /** The push's CheckoutRequestID, once the push request was answered and it was recorded. */
-export const checkoutRequestOf = (id: string) => until('push accepted', async () => (await transactionRow(id)).checkout_request_id);
+export const checkoutRequestOf = (id: string) =>
+  until('push accepted', async () => (await transactionRow(id)).checkout_request_id);
 
 /** A paid push callback as the provider sends it (`{Body: {stkCallback}}`), for the given request ids and payment. */
 export function paidStkCallback(

@@ -79,7 +79,14 @@ function idempotentTestRoutes(): AnyRoute[] {
       return;
     }
     ctx.status = 201;
-    ctx.body = { id: randomUUID(), value, execution, params: input.params ?? {}, created_at: new Date().toISOString(), note: 'ünïcödé ✓' };
+    ctx.body = {
+      id: randomUUID(),
+      value,
+      execution,
+      params: input.params ?? {},
+      created_at: new Date().toISOString(),
+      note: 'ünïcödé ✓',
+    };
   };
   return [
     defineRoute({

@@ -24,10 +24,16 @@ describe('configuration from the environment', () => {
 
   it('rejects wrong values naming each variable', () => {
     assert.throws(
-      () => loadConfig({ PORT: 'eighty', KYC_CALLBACK_WAIT: '15 minutes', DATABASE_URL: 'not a url', LOG_LEVEL: 'loud' }),
+      () =>
+        loadConfig({ PORT: 'eighty', KYC_CALLBACK_WAIT: '15 minutes', DATABASE_URL: 'not a url', LOG_LEVEL: 'loud' }),
       (error: unknown) => {
         assert.ok(error instanceof ConfigError);
-        assert.deepEqual(error.problems.map((p) => p.variable).sort(), ['DATABASE_URL', 'KYC_CALLBACK_WAIT', 'LOG_LEVEL', 'PORT']);
+        assert.deepEqual(error.problems.map((p) => p.variable).sort(), [
+          'DATABASE_URL',
+          'KYC_CALLBACK_WAIT',
+          'LOG_LEVEL',
+          'PORT',
+        ]);
         assert.match(error.message, /KYC_CALLBACK_WAIT: expected a duration/);
         return true;
       },

@@ -14,7 +14,8 @@ describe('spec 4.2: provider API version negotiation', () => {
   });
 
   it('uses v2 when the header is omitted, empty or unrecognised', () => {
-    for (const header of [undefined, '', ' , ', 'v4', 'latest', 'v1,v9']) assert.equal(negotiateProviderApiVersion(header), 'v2', String(header));
+    for (const header of [undefined, '', ' , ', 'v4', 'latest', 'v1,v9'])
+      assert.equal(negotiateProviderApiVersion(header), 'v2', String(header));
   });
 
   it('the answer does not depend on order or duplicates (property)', () => {

@@ -26,15 +26,22 @@ describe('unit: what a mobile-money callback proves (domain/mobile-money/callbac
       assert.equal(assessment.settles, false, problem);
       assert.deepEqual(assessment.problems, [problem]);
     }
-    assert.equal(assessPushCallback(push, { ...paid, merchantRequestId: 'm-other' }).paymentMatches, false, 'a contradicting id: its receipt is not kept');
+    assert.equal(
+      assessPushCallback(push, { ...paid, merchantRequestId: 'm-other' }).paymentMatches,
+      false,
+      'a contradicting id: its receipt is not kept',
+    );
   });
 
   it('a refusal never settles a push by itself, whatever it carries', () => {
     fc.assert(
-      fc.property(fc.string({ minLength: 1 }).filter((code) => code !== '0'), (resultCode) => {
-        const assessment = assessPushCallback(push, { ...paid, resultCode });
-        return !assessment.settles && !assessment.paymentMatches;
-      }),
+      fc.property(
+        fc.string({ minLength: 1 }).filter((code) => code !== '0'),
+        (resultCode) => {
+          const assessment = assessPushCallback(push, { ...paid, resultCode });
+          return !assessment.settles && !assessment.paymentMatches;
+        },
+      ),
       { seed: 20261123 },
     );
   });
@@ -42,7 +49,14 @@ describe('unit: what a mobile-money callback proves (domain/mobile-money/callbac
   it('every B2C result of a payout whose ConversationID is unknown is unverified', () => {
     const payout = { id: 'trx-1', conversationId: null, amountMinor: 100_000, phone: '+254712345670' };
     for (const resultCode of ['0', '2040']) {
-      const assessment = assessPayoutResult(payout, { originatorConversationId: 'trx-1', conversationId: 'AG_x', resultCode, amount: 1_000, receipt: 'NLJ7RT61SV', receiver: '254712345670 - A' });
+      const assessment = assessPayoutResult(payout, {
+        originatorConversationId: 'trx-1',
+        conversationId: 'AG_x',
+        resultCode,
+        amount: 1_000,
+        receipt: 'NLJ7RT61SV',
+        receiver: '254712345670 - A',
+      });
       assert.equal(assessment.settles, false, resultCode);
     }
   });
@@ -51,21 +65,35 @@ describe('unit: what a mobile-money callback proves (domain/mobile-money/callbac
     fc.assert(
       fc.property(fc.constantFrom('7', '1'), fc.stringMatching(/^\d{8}$/), (lead, rest) => {
         const expected = `+254${lead}${rest}`;
-        return [`254${lead}${rest}`, Number(`254${lead}${rest}`), `+254${lead}${rest}`, `0${lead}${rest}`, `${lead}${rest}`].every((form) => normalizeKenyanMobile(form) === expected);
+        return [
+          `254${lead}${rest}`,
+          Number(`254${lead}${rest}`),
+          `+254${lead}${rest}`,
+          `0${lead}${rest}`,
+          `${lead}${rest}`,
+        ].every((form) => normalizeKenyanMobile(form) === expected);
       }),
       { seed: 20261123 },
     );
-    for (const bad of ['2547****5670', '255712345670', '+2547123456', null, {}, '']) assert.equal(normalizeKenyanMobile(bad), undefined, String(bad));
+    for (const bad of ['2547****5670', '255712345670', '+2547123456', null, {}, ''])
+      assert.equal(normalizeKenyanMobile(bad), undefined, String(bad));
   });
 
   it('whole shillings: integers and their plain text only', () => {
     assert.deepEqual([100, '100', '100.0', '100.00'].map(wholeShillings), [100, 100, 100, 100]);
-    for (const bad of ['0x64', 100.004, '1e2', ' 100', -1, Number.NaN, '100.5']) assert.equal(wholeShillings(bad), undefined, String(bad));
+    for (const bad of ['0x64', 100.004, '1e2', ' 100', -1, Number.NaN, '100.5'])
+      assert.equal(wholeShillings(bad), undefined, String(bad));
   });
 });
 
 describe('unit: what callbacks may do to a push run (workflows/stk-push-callbacks.ts)', () => {
-  const result = (checkoutRequestId: string, extra: Partial<StkResult> = {}): StkResult => ({ source: 'callback', checkoutRequestId, resultCode: '0', resultDesc: 'paid', ...extra });
+  const result = (checkoutRequestId: string, extra: Partial<StkResult> = {}): StkResult => ({
+    source: 'callback',
+    checkoutRequestId,
+    resultCode: '0',
+    resultDesc: 'paid',
+    ...extra,
+  });
   const trigger = (checkoutRequestId: string, receipt?: string): StkCallbackTrigger => ({ checkoutRequestId, receipt });
 
   it('callbacks before the push answer are judged when it comes: a forged early result cannot crowd out the genuine one', () => {
@@ -96,7 +124,9 @@ describe('unit: what callbacks may do to a push run (workflows/stk-push-callback
       kind: fc.constantFrom('result', 'trigger'),
       early: fc.boolean(),
     });
-    const answer = fc.constantFrom<{ state: 'pending' } | { state: 'unknown' } | { state: 'final'; resultCode: string; resultDesc: string }>(
+    const answer = fc.constantFrom<
+      { state: 'pending' } | { state: 'unknown' } | { state: 'final'; resultCode: string; resultDesc: string }
+    >(
       { state: 'pending' },
       { state: 'unknown' },
       { state: 'final', resultCode: '1032', resultDesc: 'cancelled' },
@@ -106,7 +136,9 @@ describe('unit: what callbacks may do to a push run (workflows/stk-push-callback
       fc.property(fc.array(callback, { maxLength: 20 }), fc.array(answer, { maxLength: 20 }), (callbacks, answers) => {
         const triage = new PushCallbackTriage();
         const deliver = (c: (typeof callbacks)[number]) =>
-          c.kind === 'result' ? triage.onResult(result(c.id, { receipt: c.receipt })) : triage.onTrigger(trigger(c.id, c.receipt));
+          c.kind === 'result'
+            ? triage.onResult(result(c.id, { receipt: c.receipt }))
+            : triage.onTrigger(trigger(c.id, c.receipt));
         callbacks.filter((c) => c.early).forEach(deliver);
         triage.onAnswer(undefined);
         callbacks.filter((c) => !c.early).forEach(deliver);
@@ -117,7 +149,11 @@ describe('unit: what callbacks may do to a push run (workflows/stk-push-callback
           triage.onQueryAnswer(ask, answers[answered++] ?? { state: 'pending' });
         }
         if (!triage.result) return true;
-        return triage.result.source === 'query' && triage.result.resultCode === '0' && proven.has(triage.result.checkoutRequestId);
+        return (
+          triage.result.source === 'query' &&
+          triage.result.resultCode === '0' &&
+          proven.has(triage.result.checkoutRequestId)
+        );
       }),
       { seed: 20261123, numRuns: 300 },
     );

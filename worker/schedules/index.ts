@@ -15,14 +15,23 @@ export async function ensureSchedules(client: Client, config: Config): Promise<v
     policies: { overlap: 'SKIP' },
   });
   const schedules = [
-    every(scheduleIds.kycExpirySweep, config.KYC_EXPIRY_SWEEP_INTERVAL, 'kycExpirySweepAll', [{ batchSize: config.KYC_SWEEP_BATCH_SIZE }]),
-    every(scheduleIds.callbackRetention, config.CALLBACK_PURGE_INTERVAL, 'callbackRetention', [{ retentionMs: config.CALLBACK_RETENTION }]),
+    every(scheduleIds.kycExpirySweep, config.KYC_EXPIRY_SWEEP_INTERVAL, 'kycExpirySweepAll', [
+      { batchSize: config.KYC_SWEEP_BATCH_SIZE },
+    ]),
+    every(scheduleIds.callbackRetention, config.CALLBACK_PURGE_INTERVAL, 'callbackRetention', [
+      { retentionMs: config.CALLBACK_RETENTION },
+    ]),
     every(scheduleIds.idempotencyKeyPurge, config.IDEMPOTENCY_PURGE_INTERVAL, 'idempotencyKeyPurge', []),
   ];
   for (const schedule of schedules) {
     const handle = client.schedule.getHandle(schedule.scheduleId);
     try {
-      await handle.update((previous) => ({ ...previous, spec: schedule.spec, action: schedule.action, policies: { ...previous.policies, overlap: 'SKIP' } }));
+      await handle.update((previous) => ({
+        ...previous,
+        spec: schedule.spec,
+        action: schedule.action,
+        policies: { ...previous.policies, overlap: 'SKIP' },
+      }));
     } catch (error) {
       if (!(error instanceof ScheduleNotFoundError)) throw error;
       await client.schedule.create(schedule);

@@ -1,10 +1,21 @@
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
-import { continueAsNew, ParentClosePolicy, patched, proxyActivities, startChild, WorkflowIdReusePolicy } from '@temporalio/workflow';
+import {
+  continueAsNew,
+  ParentClosePolicy,
+  patched,
+  proxyActivities,
+  startChild,
+  WorkflowIdReusePolicy,
+} from '@temporalio/workflow';
 import type { KycActivities } from '../../activities';
 import { workflowIds } from '../ids';
 import { NO_COUNTS, type SweepCounts, type SweepResult } from './messages';
 
-const activities = proxyActivities<KycActivities>({ startToCloseTimeout: '10 minutes', heartbeatTimeout: '1 minute', retry: { maximumInterval: '1 minute' } });
+const activities = proxyActivities<KycActivities>({
+  startToCloseTimeout: '10 minutes',
+  heartbeatTimeout: '1 minute',
+  retry: { maximumInterval: '1 minute' },
+});
 
 const BATCHES_BEFORE_CONTINUE_AS_NEW = 20;
 /** Changes to running workflows' commands, each kept until no history without it can be replayed. */
@@ -29,12 +40,23 @@ export interface SweepProgress {
  * schedule or an operator started it. Runs only when the organization's window is due (else it
  * answers the last result), in batches, continuing as new for large organizations.
  */
-export async function kycExpirySweep(input: { organizationId: string; batchSize: number }, progress?: SweepProgress): Promise<SweepResult> {
+export async function kycExpirySweep(
+  input: { organizationId: string; batchSize: number },
+  progress?: SweepProgress,
+): Promise<SweepResult> {
   if (!progress) {
     const start = await activities.beginSweep(input.organizationId);
     if (!start.due) {
       const now = new Date().toISOString(); // workflow time: deterministic on replay
-      return start.last ?? { job: 'KYC_STALE_SESSION_EXPIRY', organization_id: input.organizationId, started_at: now, finished_at: now, result: NO_COUNTS };
+      return (
+        start.last ?? {
+          job: 'KYC_STALE_SESSION_EXPIRY',
+          organization_id: input.organizationId,
+          started_at: now,
+          finished_at: now,
+          result: NO_COUNTS,
+        }
+      );
     }
     progress = { startedAt: start.startedAt, cutoff: start.cutoff, afterId: null, counts: NO_COUNTS };
   }

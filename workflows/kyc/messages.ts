@@ -42,7 +42,9 @@ export const reportProviderJobIdUpdate = defineUpdate<{ providerJobId: string },
 export const refreshStatusUpdate = defineUpdate<{ state: string }>('refreshStatus');
 /** The expiry sweep settled the application (completed or EXPIRED): the run ends. */
 export const verificationClosedSignal = defineSignal('verificationClosed');
-export const verificationStateQuery = defineQuery<{ providerJobId?: string; completed: boolean; eventsSeen: number }>('verificationState');
+export const verificationStateQuery = defineQuery<{ providerJobId?: string; completed: boolean; eventsSeen: number }>(
+  'verificationState',
+);
 
 /** The Update refusals of reporting a provider job id (the API maps them to 409). */
 export const KycUpdateError = { DIFFERENT_JOB_ID: Failure.DIFFERENT_JOB_ID, NOT_PENDING: Failure.NOT_PENDING } as const;

@@ -1,4 +1,11 @@
-import { ApplicationFailure, condition, continueAsNew, patched, proxyActivities, setHandler } from '@temporalio/workflow';
+import {
+  ApplicationFailure,
+  condition,
+  continueAsNew,
+  patched,
+  proxyActivities,
+  setHandler,
+} from '@temporalio/workflow';
 import type { KycActivities } from '../../activities';
 import { Failure } from '../../domain/failures';
 import {
@@ -17,7 +24,11 @@ import {
 
 const activities = proxyActivities<KycActivities>({
   startToCloseTimeout: '1 minute',
-  retry: { initialInterval: '1 second', maximumInterval: '1 minute', nonRetryableErrorTypes: [Failure.SUBMISSION_INDETERMINATE, Failure.PROVIDER_REJECTED_REQUEST] },
+  retry: {
+    initialInterval: '1 second',
+    maximumInterval: '1 minute',
+    nonRetryableErrorTypes: [Failure.SUBMISSION_INDETERMINATE, Failure.PROVIDER_REJECTED_REQUEST],
+  },
 });
 
 /** Changes made while runs may be in flight; each branch keeps older histories replaying. */
@@ -36,7 +47,10 @@ const LOOPS_BEFORE_CONTINUE_AS_NEW = 200;
  * (verdict, review flag, provider job id); duplicates (same event id) change nothing. With no
  * callback in callbackWaitMs, the provider is asked.
  */
-export async function kycVerification(input: KycVerificationInput, carried?: { providerJobId?: string; session?: SdkSession }): Promise<string> {
+export async function kycVerification(
+  input: KycVerificationInput,
+  carried?: { providerJobId?: string; session?: SdkSession },
+): Promise<string> {
   const ref = { organizationId: input.organizationId, applicationId: input.applicationId };
   let providerJobId = carried?.providerJobId;
   let session = carried?.session;
@@ -76,9 +90,13 @@ export async function kycVerification(input: KycVerificationInput, carried?: { p
     },
     {
       validator: (reported) => {
-        if (completed) throw ApplicationFailure.nonRetryable('the verification is no longer pending', KycUpdateError.NOT_PENDING);
+        if (completed)
+          throw ApplicationFailure.nonRetryable('the verification is no longer pending', KycUpdateError.NOT_PENDING);
         if (providerJobId !== undefined && providerJobId !== reported) {
-          throw ApplicationFailure.nonRetryable('a different provider job id is already recorded', KycUpdateError.DIFFERENT_JOB_ID);
+          throw ApplicationFailure.nonRetryable(
+            'a different provider job id is already recorded',
+            KycUpdateError.DIFFERENT_JOB_ID,
+          );
         }
       },
     },
@@ -98,7 +116,9 @@ export async function kycVerification(input: KycVerificationInput, carried?: { p
 
   /** Applies what the provider says now: final → complete; provisional → under review. */
   async function ask(providerJobIdHint?: string): Promise<void> {
-    const status = providerJobIdHint ? await activities.checkProviderStatus(ref, providerJobIdHint) : await activities.checkProviderStatus(ref);
+    const status = providerJobIdHint
+      ? await activities.checkProviderStatus(ref, providerJobIdHint)
+      : await activities.checkProviderStatus(ref);
     // A job id is known here only once a lookup found the job (the write-once report relies on it).
     if (status.providerJobId) providerJobId ??= status.providerJobId;
     // Settled elsewhere (the expiry sweep): nothing left to wait for.

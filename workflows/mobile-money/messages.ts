@@ -61,7 +61,10 @@ export interface SendMoneyResult {
 }
 
 /** What sending a push prompt came to: accepted (with the provider's ids), refused, or unknown (its answer was lost). */
-export type PushSent = { state: 'accepted'; checkoutRequestId: string; merchantRequestId?: string } | { state: 'rejected'; errorCode?: string } | { state: 'indeterminate' };
+export type PushSent =
+  | { state: 'accepted'; checkoutRequestId: string; merchantRequestId?: string }
+  | { state: 'rejected'; errorCode?: string }
+  | { state: 'indeterminate' };
 /** What sending a payout came to: accepted (queued at the provider) or refused. */
 export type PayoutSent = { state: 'accepted' } | { state: 'rejected'; errorCode?: string };
 

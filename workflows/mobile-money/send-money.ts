@@ -14,7 +14,10 @@ const PATCHES = {
   queueTimeoutIsNoResult: 'send-money-queue-timeout-is-not-a-result',
 } as const;
 
-const money = proxyLocalActivities<MobileMoneyActivities>({ startToCloseTimeout: '1 minute', retry: { maximumInterval: '30 seconds' } });
+const money = proxyLocalActivities<MobileMoneyActivities>({
+  startToCloseTimeout: '1 minute',
+  retry: { maximumInterval: '30 seconds' },
+});
 
 /**
  * A payout (`send-money/<transaction id>`): hold the amount and fee (available balance checked
@@ -57,6 +60,10 @@ export async function sendMoney(input: SendMoneyInput): Promise<MoneyMovementRes
     const failureReason = await money.releaseFunds(input.transactionId, { resultCode: outcome.resultCode });
     return { status: 'FAILED', failureReason };
   }
-  await money.postPayout(input.transactionId, { receipt: outcome.receipt, completedAt: outcome.completedAt, conversationId: outcome.conversationId });
+  await money.postPayout(input.transactionId, {
+    receipt: outcome.receipt,
+    completedAt: outcome.completedAt,
+    conversationId: outcome.conversationId,
+  });
   return { status: 'POSTED' };
 }

@@ -48,7 +48,12 @@ export class PushCallbackTriage {
     if (this.result) return;
     if (!this.answered) this.keepEarly({ result: incoming });
     else if (!this.ids) this.candidate(incoming.checkoutRequestId, incoming.receipt);
-    else if (this.isOurs(incoming) && (!incoming.merchantRequestId || !this.ids.merchantRequestId || incoming.merchantRequestId === this.ids.merchantRequestId)) {
+    else if (
+      this.isOurs(incoming) &&
+      (!incoming.merchantRequestId ||
+        !this.ids.merchantRequestId ||
+        incoming.merchantRequestId === this.ids.merchantRequestId)
+    ) {
       this.result = incoming;
     }
   }
@@ -92,7 +97,10 @@ export class PushCallbackTriage {
    * A status-query answer about one asked push: "being processed" changes nothing; a candidate
    * the provider does not know, or reports refused, is dropped.
    */
-  onQueryAnswer(ask: Ask, answer: { state: 'pending' } | { state: 'unknown' } | { state: 'final'; resultCode: string; resultDesc: string }): void {
+  onQueryAnswer(
+    ask: Ask,
+    answer: { state: 'pending' } | { state: 'unknown' } | { state: 'final'; resultCode: string; resultDesc: string },
+  ): void {
     if (this.result || answer.state === 'pending') return;
     const own = this.ids?.checkoutRequestId === ask.checkoutRequestId;
     if (answer.state === 'unknown') {
@@ -101,7 +109,13 @@ export class PushCallbackTriage {
     }
     const paid = answer.resultCode === '0';
     if (own || paid) {
-      this.result = { source: 'query', checkoutRequestId: ask.checkoutRequestId, resultCode: answer.resultCode, resultDesc: answer.resultDesc, receipt: paid ? ask.receipt : undefined };
+      this.result = {
+        source: 'query',
+        checkoutRequestId: ask.checkoutRequestId,
+        resultCode: answer.resultCode,
+        resultDesc: answer.resultDesc,
+        receipt: paid ? ask.receipt : undefined,
+      };
     } else {
       this.candidates.delete(ask.checkoutRequestId);
     }

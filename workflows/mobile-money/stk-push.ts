@@ -1,6 +1,12 @@
 import { condition, patched, proxyLocalActivities, setHandler } from '@temporalio/workflow';
 import type { MobileMoneyActivities } from '../../activities';
-import { type MoneyMovementResult, stkCallbackSignal, type StkPushInput, type StkResult, stkResultSignal } from './messages';
+import {
+  type MoneyMovementResult,
+  stkCallbackSignal,
+  type StkPushInput,
+  type StkResult,
+  stkResultSignal,
+} from './messages';
 import { PushCallbackTriage } from './stk-push-callbacks';
 
 /**
@@ -16,7 +22,10 @@ const PATCHES = {
   callbacksAreTriggers: 'stk-push-callbacks-are-triggers',
 } as const;
 
-const money = proxyLocalActivities<MobileMoneyActivities>({ startToCloseTimeout: '1 minute', retry: { maximumInterval: '30 seconds' } });
+const money = proxyLocalActivities<MobileMoneyActivities>({
+  startToCloseTimeout: '1 minute',
+  retry: { maximumInterval: '30 seconds' },
+});
 
 /**
  * A push-prompt collection (`stk-push/<transaction id>`): send the prompt once, wait for the
@@ -36,7 +45,8 @@ export async function stkPush(input: StkPushInput): Promise<MoneyMovementResult>
   let legacy: { result?: StkResult; checkoutRequestId?: string } = {};
   setHandler(stkResultSignal, (incoming) => {
     if (callbacksAreTriggers) triage.onResult(incoming);
-    else if (!legacy.result && (!legacy.checkoutRequestId || incoming.checkoutRequestId === legacy.checkoutRequestId)) legacy.result = incoming;
+    else if (!legacy.result && (!legacy.checkoutRequestId || incoming.checkoutRequestId === legacy.checkoutRequestId))
+      legacy.result = incoming;
   });
   if (callbacksAreTriggers) setHandler(stkCallbackSignal, (incoming) => triage.onTrigger(incoming));
 
@@ -48,12 +58,19 @@ export async function stkPush(input: StkPushInput): Promise<MoneyMovementResult>
 
   let result: StkResult | undefined;
   if (callbacksAreTriggers) {
-    triage.onAnswer(push.state === 'accepted' ? { checkoutRequestId: push.checkoutRequestId, merchantRequestId: push.merchantRequestId } : undefined);
+    triage.onAnswer(
+      push.state === 'accepted'
+        ? { checkoutRequestId: push.checkoutRequestId, merchantRequestId: push.merchantRequestId }
+        : undefined,
+    );
     await awaitResult();
     result = triage.result;
   } else {
     if (push.state === 'accepted') {
-      legacy = { checkoutRequestId: push.checkoutRequestId, result: legacy.result?.checkoutRequestId === push.checkoutRequestId ? legacy.result : undefined };
+      legacy = {
+        checkoutRequestId: push.checkoutRequestId,
+        result: legacy.result?.checkoutRequestId === push.checkoutRequestId ? legacy.result : undefined,
+      };
     }
     await awaitResultBeforeTriggers();
     result = legacy.result;
@@ -71,10 +88,17 @@ export async function stkPush(input: StkPushInput): Promise<MoneyMovementResult>
   // (each marker also costs the server a search-attribute update).
   if (callbacksAreTriggers || patched(PATCHES.settleInOneStep)) {
     // Confirmed and posted in one step; the push id that proved the payment is recorded (unique).
-    const settled = await money.settleCollection(input.transactionId, { receipt: result.receipt, checkoutRequestId: result.checkoutRequestId });
+    const settled = await money.settleCollection(input.transactionId, {
+      receipt: result.receipt,
+      checkoutRequestId: result.checkoutRequestId,
+    });
     if (settled === 'UNPROVEN') return { status: 'FAILED', failureReason: 'NO_RESULT' };
   } else {
-    await money.confirmTransaction(input.transactionId, { receipt: result.receipt, transactionDate: result.transactionDate, checkoutRequestId: result.checkoutRequestId });
+    await money.confirmTransaction(input.transactionId, {
+      receipt: result.receipt,
+      transactionDate: result.transactionDate,
+      checkoutRequestId: result.checkoutRequestId,
+    });
     await money.postCollection(input.transactionId);
   }
   return { status: 'POSTED' };
@@ -90,9 +114,14 @@ export async function stkPush(input: StkPushInput): Promise<MoneyMovementResult>
     let lastAsk = Number.NEGATIVE_INFINITY;
     while (!triage.result && Date.now() < deadline) {
       const urgent = triage.urgent;
-      const askAt = urgent ? Math.min(scheduledAsk, Math.max(Date.now(), lastAsk + input.queryIntervalMs)) : scheduledAsk;
+      const askAt = urgent
+        ? Math.min(scheduledAsk, Math.max(Date.now(), lastAsk + input.queryIntervalMs))
+        : scheduledAsk;
       if (Date.now() < askAt) {
-        await condition(() => triage.result !== undefined || (!urgent && triage.urgent), Math.min(askAt, deadline) - Date.now());
+        await condition(
+          () => triage.result !== undefined || (!urgent && triage.urgent),
+          Math.min(askAt, deadline) - Date.now(),
+        );
         continue;
       }
       lastAsk = Date.now();
@@ -114,10 +143,18 @@ export async function stkPush(input: StkPushInput): Promise<MoneyMovementResult>
       while (!legacy.result && Date.now() < deadline) {
         const answer = await money.queryStkPush(checkoutRequestId);
         if (answer.state === 'final' && !legacy.result) {
-          legacy.result = { source: 'query', checkoutRequestId, resultCode: answer.resultCode, resultDesc: answer.resultDesc };
+          legacy.result = {
+            source: 'query',
+            checkoutRequestId,
+            resultCode: answer.resultCode,
+            resultDesc: answer.resultDesc,
+          };
           break;
         }
-        await condition(() => legacy.result !== undefined, Math.min(input.queryIntervalMs, Math.max(deadline - Date.now(), 1)));
+        await condition(
+          () => legacy.result !== undefined,
+          Math.min(input.queryIntervalMs, Math.max(deadline - Date.now(), 1)),
+        );
       }
     } else if (!legacy.result) {
       // The push's fate is unknown and there is nothing to query: only its callback can settle it.

@@ -3,7 +3,25 @@ import type { Context } from 'koa';
 import Router from '@koa/router';
 import { isKenyanMobile } from '../../../domain/identifiers';
 import type { SimulatorCallbacks } from './callbacks';
-import { B2C_BY_LAST_DIGIT, BAD_REQUEST, digits, eatDigits, INVALID_INITIATOR, INVALID_TOKEN, isUrl, LIMITS, PAID, PROCESSING, remember, requestId, type SimulatedPayment, type SimulatedPush, STK_BY_LAST_DIGIT, text, wholeAmount } from './model';
+import {
+  B2C_BY_LAST_DIGIT,
+  BAD_REQUEST,
+  digits,
+  eatDigits,
+  INVALID_INITIATOR,
+  INVALID_TOKEN,
+  isUrl,
+  LIMITS,
+  PAID,
+  PROCESSING,
+  remember,
+  requestId,
+  type SimulatedPayment,
+  type SimulatedPush,
+  STK_BY_LAST_DIGIT,
+  text,
+  wholeAmount,
+} from './model';
 import type { SimulatorState } from './state';
 
 /** Answers as the provider does: `{requestId, errorCode, errorMessage}` with its HTTP status. */
@@ -51,7 +69,8 @@ export function providerApi(state: SimulatorState, callbacks: SimulatorCallbacks
   const api = new Router();
   api.get('/oauth/v1/generate', (ctx) => {
     if (state.mode.failOAuth) return reject(ctx, 503, '503.001.01', 'Service Unavailable (simulated)');
-    if (ctx.query.grant_type !== 'client_credentials') return reject(ctx, 400, '400.008.02', 'Invalid grant type passed');
+    if (ctx.query.grant_type !== 'client_credentials')
+      return reject(ctx, 400, '400.008.02', 'Invalid grant type passed');
     if (ctx.get('authorization') !== basic) return reject(ctx, 400, '400.008.01', 'Invalid Authentication passed');
     ctx.body = { access_token: state.issueToken(), expires_in: String(state.mode.tokenTtlSeconds) };
   });
@@ -75,7 +94,8 @@ export function providerApi(state: SimulatorState, callbacks: SimulatorCallbacks
     ]);
     if (!valid || amount === undefined) return;
     const failWith = state.mode.pushFailWith;
-    const takesEffect = failWith === 0 || ((failWith === 'timeout' || failWith >= 500) && state.mode.failedPushesTakeEffect);
+    const takesEffect =
+      failWith === 0 || ((failWith === 'timeout' || failWith >= 500) && state.mode.failedPushesTakeEffect);
     let checkoutRequestId: string;
     do checkoutRequestId = `ws_CO_${eatDigits().slice(0, 14)}${digits(6)}`;
     while (state.pushes.has(checkoutRequestId));
@@ -157,9 +177,11 @@ export function providerApi(state: SimulatorState, callbacks: SimulatorCallbacks
       ['Occasion', body.Occasion === undefined || (typeof body.Occasion === 'string' && body.Occasion.length <= 100)],
     ]);
     if (!valid || amount === undefined) return;
-    if (state.mode.payoutFailWith !== 0) return reject(ctx, state.mode.payoutFailWith, `${state.mode.payoutFailWith}.001.01`, 'Simulated failure');
+    if (state.mode.payoutFailWith !== 0)
+      return reject(ctx, state.mode.payoutFailWith, `${state.mode.payoutFailWith}.001.01`, 'Simulated failure');
     const originatorConversationId = String(body.OriginatorConversationID);
-    if (state.originatorIds.has(originatorConversationId)) return reject(ctx, 400, BAD_REQUEST, 'Bad Request - Duplicate OriginatorConversationID');
+    if (state.originatorIds.has(originatorConversationId))
+      return reject(ctx, 400, BAD_REQUEST, 'Bad Request - Duplicate OriginatorConversationID');
     remember(state.originatorIds, originatorConversationId, true, LIMITS.ids);
     const payment: SimulatedPayment = {
       originatorConversationId,

@@ -28,7 +28,11 @@ export function simulatorCallbacks(state: SimulatorState) {
     }
     try {
       // Keep-alive node:http, as a provider's callback sender would pool its connections.
-      const response = await request(delivery.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(delivery.body) }, 5_000);
+      const response = await request(
+        delivery.url,
+        { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(delivery.body) },
+        5_000,
+      );
       entry.status = response.status;
     } catch (error) {
       entry.error = (error as Error).message;
@@ -69,7 +73,14 @@ export function simulatorCallbacks(state: SimulatorState) {
     const { ResultCode = push.resultCode, ResultDesc = push.resultDesc, ...items } = overrides;
     const paid = push.resultCode === 0 || push.resultCode === '0';
     const metadata: Record<string, unknown> = paid
-      ? { Amount: push.amount, MpesaReceiptNumber: push.receipt, Balance: undefined, TransactionDate: push.transactionDate, PhoneNumber: Number(push.phone), ...items }
+      ? {
+          Amount: push.amount,
+          MpesaReceiptNumber: push.receipt,
+          Balance: undefined,
+          TransactionDate: push.transactionDate,
+          PhoneNumber: Number(push.phone),
+          ...items,
+        }
       : items;
     const item = Object.entries(metadata)
       .filter(([, value]) => value !== null)
@@ -89,7 +100,9 @@ export function simulatorCallbacks(state: SimulatorState) {
 
   function b2cBody(payment: SimulatedPayment, overrides: Record<string, unknown> = {}) {
     const { ResultCode = payment.resultCode, ResultDesc = payment.resultDesc, ...params } = overrides;
-    const completed = eatDigits().slice(0, 14).replace(/^(\d{4})(\d\d)(\d\d)(\d\d)(\d\d)(\d\d)$/, '$3.$2.$1 $4:$5:$6');
+    const completed = eatDigits()
+      .slice(0, 14)
+      .replace(/^(\d{4})(\d\d)(\d\d)(\d\d)(\d\d)(\d\d)$/, '$3.$2.$1 $4:$5:$6');
     const parameters: Record<string, unknown> =
       payment.state === 'completed'
         ? {
@@ -133,7 +146,6 @@ export function simulatorCallbacks(state: SimulatorState) {
     url: payment.state === 'timed_out' ? payment.queueTimeoutUrl : payment.resultUrl,
     body: b2cBody(payment, overrides),
   });
-
 
   // Decisions
 

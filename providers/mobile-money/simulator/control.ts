@@ -12,13 +12,15 @@ export function simulatorControl(state: SimulatorState, callbacks: SimulatorCall
   const control: RunningMobileMoneySimulator['control'] = {
     reset() {
       state.timers.clear();
-      for (const store of [state.pushes, state.payments, state.originatorIds, state.receipts, state.processingAnswered]) store.clear();
+      for (const store of [state.pushes, state.payments, state.originatorIds, state.receipts, state.processingAnswered])
+        store.clear();
       state.sent.length = 0;
       state.held = [];
       state.mode = state.defaults();
     },
     setMode(patch) {
-      const leavingReorder = state.mode.callbacks === 'reorder' && patch.callbacks !== undefined && patch.callbacks !== 'reorder';
+      const leavingReorder =
+        state.mode.callbacks === 'reorder' && patch.callbacks !== undefined && patch.callbacks !== 'reorder';
       state.mode = { ...state.mode, ...patch };
       // Each push gets a fresh budget of "being processed" answers.
       if (patch.processingQueries !== undefined) state.processingAnswered.clear();

@@ -6,10 +6,20 @@ import { simulatorControl } from './control';
 import { BAD_REQUEST, type MobileMoneySimulatorOptions, type RunningMobileMoneySimulator } from './model';
 import { createSimulatorState } from './state';
 
-export type { CallbackMode, MobileMoneySimulatorOptions, RunningMobileMoneySimulator, SentCallback, SimulatedPayment, SimulatedPush, SimulatorMode } from './model';
+export type {
+  CallbackMode,
+  MobileMoneySimulatorOptions,
+  RunningMobileMoneySimulator,
+  SentCallback,
+  SimulatedPayment,
+  SimulatedPush,
+  SimulatorMode,
+} from './model';
 
 /** Starts the mobile-money simulator (see ./model.ts for what it does and its outcome table). */
-export async function startMobileMoneySimulator(options: MobileMoneySimulatorOptions): Promise<RunningMobileMoneySimulator> {
+export async function startMobileMoneySimulator(
+  options: MobileMoneySimulatorOptions,
+): Promise<RunningMobileMoneySimulator> {
   const state = createSimulatorState(options);
   const callbacks = simulatorCallbacks(state);
   const { control, controlApi } = simulatorControl(state, callbacks);

@@ -158,7 +158,10 @@ export const B2C_BY_LAST_DIGIT: Record<string, Outcome | 'queue_timeout'> = {
   '3': { code: 1, desc: 'The balance is insufficient for the transaction.' },
   '4': { code: 2001, desc: 'The initiator information is invalid.' },
   '7': 'queue_timeout',
-  '8': { code: 2040, desc: "Credit Party customer type (Unregistered or Registered Customer) can't be supported by the service." },
+  '8': {
+    code: 2040,
+    desc: "Credit Party customer type (Unregistered or Registered Customer) can't be supported by the service.",
+  },
 };
 export const INVALID_INITIATOR: Outcome = { code: 2001, desc: 'The initiator information is invalid.' };
 
@@ -181,8 +184,10 @@ export function remember<K, V>(map: Map<K, V>, key: K, value: V, cap: number) {
   while (map.size > cap) map.delete(map.keys().next().value as K);
 }
 
-export const isUrl = (value: unknown) => typeof value === 'string' && /^https?:\/\/[^\s]+$/.test(value) && URL.canParse(value);
-export const text = (value: unknown, max: number) => typeof value === 'string' && value.length >= 1 && value.length <= max;
+export const isUrl = (value: unknown) =>
+  typeof value === 'string' && /^https?:\/\/[^\s]+$/.test(value) && URL.canParse(value);
+export const text = (value: unknown, max: number) =>
+  typeof value === 'string' && value.length >= 1 && value.length <= max;
 /** Amounts may come as a number or a digit string; either way a positive whole number. */
 export const wholeAmount = (value: unknown) => {
   const n = typeof value === 'number' ? value : typeof value === 'string' && /^\d+$/.test(value) ? Number(value) : NaN;

@@ -1,7 +1,16 @@
 import { randomBytes, randomInt } from 'node:crypto';
 import { SimulatorTimers } from '../../simulator-server';
 import type { Delivery } from './callbacks';
-import { ALNUM, LIMITS, type MobileMoneySimulatorOptions, remember, type SentCallback, type SimulatedPayment, type SimulatedPush, type SimulatorMode } from './model';
+import {
+  ALNUM,
+  LIMITS,
+  type MobileMoneySimulatorOptions,
+  remember,
+  type SentCallback,
+  type SimulatedPayment,
+  type SimulatedPush,
+  type SimulatorMode,
+} from './model';
 
 /** Everything the simulator remembers (in memory, bounded), shared by its API, control API and callbacks. */
 export interface SimulatorState {

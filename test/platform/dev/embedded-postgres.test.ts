@@ -16,7 +16,7 @@ describe('embedded PostgreSQL (no DATABASE_URL)', () => {
       const url = await ensureDatabase(pg.url, 'embedded_check');
       const db = createDb(url, 2);
       try {
-        const { rows } = await db.raw('select current_setting(\'server_version_num\')::int as version');
+        const { rows } = await db.raw("select current_setting('server_version_num')::int as version");
         assert.ok(rows[0].version >= 180000, `PostgreSQL 18, got ${rows[0].version}`);
         await migrate(db);
         await db('organizations').insert({ id: 'org-embedded', name: 'Embedded' });

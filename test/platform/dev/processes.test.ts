@@ -14,7 +14,11 @@ describe('production entry points: npm run api and npm run worker', () => {
   it('the worker runs against an existing Temporal and Postgres and stops gracefully on SIGTERM', async function () {
     this.timeout(90_000);
     const metricsPort = await freePort();
-    const worker = spawnService('worker/main.ts', { SERVICE_SIGNING_KEY: signingKey, WORKER_METRICS_PORT: String(metricsPort), TEMPORAL_TASK_QUEUE: `entry-${metricsPort}` });
+    const worker = spawnService('worker/main.ts', {
+      SERVICE_SIGNING_KEY: signingKey,
+      WORKER_METRICS_PORT: String(metricsPort),
+      TEMPORAL_TASK_QUEUE: `entry-${metricsPort}`,
+    });
     const { exited } = worker;
     try {
       await worker.waitFor(/worker running/, 60_000);
@@ -24,7 +28,11 @@ describe('production entry points: npm run api and npm run worker', () => {
       const [code] = await exited;
       assert.equal(code, 0, worker.output());
       assert.match(worker.output(), /worker stopped/);
-      for (const line of worker.output().split('\n').filter((l) => l.startsWith('{'))) JSON.parse(line);
+      for (const line of worker
+        .output()
+        .split('\n')
+        .filter((l) => l.startsWith('{')))
+        JSON.parse(line);
     } finally {
       if (worker.child.exitCode === null) worker.child.kill('SIGKILL');
     }

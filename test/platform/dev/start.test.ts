@@ -78,7 +78,12 @@ interface Service {
  * Runs `command args` from the repository with every port of `npm start` free and data under
  * dataDir, until it prints "ready". Each child is pushed to `children` as soon as it is spawned.
  */
-async function startService(command: string, args: string[], dataDir: string, children: ChildProcess[]): Promise<Service> {
+async function startService(
+  command: string,
+  args: string[],
+  dataDir: string,
+  children: ChildProcess[],
+): Promise<Service> {
   // The dev server also binds internal ports of its own choosing: a port picked here can be
   // taken in between. Such a start fails at once with "address already in use"; try again.
   for (let attempt = 1; ; attempt++) {
@@ -111,7 +116,8 @@ async function startService(command: string, args: string[], dataDir: string, ch
 
 /** Waits up to timeoutMs for every one of pids to be gone; returns those still alive. */
 async function survivors(pids: number[], timeoutMs: number): Promise<number[]> {
-  for (const end = Date.now() + timeoutMs; pids.some(alive) && Date.now() < end; ) await new Promise((r) => setTimeout(r, 100));
+  for (const end = Date.now() + timeoutMs; pids.some(alive) && Date.now() < end;)
+    await new Promise((r) => setTimeout(r, 100));
   return pids.filter(alive);
 }
 
@@ -135,7 +141,12 @@ describe('npm start: the whole service with embedded defaults', () => {
     const children: ChildProcess[] = [];
     let processes: number[] = [];
     try {
-      const { child, exited, ports, output } = await startService(path.join(ROOT, 'node_modules/.bin/tsx'), ['dev/start.ts'], dataDir, children);
+      const { child, exited, ports, output } = await startService(
+        path.join(ROOT, 'node_modules/.bin/tsx'),
+        ['dev/start.ts'],
+        dataDir,
+        children,
+      );
       assert.match(output, new RegExp(`API +http://127.0.0.1:${ports.PORT}`));
       assert.match(output, new RegExp(`Temporal UI +http://127.0.0.1:${ports.TEMPORAL_UI_PORT}`));
       const ready = await fetch(`http://127.0.0.1:${ports.PORT}/readyz`);
@@ -159,7 +170,7 @@ describe('npm start: the whole service with embedded defaults', () => {
     }
   });
 
-  it('SIGTERM to the npm start process itself (a process manager\'s stop) stops every process it started and frees every port', async function () {
+  it("SIGTERM to the npm start process itself (a process manager's stop) stops every process it started and frees every port", async function () {
     this.timeout(180_000);
     const dataDir = await tempDataDir();
     const children: ChildProcess[] = [];
@@ -173,12 +184,23 @@ describe('npm start: the whole service with embedded defaults', () => {
       // backends, the Temporal dev server.
       processes = descendants(npm.pid!);
       const commands = processes.map(commandOf);
-      assert.ok(commands.some((c) => /dev\/start\.ts/.test(c)), `the runner runs under npm:\n${commands.join('\n')}`);
-      assert.ok(commands.some((c) => /bin\/postgres /.test(c)), `Postgres runs under npm:\n${commands.join('\n')}`);
-      assert.ok(commands.some((c) => /temporal server start-dev/.test(c)), `Temporal runs under npm:\n${commands.join('\n')}`);
+      assert.ok(
+        commands.some((c) => /dev\/start\.ts/.test(c)),
+        `the runner runs under npm:\n${commands.join('\n')}`,
+      );
+      assert.ok(
+        commands.some((c) => /bin\/postgres /.test(c)),
+        `Postgres runs under npm:\n${commands.join('\n')}`,
+      );
+      assert.ok(
+        commands.some((c) => /temporal server start-dev/.test(c)),
+        `Temporal runs under npm:\n${commands.join('\n')}`,
+      );
 
       process.kill(npm.pid!, 'SIGTERM');
-      const timeout = new Promise<never>((_, reject) => setTimeout(() => reject(new Error('npm did not exit within 60 s of SIGTERM')), 60_000).unref());
+      const timeout = new Promise<never>((_, reject) =>
+        setTimeout(() => reject(new Error('npm did not exit within 60 s of SIGTERM')), 60_000).unref(),
+      );
       const [code, signal] = await Promise.race([exited, timeout]);
       const left = await survivors(processes, 5_000);
       assert.deepEqual(left, [], `nothing left running:\n${left.map((pid) => `${pid} ${commandOf(pid)}`).join('\n')}`);
@@ -197,7 +219,10 @@ describe('npm start: the whole service with embedded defaults', () => {
     const watcher = `require('./dev/parent-watch').watchParent(() => { console.log('orphaned'); process.exit(0); }); console.log('watching'); setInterval(() => {}, 1000);`;
     const parent = spawn(
       process.execPath,
-      ['-e', `require('node:child_process').spawn(process.execPath, ['--import', 'tsx', '-e', ${JSON.stringify(watcher)}], { stdio: 'inherit' }); setInterval(() => {}, 1000);`],
+      [
+        '-e',
+        `require('node:child_process').spawn(process.execPath, ['--import', 'tsx', '-e', ${JSON.stringify(watcher)}], { stdio: 'inherit' }); setInterval(() => {}, 1000);`,
+      ],
       { cwd: ROOT, stdio: 'pipe' },
     );
     let runner: number | undefined;

@@ -82,7 +82,9 @@ describe('finding the Temporal CLI', () => {
       assert.equal(b, expected);
       assert.deepEqual(await readdir(temporalCliCacheDir()), ['temporal'], 'no lock or staging folder left behind');
     });
-    assert.deepEqual((await readFile(counter, 'utf8')).trim().split('\n'), ['install github.com/temporalio/cli/cmd/temporal@v1.5.1']);
+    assert.deepEqual((await readFile(counter, 'utf8')).trim().split('\n'), [
+      'install github.com/temporalio/cli/cmd/temporal@v1.5.1',
+    ]);
     assert.match(lines.join('\n'), /about 4 minutes and 2 GB/);
   });
 

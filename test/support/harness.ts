@@ -88,6 +88,9 @@ const TEST_ENV: Record<string, string> = {
 let current: Harness | undefined;
 const cleanups: (() => Promise<unknown>)[] = [];
 
+/** Whether the shared harness runs (npm test) or not (npm run test:unit). */
+export const harnessRunning = () => current !== undefined;
+
 export function harness(): Harness {
   if (!current) throw new Error('the test harness is not started (test/setup.ts starts it)');
   return current;

@@ -1,6 +1,9 @@
 import { DEMO } from '../db/seeds/demo';
 import { type Realm, requestToken } from '../providers/identity/simulator';
-import { parseOptions, runCli } from './cli';
+import type { Config } from '../config';
+import { findUserByEmail } from '../db/auth/users';
+import { isUuid } from '../domain/identifiers';
+import { cliDatabase, parseOptions, runCli } from './cli';
 
 const USAGE = `usage: npm run --silent token -- --user <user id or e-mail> [--org <organization id>]
          [--permission <name>:<ORG|PLATFORM> ...] [--issuer backend|financing|financing-http|partner]
@@ -12,6 +15,16 @@ the merchant's seeded financing subject. --issuer partner signs the demo partner
 
 const seededUser = (given: string) =>
   Object.values(DEMO.users).find((u) => u.id === given || u.email.toLowerCase() === given.toLowerCase());
+
+/** A user created in the database (npm run user -- create), by e-mail. */
+async function storedUser(config: Config, email: string) {
+  const db = cliDatabase(config);
+  try {
+    return await findUserByEmail(db, email);
+  } finally {
+    await db.destroy();
+  }
+}
 
 /** `npm run --silent token`: a bearer token for scripts, on stdout and nothing else. */
 runCli(async (config) => {
@@ -37,8 +50,9 @@ runCli(async (config) => {
     Object.assign(claims, { sub: DEMO.partner.id, aud: config.PARTNER_EXCHANGE_AUDIENCE });
   } else if (realm === 'backend') {
     const given = values.user ?? DEMO.users.customer.email;
-    const user = seededUser(given);
-    if (!user && !/^[0-9a-f-]{36}$/i.test(given)) throw new Error(`no seeded user ${given}; pass a user id\n${USAGE}`);
+    // A seeded user, a user created with `npm run user -- create` (by e-mail), or a user id.
+    const user = seededUser(given) ?? (given.includes('@') ? await storedUser(config, given) : undefined);
+    if (!user && !isUuid(given)) throw new Error(`no user ${given}; pass a user id or e-mail\n${USAGE}`);
     Object.assign(claims, { sub: user?.auth_id ?? user?.id ?? given, aud: config.AUTH_AUDIENCE });
     if (values.org) claims.organization_id = values.org;
   } else {

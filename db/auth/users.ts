@@ -26,3 +26,27 @@ export function userRoles(db: Knex, organizationId: string, userId: string): Pro
 export async function hasAccess(db: Knex, organizationId: string, userId: string): Promise<boolean> {
   return (await db('user_access').where({ user_id: userId, organization_id: organizationId }).first()) !== undefined;
 }
+
+/** A new user of the organization with her roles (in one database transaction with what the caller adds). */
+export async function createUser(
+  trx: Knex.Transaction,
+  organizationId: string,
+  user: { id: string; email: string; name: string; phone: string; status: UserRow['status']; roles: string[] },
+): Promise<void> {
+  await trx('users').insert({
+    id: user.id,
+    organization_id: organizationId,
+    email: user.email,
+    name: user.name,
+    phone_number: user.phone,
+    status: user.status,
+  });
+  await trx('user_access').insert(
+    user.roles.map((role) => ({ user_id: user.id, organization_id: organizationId, role })),
+  );
+}
+
+/** The user with this e-mail, for the development CLIs (they run for an operator, across organizations). */
+export function findUserByEmail(db: Knex, email: string): Promise<(UserRow & { auth_id: string | null }) | undefined> {
+  return db('users').whereRaw('lower(email) = lower(?)', [email]).first();
+}

@@ -250,6 +250,7 @@ export function seedIds() {
       {
         id: u.id,
         email: u.email,
+        phone: u.phone_number ?? null,
         organization_id: u.organization_id,
         roles: u.roles,
         auth_id: u.auth_id,

@@ -200,6 +200,42 @@ describe('API keys and the development CLIs', () => {
     assert.notEqual((await run('dev/apikey.ts', ['create'])).status, 0);
   });
 
+  it('user create prints one JSON user (a customer with a current and a credit account) whose e-mail npm run token takes', async function () {
+    this.timeout(60_000);
+    const created = await run('dev/user.ts', ['create', '--phone', '+254711223340']);
+    assert.equal(created.status, 0, created.stderr);
+    const user = JSON.parse(created.stdout);
+    assert.deepEqual(Object.keys(user).sort(), [
+      'accounts',
+      'email',
+      'id',
+      'organization_id',
+      'phone',
+      'roles',
+      'status',
+    ]);
+    assert.deepEqual(
+      [user.organization_id, user.roles, user.status, user.phone],
+      [DEMO_ORG, ['CUSTOMER'], 'ACTIVE', '+254711223340'],
+    );
+    const accounts = await harness().db('accounts').where({ user_id: user.id }).orderBy('type');
+    assert.deepEqual(
+      accounts.map((a: { id: string; type: string }) => [a.type, a.id]),
+      [
+        ['CREDIT', user.accounts.credit],
+        ['CURRENT', user.accounts.current],
+      ],
+    );
+    const token = await run('dev/token.ts', ['--user', user.email]);
+    assert.equal(token.status, 0, token.stderr);
+    const me = await call('GET', '/v1/auth/whoami', { headers: bearer(token.stdout.trim()) });
+    assert.equal(me.body.user_id, user.id);
+    const agent = await run('dev/user.ts', ['create', '--role', 'AGENT', '--status', 'WAITING_LIST']);
+    assert.equal(JSON.parse(agent.stdout).accounts, null, 'only customers get accounts');
+    assert.notEqual((await run('dev/user.ts', ['create', '--role', 'KING'])).status, 0);
+    assert.notEqual((await run('dev/user.ts', ['create', '--phone', '0711223344'])).status, 0);
+  });
+
   it('token prints only a bearer token that passes the same verification as a real one', async function () {
     this.timeout(60_000);
     const backend = await run('dev/token.ts', ['--user', users.internal.email]);

@@ -1,0 +1,23 @@
+import { randomUUID } from 'node:crypto';
+import type { Knex } from 'knex';
+
+/** A customer's accounts: a current account (deposits and payouts) and a credit account (loans). */
+export interface CustomerAccounts {
+  current: string;
+  credit: string;
+}
+
+/** Opens a customer's current and credit accounts in `currency`. */
+export async function openCustomerAccounts(
+  db: Knex | Knex.Transaction,
+  organizationId: string,
+  userId: string,
+  currency = 'KES',
+): Promise<CustomerAccounts> {
+  const accounts = { current: randomUUID(), credit: randomUUID() };
+  await db('accounts').insert([
+    { id: accounts.current, organization_id: organizationId, user_id: userId, type: 'CURRENT', currency },
+    { id: accounts.credit, organization_id: organizationId, user_id: userId, type: 'CREDIT', currency },
+  ]);
+  return accounts;
+}

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { ProviderApiVersion } from '../../domain/kyc/provider-version';
 import { KycStatus } from '../../domain/kyc/status';
+import { isUuid } from '../../domain/identifiers';
 import { isUniqueViolation } from '../knex';
 
 /** KYC queries; each takes the caller's organization first, so no query can cross tenants. */
@@ -97,7 +98,7 @@ export function findApplicationByJobId(
   db: Knex,
   jobId: string,
 ): Promise<Pick<KycApplicationRow, 'id' | 'organization_id'> | undefined> {
-  if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(jobId)) return Promise.resolve(undefined);
+  if (!isUuid(jobId)) return Promise.resolve(undefined);
   return db('kyc_applications').where({ job_id: jobId }).first('id', 'organization_id');
 }
 

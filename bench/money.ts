@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import { generateServiceSigningKey } from '../api/auth/service-keys';
-import { loadConfig } from '../config';
+import { loadDevConfig } from '../dev/config';
 import { createDb, migrate } from '../db/knex';
 import { DEMO, seedDemoData } from '../db/seeds/demo';
 import { mobileMoneySettings, startDevelopmentProviders } from '../dev/simulators';
@@ -100,7 +100,7 @@ const line = (name: string, m: Loop, unit: string) =>
 export async function moneyBench(): Promise<void> {
   const cleanups: (() => Promise<unknown>)[] = [];
   try {
-    const base = loadConfig({ ...process.env, LOG_LEVEL: 'info' });
+    const base = loadDevConfig({ ...process.env, LOG_LEVEL: 'info' });
     const databaseUrl = await benchDatabase(base.DATABASE_URL, cleanups);
     const simulator = await startServer<{ url: string }>('simulator.ts', { BENCH_SIMULATOR: 'mobile-money' });
     cleanups.push(() => stopProcess(simulator.child));

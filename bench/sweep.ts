@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { Client, Connection } from '@temporalio/client';
 import { loadConfig } from '../config';
+import { loadDevConfig } from '../dev/config';
 import { createDb, type Knex, migrate } from '../db/knex';
 import { mobileMoneySettings } from '../dev/simulators';
 import { startTemporalDevServer } from '../dev/temporal-server';
@@ -35,7 +36,7 @@ const WORKERS = Number(process.env.BENCH_SWEEP_WORKERS ?? 1);
 export async function kycSweepBench(sizes = [10_000, 100_000]): Promise<void> {
   const cleanups: (() => Promise<unknown>)[] = [];
   try {
-    const base = loadConfig({ ...process.env, LOG_LEVEL: 'info' });
+    const base = loadDevConfig({ ...process.env, LOG_LEVEL: 'info' });
     const databaseUrl = await benchDatabase(base.DATABASE_URL, cleanups);
     const db = createDb(databaseUrl, 4);
     cleanups.push(() => db.destroy());

@@ -1,6 +1,6 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { loadConfig, type Config } from '../config';
 import { createDb, type Knex, withDatabase } from '../db/knex';
+import { type DevConfig, loadDevConfig } from './config';
 
 /** Parses a CLI's options, exiting with its usage on a mistake. */
 export function parseOptions<T extends ParseArgsConfig['options']>(
@@ -20,7 +20,7 @@ export function parseOptions<T extends ParseArgsConfig['options']>(
  * The service's database for a CLI: DATABASE_URL, or the embedded PostgreSQL that a running
  * `npm start` keeps under .data/.
  */
-export function cliDatabase(config: Config): Knex {
+export function cliDatabase(config: DevConfig): Knex {
   const url =
     config.DATABASE_URL ??
     withDatabase(`postgres://postgres:postgres@127.0.0.1:${config.EMBEDDED_POSTGRES_PORT}/postgres`, 'lending');
@@ -28,10 +28,10 @@ export function cliDatabase(config: Config): Knex {
 }
 
 /** Runs a CLI's main, printing only the error message (never a stack) on failure. */
-export function runCli(main: (config: Config) => Promise<void>): void {
-  let config: Config;
+export function runCli(main: (config: DevConfig) => Promise<void>): void {
+  let config: DevConfig;
   try {
-    config = loadConfig({ LOG_LEVEL: 'silent', ...process.env });
+    config = loadDevConfig({ LOG_LEVEL: 'silent', ...process.env });
   } catch (error) {
     console.error(error instanceof Error ? error.message : error);
     process.exit(2);

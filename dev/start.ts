@@ -6,7 +6,7 @@ import { NativeConnection } from '@temporalio/worker';
 import { buildApp } from '../api/app';
 import { loadServiceKeys } from '../api/auth/service-keys';
 import { startApi } from '../api/server';
-import { ConfigError, loadConfig } from '../config';
+import { ConfigError } from '../config';
 import { createLogger } from '../config/logger';
 import { createDb, ensureDatabase, migrate } from '../db/knex';
 import { seedDemoData } from '../db/seeds/demo';
@@ -16,6 +16,7 @@ import { bundleWorkflows } from '../worker/bundle';
 import { installRuntime } from '../worker/runtime';
 import { ensureSchedules } from '../worker/schedules/index';
 import { createWorker } from '../worker/worker';
+import { loadDevConfig } from './config';
 import { startEmbeddedPostgres } from './embedded-postgres';
 import { serviceSigningKey } from './identity';
 import { watchParent } from './parent-watch';
@@ -30,7 +31,7 @@ import { startTemporalDevServer } from './temporal-server';
  * second start reuses the data.
  */
 async function main() {
-  let config = loadConfig();
+  let config = loadDevConfig();
   const logger = createLogger(config.LOG_LEVEL);
   const say = (line: string) => console.log(line);
   const stops: (() => Promise<unknown>)[] = [];
@@ -66,6 +67,7 @@ async function main() {
     stops.push(() => providersDev.close());
     // Providers call back to the API; PUBLIC_BASE_URL says where it is when not set.
     config = {
+      ...config,
       ...providersDev.config,
       PUBLIC_BASE_URL: providersDev.config.PUBLIC_BASE_URL ?? `http://${config.HOST}:${config.PORT}`,
     };

@@ -1,6 +1,6 @@
 import { DEMO } from '../db/seeds/demo';
 import { type Realm, requestToken } from '../providers/identity/simulator';
-import type { Config } from '../config';
+import type { DevConfig } from './config';
 import { findUserByEmail } from '../db/auth/users';
 import { isUuid } from '../domain/identifiers';
 import { cliDatabase, parseOptions, runCli } from './cli';
@@ -17,7 +17,7 @@ const seededUser = (given: string) =>
   Object.values(DEMO.users).find((u) => u.id === given || u.email.toLowerCase() === given.toLowerCase());
 
 /** A user created in the database (npm run user -- create), by e-mail. */
-async function storedUser(config: Config, email: string) {
+async function storedUser(config: DevConfig, email: string) {
   const db = cliDatabase(config);
   try {
     return await findUserByEmail(db, email);

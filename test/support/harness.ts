@@ -14,6 +14,7 @@ import { type Config, loadConfig } from '../../config';
 import { createLogger, type Logger } from '../../config/logger';
 import { createDb, dropDatabase, ensureDatabase, type Knex, migrate } from '../../db/knex';
 import { seedDemoData } from '../../db/seeds/demo';
+import { loadDevConfig } from '../../dev/config';
 import { startDevelopmentProviders } from '../../dev/simulators';
 import type { RunningKycSimulator } from '../../providers/kyc/simulator';
 import type { RunningMobileMoneySimulator } from '../../providers/mobile-money/simulator';
@@ -126,7 +127,9 @@ export async function startHarness(): Promise<Harness> {
       });
       return pg.url;
     }),
-    step('temporal cli', () => findTemporalCli({ explicitPath: config.TEMPORAL_CLI_PATH, log })),
+    step('temporal cli', () =>
+      findTemporalCli({ explicitPath: loadDevConfig({ ...process.env, ...TEST_ENV }).TEMPORAL_CLI_PATH, log }),
+    ),
     step('bundle', () => bundleWorkflows(require.resolve('../fixtures/workflows'))),
   ]);
 

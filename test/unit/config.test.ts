@@ -4,6 +4,7 @@ import path from 'node:path';
 import fc from 'fast-check';
 import { ConfigError, loadConfig } from '../../config';
 import { parseByteSize, parseDuration } from '../../config/duration';
+import { loadDevConfig } from '../../dev/config';
 
 describe('configuration from the environment', () => {
   it('applies documented defaults when nothing is set', () => {
@@ -37,6 +38,23 @@ describe('configuration from the environment', () => {
         assert.match(error.message, /KYC_CALLBACK_WAIT: expected a duration/);
         return true;
       },
+    );
+  });
+
+  it('keeps the dev-only settings out of the service configuration, and checks them in the dev one', () => {
+    const env = { DATA_DIR: '/tmp/x', TEMPORAL_UI_PORT: '9000', PORT: '3001' };
+    const service = loadConfig(env);
+    assert.equal(service.PORT, 3001);
+    assert.equal('DATA_DIR' in service, false);
+    assert.equal('TEMPORAL_UI_PORT' in service, false);
+    const dev = loadDevConfig(env);
+    assert.equal(dev.PORT, 3001);
+    assert.equal(dev.DATA_DIR, '/tmp/x');
+    assert.equal(dev.TEMPORAL_UI_PORT, 9000);
+    assert.equal(dev.EMBEDDED_POSTGRES_PORT, 54329);
+    assert.throws(
+      () => loadDevConfig({ TEMPORAL_UI_PORT: 'ui' }),
+      (error: unknown) => error instanceof ConfigError && error.problems[0]?.variable === 'TEMPORAL_UI_PORT',
     );
   });
 

@@ -1,0 +1,33 @@
+import { z } from 'zod';
+import { addressList, byteSize, duration, flag, optionalUrl, positiveInt } from './fields';
+
+/** Identity verification: the provider, what a submission may carry, and how long each step may take. */
+export const kycSettings = {
+  /** The identity-verification provider (a simulator under npm start and the tests). */
+  KYC_PROVIDER_URL: optionalUrl,
+  KYC_PARTNER_ID: z.string().min(1).optional(),
+  KYC_API_KEY: z.string().min(1).optional(),
+  KYC_PROVIDER_NAME: z.string().min(1).default('smile_identity'),
+  /** When set, identity-verification callbacks are taken only from these source addresses. */
+  KYC_CALLBACK_SOURCES: addressList,
+  /** Largest decoded image a verification accepts (selfie, document side or liveness frame). */
+  KYC_MAX_IMAGE_BYTES: byteSize('5mb'),
+  KYC_LIVENESS_MIN_IMAGES: z.coerce.number().int().min(0).default(3),
+  KYC_LIVENESS_MAX_IMAGES: z.coerce.number().int().min(1).default(8),
+  KYC_CONSENT_REQUIRED: flag(true),
+  KYC_PRIVACY_POLICY_URL: z.url().default('https://lending-service.example/privacy'),
+  /** After this many rejected submissions an application may not be submitted again for a while. */
+  KYC_MAX_RESUBMISSIONS: z.coerce.number().int().min(0).default(3),
+  KYC_REAPPLY_BLOCK: duration('30d'),
+  /** How long a submitted KYC job may stay with the provider before the expiry sweep looks at it. */
+  KYC_SUBMISSION_WINDOW: duration('24h'),
+  KYC_CALLBACK_WAIT: duration('30m'),
+  KYC_STATUS_RECOVERY_TIMEOUT: duration('5s'),
+  /** GET status asks the provider first when a pending verification has not heard from it for this long. */
+  KYC_STATUS_STALE_AFTER: duration('2m'),
+  KYC_EXPIRY_SWEEP_INTERVAL: duration('15m'),
+  /** Applications the sweep asks the provider about per batch (per activity). */
+  KYC_SWEEP_BATCH_SIZE: positiveInt(500),
+  /** Provider status lookups one sweep batch keeps in flight. */
+  KYC_SWEEP_CONCURRENCY: positiveInt(8),
+};

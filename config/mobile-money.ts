@@ -1,0 +1,39 @@
+import { z } from 'zod';
+import { addressList, duration, flag, optionalUrl } from './fields';
+
+const shortCode = z.string().regex(/^\d{5,7}$/);
+
+/** Mobile money: the provider's credentials and the waits of STK pushes and send-money payouts. */
+export const mobileMoneySettings = {
+  /** The mobile-money provider (a simulator under npm start and the tests). */
+  MOBILE_MONEY_URL: optionalUrl,
+  MOBILE_MONEY_CONSUMER_KEY: z.string().min(1).optional(),
+  MOBILE_MONEY_CONSUMER_SECRET: z.string().min(1).optional(),
+  /** Paybill number, or the store number when MOBILE_MONEY_TILL_NUMBER makes pushes Buy Goods. */
+  MOBILE_MONEY_SHORT_CODE: shortCode.optional(),
+  MOBILE_MONEY_PASSKEY: z.string().min(1).optional(),
+  MOBILE_MONEY_TILL_NUMBER: z
+    .union([z.literal(''), shortCode])
+    .optional()
+    .transform((v) => v || undefined),
+  MOBILE_MONEY_INITIATOR_NAME: z.string().min(1).optional(),
+  MOBILE_MONEY_SECURITY_CREDENTIAL: z.string().min(1).optional(),
+  /** When set, mobile-money callbacks are taken only from these source addresses (the provider's published ones). */
+  MOBILE_MONEY_CALLBACK_SOURCES: addressList,
+
+  STK_PUSH_CALLBACK_WAIT: duration('2m'),
+  /** After the callback wait, how often and for how long the provider is asked before the push is given up as failed. */
+  STK_PUSH_QUERY_INTERVAL: duration('15s'),
+  STK_PUSH_QUERY_DEADLINE: duration('10m'),
+  /**
+   * Require the provider's status query before every paid push, even when its callback is
+   * complete and consistent (a failure is always confirmed that way). Costs one provider call
+   * per push; see the money benchmark.
+   */
+  STK_PUSH_CONFIRM_SUCCESS: flag(false),
+  /**
+   * How long send-money waits for the B2C result or queue timeout (the provider always sends
+   * one). Past it the payout is FAILED with NO_RESULT and its hold released.
+   */
+  SEND_MONEY_RESULT_WAIT: duration('24h'),
+};

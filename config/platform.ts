@@ -1,0 +1,72 @@
+import { z } from 'zod';
+import { byteSize, date, duration, flag, optionalUrl, port, positiveInt } from './fields';
+
+/** Settings of the service as a whole: the API, Postgres, Temporal, the worker, callbacks, idempotency, rate limits. */
+export const platformSettings = {
+  NODE_ENV: z.enum(['development', 'test', 'production']).default('development'),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+
+  HOST: z.string().min(1).default('127.0.0.1'),
+  /** Trust X-Forwarded-For from a load balancer in front of the API. */
+  TRUST_PROXY: flag(false),
+  /**
+   * With TRUST_PROXY, how many proxies in front of the API append to X-Forwarded-For: the client
+   * is that many entries from the right (entries further left are the client's own words).
+   */
+  TRUST_PROXY_HOPS: positiveInt(1),
+  PORT: port(3000),
+  /** Public base address of the API, used in links such as callback URLs. Defaults to http://HOST:PORT. */
+  PUBLIC_BASE_URL: optionalUrl,
+  BODY_LIMIT: byteSize('100kb'),
+  /** The verification routes carry base64 selfies, documents and liveness frames. */
+  BODY_LIMIT_VERIFICATION: byteSize('20mb'),
+
+  /** Postgres connection string; when absent, `npm start` and `npm test` run an embedded PostgreSQL. */
+  DATABASE_URL: optionalUrl,
+  DATABASE_POOL_MAX: positiveInt(10),
+
+  /** Temporal frontend address; when absent, `npm start` runs a Temporal dev server. */
+  TEMPORAL_ADDRESS: z.string().min(1).optional(),
+  TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
+  TEMPORAL_TASK_QUEUE: z.string().min(1).default('lending-service'),
+  WORKER_METRICS_PORT: port(9464),
+  WORKER_SHUTDOWN_GRACE: duration('30s'),
+  READINESS_TIMEOUT: duration('2s'),
+
+  /** Largest provider callback body (413 beyond): a real one is under 4 kB. */
+  CALLBACK_BODY_LIMIT: byteSize('16kb'),
+  /** Callbacks stored raw per transaction or KYC application; more are counted and logged, not stored. */
+  CALLBACKS_STORED_PER_RESOURCE: positiveInt(20),
+  /** How long raw provider callbacks are kept; older ones are purged by the callback-retention schedule. */
+  CALLBACK_RETENTION: duration('90d'),
+  /** How often the callback-retention schedule runs. */
+  CALLBACK_PURGE_INTERVAL: duration('1h'),
+
+  IDEMPOTENCY_KEY_TTL: duration('24h'),
+  /**
+   * How long a running Idempotency-Key request holds its key without renewing it (it renews while
+   * it runs): past it the executor is taken for dead and a retry executes instead.
+   */
+  IDEMPOTENCY_LOCK_TIMEOUT: duration('60s'),
+  /** How often the idempotency-key-purge schedule deletes expired keys. */
+  IDEMPOTENCY_PURGE_INTERVAL: duration('10m'),
+
+  RATE_LIMIT_MEMORY: flag(false),
+  /** Requests per RATE_LIMIT_WINDOW for one caller, and for all callers of one organization together. */
+  RATE_LIMIT_CALLER_POINTS: positiveInt(300),
+  RATE_LIMIT_ORGANIZATION_POINTS: positiveInt(3000),
+  RATE_LIMIT_WINDOW: duration('1m'),
+  /** Provider callbacks per RATE_LIMIT_WINDOW from one source address (a budget of their own). */
+  RATE_LIMIT_CALLBACK_POINTS: positiveInt(600),
+  /**
+   * Failed authentications per RATE_LIMIT_WINDOW from one source address, and against one target
+   * (a user, an API key prefix) from all addresses together; past it, 429 before any verification.
+   */
+  RATE_LIMIT_AUTH_FAILURE_POINTS: positiveInt(20),
+  /** How often an API instance adds its spending to the shared counters and reads theirs back. */
+  RATE_LIMIT_SYNC_INTERVAL: duration('100ms'),
+
+  /** Deprecated operations and channels: when they were deprecated (RFC 9745) and their sunset (RFC 8594). */
+  DEPRECATED_SINCE: date('2026-07-01'),
+  DEPRECATION_SUNSET: date('2027-07-01'),
+};

@@ -1,0 +1,29 @@
+import { z } from 'zod';
+import { configShape, parseEnvironment } from '../config';
+import { port } from '../config/fields';
+
+/** Settings only `npm start`, the dev CLIs, the test harness and the benchmarks read. */
+const devSettings = {
+  /** Where `npm start` keeps its embedded Postgres, Temporal data and generated keys. */
+  DATA_DIR: z.string().min(1).default('.data'),
+  EMBEDDED_POSTGRES_PORT: port(54329),
+  TEMPORAL_DEV_PORT: port(7233),
+  TEMPORAL_UI_PORT: port(8233),
+  /** An existing Temporal CLI binary (otherwise PATH, the cache, or a build with Go). */
+  TEMPORAL_CLI_PATH: z.string().min(1).optional(),
+  /** Port of the development identity provider simulator under npm start. */
+  DEV_IDP_PORT: port(3101),
+  /** Port of the identity-verification provider simulator under npm start. */
+  KYC_SIMULATOR_PORT: port(3102),
+  /** Port of the mobile-money provider simulator under npm start. */
+  MOBILE_MONEY_SIMULATOR_PORT: port(3103),
+};
+
+const devConfigSchema = z.object({ ...configShape, ...devSettings });
+
+/** The service's settings and the development ones. */
+export type DevConfig = z.output<typeof devConfigSchema>;
+
+export function loadDevConfig(env: NodeJS.ProcessEnv = process.env): DevConfig {
+  return parseEnvironment(devConfigSchema, env);
+}

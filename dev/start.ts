@@ -144,6 +144,7 @@ async function main() {
     if (env) say(`Temporal UI    http://127.0.0.1:${config.TEMPORAL_UI_PORT}`);
     say(`Identity (dev) ${providersDev.idp.url}  (npm run --silent token -- --user <id or e-mail>)`);
     if (providersDev.kyc) say(`KYC provider   ${providersDev.kyc.url}  (simulator)`);
+    if (providersDev.mobileMoney) say(`Mobile money   ${providersDev.mobileMoney.url}  (simulator)`);
     say('ready (Ctrl-C stops everything)');
     await running; // a worker that dies on its own takes the service down with it
     if (!stopping) throw new Error('worker stopped unexpectedly');

@@ -149,6 +149,7 @@ describe('npm start: the whole service with embedded defaults', () => {
       );
       assert.match(output, new RegExp(`API +http://127.0.0.1:${ports.PORT}`));
       assert.match(output, new RegExp(`Temporal UI +http://127.0.0.1:${ports.TEMPORAL_UI_PORT}`));
+      assert.match(output, new RegExp(`Mobile money +http://127.0.0.1:${ports.MOBILE_MONEY_SIMULATOR_PORT}`));
       const ready = await fetch(`http://127.0.0.1:${ports.PORT}/readyz`);
       assert.equal(ready.status, 200);
       assert.deepEqual(await ready.json(), { status: 'ready', checks: { postgres: 'ok', temporal: 'ok' } });

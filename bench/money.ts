@@ -102,9 +102,14 @@ export async function moneyBench(): Promise<void> {
   try {
     const base = loadDevConfig({ ...process.env, LOG_LEVEL: 'info' });
     const databaseUrl = await benchDatabase(base.DATABASE_URL, cleanups);
-    const simulator = await startServer<{ url: string }>('simulator.ts', { BENCH_SIMULATOR: 'mobile-money' });
+    const simulator = await startServer<{ url: string; certificate: string }>('simulator.ts', {
+      BENCH_SIMULATOR: 'mobile-money',
+    });
     cleanups.push(() => stopProcess(simulator.child));
-    const dev = await startDevelopmentProviders({ ...base, ...mobileMoneySettings(simulator.info.url) });
+    const dev = await startDevelopmentProviders({
+      ...base,
+      ...mobileMoneySettings(simulator.info.url, simulator.info.certificate),
+    });
     cleanups.push(() => dev.close());
     const config = dev.config;
     const db = createDb(databaseUrl, 4);
@@ -158,7 +163,7 @@ export async function moneyBench(): Promise<void> {
       KYC_PROVIDER_URL: config.KYC_PROVIDER_URL,
       KYC_PARTNER_ID: config.KYC_PARTNER_ID,
       KYC_API_KEY: config.KYC_API_KEY,
-      ...mobileMoneySettings(simulator.info.url),
+      ...mobileMoneySettings(simulator.info.url, simulator.info.certificate),
       // High enough never to refuse: the benchmark measures the work, not the limits.
       RATE_LIMIT_CALLER_POINTS: '1000000000',
       RATE_LIMIT_ORGANIZATION_POINTS: '1000000000',

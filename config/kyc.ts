@@ -7,6 +7,11 @@ export const kycSettings = {
   KYC_PROVIDER_URL: optionalUrl,
   KYC_PARTNER_ID: z.string().min(1).optional(),
   KYC_API_KEY: z.string().min(1).optional(),
+  /**
+   * PEM of a CA the client trusts besides the system's, for the provider and its upload URLs
+   * (development: the simulator's certificate; production: unset).
+   */
+  KYC_PROVIDER_CA: z.string().min(1).optional(),
   KYC_PROVIDER_NAME: z.string().min(1).default('smile_identity'),
   /** When set, identity-verification callbacks are taken only from these source addresses. */
   KYC_CALLBACK_SOURCES: addressList,

@@ -17,7 +17,11 @@ export const mobileMoneySettings = {
     .optional()
     .transform((v) => v || undefined),
   MOBILE_MONEY_INITIATOR_NAME: z.string().min(1).optional(),
-  MOBILE_MONEY_SECURITY_CREDENTIAL: z.string().min(1).optional(),
+  /** Secret: the B2C initiator's password, encrypted for every payout into its SecurityCredential. */
+  MOBILE_MONEY_INITIATOR_PASSWORD: z.string().min(1).optional(),
+  /** The provider's certificate that SecurityCredential is encrypted with: its file (PEM or DER), or the PEM itself. */
+  MOBILE_MONEY_CERTIFICATE_PATH: z.string().min(1).optional(),
+  MOBILE_MONEY_CERTIFICATE: z.string().min(1).optional(),
   /** When set, mobile-money callbacks are taken only from these source addresses (the provider's published ones). */
   MOBILE_MONEY_CALLBACK_SOURCES: addressList,
 

@@ -15,8 +15,12 @@ const devSettings = {
   DEV_IDP_PORT: port(3101),
   /** Port of the identity-verification provider simulator under npm start. */
   KYC_SIMULATOR_PORT: port(3102),
+  /** Its TLS port (official SDKs force https). */
+  KYC_SIMULATOR_TLS_PORT: port(3112),
   /** Port of the mobile-money provider simulator under npm start. */
   MOBILE_MONEY_SIMULATOR_PORT: port(3103),
+  /** Its TLS port (clients that force https). */
+  MOBILE_MONEY_SIMULATOR_TLS_PORT: port(3113),
 };
 
 const devConfigSchema = z.object({ ...configShape, ...devSettings });

@@ -2,6 +2,7 @@ import type { Config } from '../config';
 import { DEMO, type SeedOptions } from '../db/seeds/demo';
 import { type RunningIdentityProvider, startIdentityProvider } from '../providers/identity/simulator';
 import { type RunningKycSimulator, startKycSimulator } from '../providers/kyc/simulator';
+import { selfSignedCertificate } from '../providers/certificates';
 import { type RunningMobileMoneySimulator, startMobileMoneySimulator } from '../providers/mobile-money/simulator';
 import { devSeedOptions, grantDemoMerchantOverHttp, withDevIdentityProvider } from './identity';
 
@@ -14,8 +15,11 @@ export const DEV_MOBILE_MONEY = {
   shortCode: '174379',
   passkey: 'dev-passkey-not-a-secret',
   initiatorName: 'dev-initiator',
-  securityCredential: 'dev-security-credential-not-a-secret',
+  /** Encrypted per payout with the simulator's certificate into the SecurityCredential. */
+  initiatorPassword: 'dev-initiator-password-not-a-secret',
 };
+/** The certificates of the mobile-money simulators this process started, by URL (see mobileMoneySettings). */
+const simulatorCertificates = new Map<string, string>();
 
 export interface DevelopmentProviders {
   /** The configuration pointed at the simulators (values given in the environment win). */
@@ -36,18 +40,40 @@ export interface DevelopmentProviders {
  */
 export async function startDevelopmentProviders(
   config: Config,
-  options: { idpPort?: number; idpKeysFile?: string; kycPort?: number; mobileMoneyPort?: number } = {},
+  options: {
+    idpPort?: number;
+    idpKeysFile?: string;
+    kycPort?: number;
+    kycTlsPort?: number;
+    mobileMoneyPort?: number;
+    mobileMoneyTlsPort?: number;
+  } = {},
 ): Promise<DevelopmentProviders> {
   const idp = await startIdentityProvider({
     port: options.idpPort,
     keysFile: options.idpKeysFile,
     partnerIssuer: DEMO.partner.issuer,
   });
-  const kyc = config.KYC_PROVIDER_URL ? undefined : await startKycSimulator({ ...DEV_KYC, port: options.kycPort });
+  // The development API has no TLS and its port is chosen later: the simulated partner's
+  // allow-list takes any https URL and this machine's loopback over http.
+  const kyc = config.KYC_PROVIDER_URL
+    ? undefined
+    : await startKycSimulator({
+        ...DEV_KYC,
+        port: options.kycPort,
+        tlsPort: options.kycTlsPort,
+        callbackAllowList: ['https://', 'http://127.0.0.1:', 'http://localhost:'],
+      });
   const mobileMoney = config.MOBILE_MONEY_URL
     ? undefined
-    : await startMobileMoneySimulator({ ...DEV_MOBILE_MONEY, port: options.mobileMoneyPort });
+    : await startMobileMoneySimulator({
+        ...DEV_MOBILE_MONEY,
+        port: options.mobileMoneyPort,
+        tlsPort: options.mobileMoneyTlsPort,
+      });
+  if (mobileMoney) simulatorCertificates.set(mobileMoney.url, mobileMoney.certificate);
   const close = async () => {
+    if (mobileMoney) simulatorCertificates.delete(mobileMoney.url);
     await Promise.all([idp.close(), kyc?.close(), mobileMoney?.close()]);
   };
   try {
@@ -58,10 +84,16 @@ export async function startDevelopmentProviders(
   }
   const withIdp = withDevIdentityProvider(config, idp);
   const withKyc = kyc
-    ? { ...withIdp, KYC_PROVIDER_URL: kyc.url, KYC_PARTNER_ID: DEV_KYC.partnerId, KYC_API_KEY: DEV_KYC.apiKey }
+    ? {
+        ...withIdp,
+        KYC_PROVIDER_URL: kyc.url,
+        KYC_PARTNER_ID: DEV_KYC.partnerId,
+        KYC_API_KEY: DEV_KYC.apiKey,
+        KYC_PROVIDER_CA: kyc.certificate,
+      }
     : withIdp;
   return {
-    config: mobileMoney ? { ...withKyc, ...mobileMoneySettings(mobileMoney.url) } : withKyc,
+    config: mobileMoney ? { ...withKyc, ...mobileMoneySettings(mobileMoney.url, mobileMoney.certificate) } : withKyc,
     idp,
     kyc,
     mobileMoney,
@@ -70,8 +102,15 @@ export async function startDevelopmentProviders(
   };
 }
 
-/** The configuration that points the service at a mobile-money simulator with the development credentials. */
-export function mobileMoneySettings(url: string) {
+/**
+ * The configuration that points the service at a mobile-money simulator with the development
+ * credentials, its certificate included (PEM: the B2C SecurityCredential is encrypted with it).
+ * Without `certificate`, that of the simulator this process started at `url`; for a simulator
+ * in another process (GET /_control/certificate gives its certificate) or no simulator at all, a
+ * certificate nobody holds the key of: everything works but payouts, which end in Result 2001,
+ * as they would with the wrong certificate.
+ */
+export function mobileMoneySettings(url: string, certificate?: string) {
   return {
     MOBILE_MONEY_URL: url,
     MOBILE_MONEY_CONSUMER_KEY: DEV_MOBILE_MONEY.consumerKey,
@@ -79,6 +118,11 @@ export function mobileMoneySettings(url: string) {
     MOBILE_MONEY_SHORT_CODE: DEV_MOBILE_MONEY.shortCode,
     MOBILE_MONEY_PASSKEY: DEV_MOBILE_MONEY.passkey,
     MOBILE_MONEY_INITIATOR_NAME: DEV_MOBILE_MONEY.initiatorName,
-    MOBILE_MONEY_SECURITY_CREDENTIAL: DEV_MOBILE_MONEY.securityCredential,
+    MOBILE_MONEY_INITIATOR_PASSWORD: DEV_MOBILE_MONEY.initiatorPassword,
+    MOBILE_MONEY_CERTIFICATE: certificate ?? simulatorCertificates.get(url) ?? unknownCertificate(),
   };
 }
+
+let unknown: string | undefined;
+/** Made once, on first need (an RSA key pair takes a moment). */
+const unknownCertificate = () => (unknown ??= selfSignedCertificate({ commonName: 'no mobile-money simulator' }).cert);

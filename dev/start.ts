@@ -1,4 +1,4 @@
-import { mkdir } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
@@ -12,6 +12,7 @@ import { createDb, ensureDatabase, migrate } from '../db/knex';
 import { seedDemoData } from '../db/seeds/demo';
 import { systemClock } from '../domain/clock';
 import { createProviders } from '../providers';
+import { simulatorCertificate } from '../providers/simulator-server';
 import { bundleWorkflows } from '../worker/bundle';
 import { installRuntime } from '../worker/runtime';
 import { ensureSchedules } from '../worker/schedules/index';
@@ -62,7 +63,9 @@ async function main() {
       idpPort: config.DEV_IDP_PORT,
       idpKeysFile: path.join(config.DATA_DIR, 'identity-provider-keys.json'),
       kycPort: config.KYC_SIMULATOR_PORT,
+      kycTlsPort: config.KYC_SIMULATOR_TLS_PORT,
       mobileMoneyPort: config.MOBILE_MONEY_SIMULATOR_PORT,
+      mobileMoneyTlsPort: config.MOBILE_MONEY_SIMULATOR_TLS_PORT,
     });
     stops.push(() => providersDev.close());
     // Providers call back to the API; PUBLIC_BASE_URL says where it is when not set.
@@ -143,8 +146,19 @@ async function main() {
     say(`API reference  ${api.url}/docs`);
     if (env) say(`Temporal UI    http://127.0.0.1:${config.TEMPORAL_UI_PORT}`);
     say(`Identity (dev) ${providersDev.idp.url}  (npm run --silent token -- --user <id or e-mail>)`);
-    if (providersDev.kyc) say(`KYC provider   ${providersDev.kyc.url}  (simulator)`);
-    if (providersDev.mobileMoney) say(`Mobile money   ${providersDev.mobileMoney.url}  (simulator)`);
+    // Client SDKs force https: they trust the simulators' TLS certificate (NODE_EXTRA_CA_CERTS).
+    const tlsCertificate = path.join(config.DATA_DIR, 'simulator-ca.pem');
+    if (providersDev.kyc || providersDev.mobileMoney) await writeFile(tlsCertificate, simulatorCertificate().cert);
+    if (providersDev.kyc) say(`KYC provider   ${providersDev.kyc.url}, ${providersDev.kyc.tlsUrl}  (simulator)`);
+    if (providersDev.mobileMoney) {
+      // The certificate B2C clients encrypt the initiator password with (mpesa-node certPath).
+      const credentialCertificate = path.join(config.DATA_DIR, 'mobile-money-simulator.cer');
+      await writeFile(credentialCertificate, providersDev.mobileMoney.certificate);
+      say(
+        `Mobile money   ${providersDev.mobileMoney.url}, ${providersDev.mobileMoney.tlsUrl}  (simulator; B2C certificate ${credentialCertificate})`,
+      );
+    }
+    if (providersDev.kyc || providersDev.mobileMoney) say(`TLS trust      NODE_EXTRA_CA_CERTS=${tlsCertificate}`);
     say('ready (Ctrl-C stops everything)');
     await running; // a worker that dies on its own takes the service down with it
     if (!stopping) throw new Error('worker stopped unexpectedly');

@@ -1,5 +1,6 @@
 import http from 'node:http';
 import https from 'node:https';
+import tls from 'node:tls';
 
 /**
  * HTTP for provider calls: a deadline over the whole exchange whose timer is cleared as soon as
@@ -38,21 +39,37 @@ export class HttpTimeoutError extends Error {
 }
 
 /**
- * A request with a string or no body through node:http, which costs a fraction of fetch's CPU on
- * the hot provider paths (status lookups, pushes). Network failures reject with the socket's
- * error (its `code`, e.g. ECONNREFUSED, tells whether anything was sent).
+ * Keep-alive HTTPS that also trusts `ca` (PEM): a provider whose certificate no public CA signed
+ * (our simulators in development). Without `ca`, the shared agent and the system's CAs.
+ */
+export function httpsAgentTrusting(ca: string | undefined): https.Agent {
+  return ca
+    ? new https.Agent({ keepAlive: true, maxSockets: 64, ca: [...tls.rootCertificates, ca] })
+    : agents['https:'];
+}
+
+/**
+ * A request through node:http, which costs a fraction of fetch's CPU on the hot provider paths
+ * (status lookups, pushes). Network failures reject with the socket's error (its `code`, e.g.
+ * ECONNREFUSED, tells whether anything was sent). `httpsAgent` replaces the shared one for
+ * https URLs.
  */
 export function request(
   url: string,
-  init: { method?: string; headers?: Record<string, string>; body?: string },
+  init: { method?: string; headers?: Record<string, string>; body?: string | Uint8Array; httpsAgent?: https.Agent },
   timeoutMs: number,
 ): Promise<HttpAnswer> {
   const target = new URL(url);
-  const transport = target.protocol === 'https:' ? https : http;
+  const secure = target.protocol === 'https:';
+  const transport = secure ? https : http;
   return new Promise((resolve, reject) => {
     const req = transport.request(
       target,
-      { method: init.method ?? 'GET', headers: init.headers, agent: agents[target.protocol as 'http:' | 'https:'] },
+      {
+        method: init.method ?? 'GET',
+        headers: init.headers,
+        agent: secure ? (init.httpsAgent ?? agents['https:']) : agents['http:'],
+      },
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (chunk: Buffer) => chunks.push(chunk));

@@ -1,6 +1,7 @@
 import type { Config } from '../config';
 import { createKycProviderClient, type KycProviderClient } from './kyc/client';
 import { createMobileMoneyClient } from './mobile-money/client';
+import { configuredCertificate } from './mobile-money/security-credential';
 import type { MobileMoneyClient } from './mobile-money/protocol';
 
 /**
@@ -31,13 +32,14 @@ export function createProviders(config: Config): Providers {
     'MOBILE_MONEY_SHORT_CODE',
     'MOBILE_MONEY_PASSKEY',
     'MOBILE_MONEY_INITIATOR_NAME',
-    'MOBILE_MONEY_SECURITY_CREDENTIAL',
+    'MOBILE_MONEY_INITIATOR_PASSWORD',
   ]);
   return {
     kyc: createKycProviderClient({
       baseUrl: kyc.KYC_PROVIDER_URL,
       partnerId: kyc.KYC_PARTNER_ID,
       apiKey: kyc.KYC_API_KEY,
+      ca: config.KYC_PROVIDER_CA,
     }),
     mobileMoney: createMobileMoneyClient({
       baseUrl: mm.MOBILE_MONEY_URL,
@@ -46,7 +48,8 @@ export function createProviders(config: Config): Providers {
       shortCode: mm.MOBILE_MONEY_SHORT_CODE,
       passkey: mm.MOBILE_MONEY_PASSKEY,
       initiatorName: mm.MOBILE_MONEY_INITIATOR_NAME,
-      securityCredential: mm.MOBILE_MONEY_SECURITY_CREDENTIAL,
+      initiatorPassword: mm.MOBILE_MONEY_INITIATOR_PASSWORD,
+      certificate: configuredCertificate(config),
     }),
   };
 }

@@ -1,8 +1,10 @@
 import { once } from 'node:events';
-import type { Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
+import { createServer as createTlsServer, type Server as TlsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import Router from '@koa/router';
 import Koa, { type Middleware } from 'koa';
+import { selfSignedCertificate, type SelfSignedCertificate } from './certificates';
 
 /**
  * What every provider simulator (identity verification, mobile money, and the SMS, e-mail, bank,
@@ -60,13 +62,46 @@ export interface SimulatorServerOptions {
   /** The request body parser (JSON by default in each simulator; some read multipart or zip in their routes). */
   bodyParser: Middleware;
   control: Router;
-  api: Router;
+  api: Router | Router[];
   timers: SimulatorTimers;
+  /** Also serve the same API over TLS (official SDKs force https); 0 or absent: a free port. */
+  tls?: { port?: number };
 }
 
 export interface RunningSimulatorServer {
   url: string;
+  /** The TLS address, when asked for: its certificate is simulatorCertificate(). */
+  tlsUrl?: string;
   close(): Promise<void>;
+}
+
+let certificate: SelfSignedCertificate | undefined;
+
+/**
+ * The TLS certificate of every simulator in this process, made once (for 127.0.0.1 and
+ * localhost). A client trusts it through its CA option, or NODE_EXTRA_CA_CERTS naming a file
+ * holding it.
+ */
+export function simulatorCertificate(): SelfSignedCertificate {
+  certificate ??= selfSignedCertificate({
+    commonName: 'lending-service provider simulator',
+    hosts: ['127.0.0.1', 'localhost'],
+  });
+  return certificate;
+}
+
+/** Listens on 127.0.0.1 and answers the address. */
+export async function listen(server: Server | TlsServer, port = 0): Promise<number> {
+  server.listen(port, '127.0.0.1');
+  await once(server, 'listening');
+  return (server.address() as AddressInfo).port;
+}
+
+/** Closes a server now, its keep-alive connections too. */
+export async function shut(server: Server | TlsServer): Promise<void> {
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  server.closeAllConnections();
+  await closed;
 }
 
 export async function startSimulatorServer(options: SimulatorServerOptions): Promise<RunningSimulatorServer> {
@@ -74,16 +109,17 @@ export async function startSimulatorServer(options: SimulatorServerOptions): Pro
   for (const middleware of options.before) app.use(middleware);
   app.use(options.bodyParser);
   app.use(options.control.routes());
-  app.use(options.api.routes());
-  const server: Server = app.listen(options.port ?? 0, '127.0.0.1');
-  await once(server, 'listening');
+  for (const api of [options.api].flat()) app.use(api.routes());
+  const server: Server = createServer(app.callback());
+  const port = await listen(server, options.port);
+  const tlsServer = options.tls ? createTlsServer(simulatorCertificate(), app.callback()) : undefined;
+  const tlsPort = tlsServer ? await listen(tlsServer, options.tls?.port) : undefined;
   return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    url: `http://127.0.0.1:${port}`,
+    tlsUrl: tlsPort === undefined ? undefined : `https://127.0.0.1:${tlsPort}`,
     async close() {
       options.timers.clear();
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      server.closeAllConnections();
-      await closed;
+      await Promise.all([shut(server), tlsServer && shut(tlsServer)]);
     },
   };
 }

@@ -1,5 +1,5 @@
 import { Context } from '@temporalio/activity';
-import { categoryOf, ResultCategory } from '../../domain/kyc/result-codes';
+import { ResultCategory } from '../../domain/kyc/result-codes';
 import { forEachConcurrently } from '../../domain/concurrency';
 import {
   completeWithVerdict,
@@ -82,15 +82,14 @@ export function createKycSweepActivities(deps: ActivityDeps) {
         }
         if (
           status.state === 'processing' ||
-          (status.state === 'final' &&
-            (categoryOf(status.resultCode) === ResultCategory.PROVISIONAL || !status.isFinal))
+          (status.state === 'final' && (status.category === ResultCategory.PROVISIONAL || !status.isFinal))
         ) {
           counts.still_pending += 1;
           stillPending.push(application.id);
         } else if (status.state === 'not_found') {
           unknown.push(application.id);
         } else {
-          const approved = categoryOf(status.resultCode) === ResultCategory.APPROVED;
+          const approved = status.category === ResultCategory.APPROVED;
           const key = `${approved}\u0000${status.resultCode}\u0000${status.resultText}`;
           const group = verdicts.get(key) ?? {
             approved,

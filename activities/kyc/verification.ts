@@ -1,7 +1,7 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { findApplication, type KycApplicationRow } from '../../db/kyc/applications';
 import { findDocumentContents } from '../../db/kyc/documents';
-import { findSubject } from '../../db/kyc/subjects';
+import { findCallerUser, findSubject } from '../../db/kyc/subjects';
 import {
   completePendingApplication,
   failPendingApplication,
@@ -10,6 +10,7 @@ import {
   type VerificationNotes,
 } from '../../db/kyc/verification';
 import { categoryOf, ResultCategory } from '../../domain/kyc/result-codes';
+import { NOTICE_LANGUAGE } from '../../domain/kyc/requirements';
 import { KycStatus } from '../../domain/kyc/status';
 import { Failure } from '../../domain/failures';
 import { KycProviderError } from '../../providers/kyc/client';
@@ -64,6 +65,8 @@ export function createKycActivities(deps: ActivityDeps) {
       const documents = await findDocumentContents(db, ref.organizationId, ref.applicationId);
       const one = (kind: string) => documents.find((d) => d.kind === kind)?.content;
       const subject = await findSubject(db, ref.organizationId, application.user_id);
+      // The subject's stated identity first, the user's profile where the subject says nothing.
+      const user = await findCallerUser(db, application.user_id);
       const submitted = await providers.kyc
         .submitDocumentVerification({
           apiVersion: version,
@@ -72,7 +75,18 @@ export function createKycActivities(deps: ActivityDeps) {
           country: subject?.country ?? 'KE',
           idType: subject?.identity_type ?? 'IDENTITY_CARD',
           idNumber: subject?.id_number ?? undefined,
-          consent: true,
+          applicant: {
+            name: subject?.name ?? user?.name ?? undefined,
+            email: subject?.email ?? user?.email ?? undefined,
+            phone: subject?.phone ?? user?.phone_number ?? undefined,
+          },
+          // Consent is given with the submission (the API refuses one without it where required).
+          consent: {
+            granted: true,
+            grantedAt: application.submitted_at ?? clock.now(),
+            noticeLanguage: NOTICE_LANGUAGE,
+            privacyPolicyUrl: config.KYC_PRIVACY_POLICY_URL,
+          },
           callbackUrl: callbackUrl(version),
           images: {
             selfie: one('SELFIE')!,
@@ -119,11 +133,18 @@ export function createKycActivities(deps: ActivityDeps) {
         .catch(providerFailure);
       await update(ref, { provider_checked_at: clock.now() });
       if (status.state !== 'final') return { state: status.state };
+      // A job id named by a callback or a client is believed only for a job of this applicant.
+      if (status.userId !== undefined && status.userId !== application.user_id) {
+        Context.current().log.warn('KYC provider job belongs to another user; ignored', {
+          applicationId: ref.applicationId,
+        });
+        return { state: 'not_found' };
+      }
       const providerJobId = status.providerJobId ?? application.provider_job_id ?? undefined;
       if (providerJobId && !application.provider_job_id) await update(ref, { provider_job_id: providerJobId });
       return {
         state: 'final',
-        category: categoryOf(status.resultCode),
+        category: status.category,
         resultCode: status.resultCode,
         resultText: status.resultText,
         isFinal: status.isFinal,
@@ -144,11 +165,12 @@ export function createKycActivities(deps: ActivityDeps) {
      * status, so completing twice (a replayed activity, the sweep racing) changes nothing.
      */
     async completeVerification(
-      ref: ApplicationRef & { resultCode: string; resultText: string },
+      ref: ApplicationRef & { resultCode: string; resultText: string; category?: ResultCategory },
     ): Promise<{ status: KycStatus }> {
       const application = await load(ref);
       if (application.status !== KycStatus.ID_VERIFICATION_PENDING) return { status: application.status };
-      const approved = categoryOf(ref.resultCode) === ResultCategory.APPROVED;
+      // Runs started before v3 verdicts came as statuses hand over a v2 code without its category.
+      const approved = (ref.category ?? categoryOf(ref.resultCode)) === ResultCategory.APPROVED;
       const exhausted = !approved && application.resubmission_count >= config.KYC_MAX_RESUBMISSIONS;
       const status = approved ? KycStatus.APPROVED : KycStatus.REJECTED;
       const now = clock.now();

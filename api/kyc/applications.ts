@@ -1,3 +1,4 @@
+import { NOTICE_LANGUAGE, verificationRules } from '../../domain/kyc/requirements';
 import { z } from 'zod';
 import {
   createApplication,
@@ -99,16 +100,19 @@ export function kycRoutes(deps: AppDeps): AnyRoute[] {
       if (application.negotiated_api_version !== version)
         await recordNegotiatedVersion(db, caller.organizationId, application.id, version);
       const user = await findCallerUser(db, caller.userId);
-      // v3 runs the active liveness check on every job; v2 takes frames when the client has them.
-      const liveness = version === 'v3';
+      const rules = verificationRules(version, {
+        minLiveness: config.KYC_LIVENESS_MIN_IMAGES,
+        maxLiveness: config.KYC_LIVENESS_MAX_IMAGES,
+        consentRequired: config.KYC_CONSENT_REQUIRED,
+      });
       ctx.body = {
         requires_selfie: true,
-        requires_liveness: liveness,
+        requires_liveness: rules.requiresLiveness,
         requires_document: true,
-        min_liveness_images: liveness ? config.KYC_LIVENESS_MIN_IMAGES : 0,
-        max_liveness_images: config.KYC_LIVENESS_MAX_IMAGES,
-        requires_consent: config.KYC_CONSENT_REQUIRED,
-        consent_notice: { language: 'EN', privacy_policy_url: config.KYC_PRIVACY_POLICY_URL },
+        min_liveness_images: rules.minLiveness,
+        max_liveness_images: rules.maxLiveness,
+        requires_consent: rules.requiresConsent,
+        consent_notice: { language: NOTICE_LANGUAGE, privacy_policy_url: config.KYC_PRIVACY_POLICY_URL },
         missing_applicant_fields: APPLICANT_FIELDS.filter((field) => !user?.[field]).map((field) =>
           field === 'phone_number' ? 'phone' : field,
         ),

@@ -15,9 +15,10 @@ const Received = z.object({ received: z.boolean() }).meta({ id: 'CallbackReceive
  * The provider's result callbacks, one route per API generation. Authenticated by the
  * provider's signature (constant-time, within the timestamp window), then only a trigger: the
  * application's verification run asks the provider (a signed lookup) and records only what the
- * lookup says, never the callback's verdict, review flag or job id. A v2 signature covers only
- * the timestamp and partner id, so any recent pair fits any body; a v3 one covers the body, so
- * its job id may steer the lookup. An event is stored once (its id), up to
+ * lookup says, never the callback's verdict, review flag or job id. A signature (v2 in the body,
+ * v3 in headers) covers only the timestamp and partner id, so any recent pair fits any body: a
+ * v3 job id may only steer the lookup, whose answer must name the application's own user. An
+ * event is stored once (its id), up to
  * CALLBACKS_STORED_PER_RESOURCE per application; one naming no application of ours is counted
  * and logged, never stored.
  */
@@ -32,7 +33,7 @@ export function kycCallbackRoutes(deps: AppDeps, workflows: KycWorkflows, metric
       description:
         version === 'v2'
           ? 'Signed in the body (signature, timestamp). Not for clients.'
-          : 'Signed in the SmileID-Timestamp and SmileID-Request-Signature headers. Not for clients.',
+          : 'Signed in the Response-Signature and Response-Timestamp headers; the job in SmileID-Job-ID. Not for clients.',
       tags: ['kyc'],
       extension: true,
       callback: { provider: 'kyc', sources: config.KYC_CALLBACK_SOURCES },

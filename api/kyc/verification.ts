@@ -4,6 +4,7 @@ import type { KycApplicationRow } from '../../db/kyc/applications';
 import { beginSubmission, type Submission, undoSubmission } from '../../db/kyc/verification';
 import { ErrorCode, type InvalidParam, ServiceError, SubCode } from '../../domain/errors';
 import { negotiateProviderApiVersion, type ProviderApiVersion } from '../../domain/kyc/provider-version';
+import { verificationRules } from '../../domain/kyc/requirements';
 import { KycStatus, statusView } from '../../domain/kyc/status';
 import { isSupportedDocument } from '../../providers/kyc/supported-documents';
 import type { KycVerificationInput } from '../../workflows/kyc/messages';
@@ -105,18 +106,32 @@ export function kycVerificationRoutes(deps: AppDeps, workflows: KycWorkflows, ho
     await undoSubmission(db, application.organization_id, application, clock.now());
   }
 
+  const rulesFor = (version: ProviderApiVersion) =>
+    verificationRules(version, {
+      minLiveness: config.KYC_LIVENESS_MIN_IMAGES,
+      maxLiveness: config.KYC_LIVENESS_MAX_IMAGES,
+      consentRequired: config.KYC_CONSENT_REQUIRED,
+    });
+
   function validateServerUpload(body: z.infer<typeof ServerUpload>, version: ProviderApiVersion) {
+    const rules = rulesFor(version);
     const problems: InvalidParam[] = [];
     const images: { kind: string; position: number; image: DecodedImage }[] = [];
-    const take = (kind: string, position: number, text: string, path: string) => {
+    const take = (kind: string, position: number, text: string, path: string, face = false) => {
       const decoded = decodeImage(text, path, config.KYC_MAX_IMAGE_BYTES);
       if (isInvalid(decoded)) problems.push(decoded);
+      else if (face && !rules.faceImageTypes.includes(decoded.contentType))
+        problems.push({
+          path,
+          reason: `must be ${rules.faceImageTypes.join(' or ')} on ${version}`,
+          sub_code: KycSubCode.UNSUPPORTED_IMAGE_TYPE,
+        });
       else images.push({ kind, position, image: decoded });
     };
-    take('SELFIE', 0, body.selfie, 'body.selfie');
+    take('SELFIE', 0, body.selfie, 'body.selfie', true);
     take('DOCUMENT_FRONT', 0, body.document_front, 'body.document_front');
     if (body.document_back) take('DOCUMENT_BACK', 0, body.document_back, 'body.document_back');
-    (body.liveness_images ?? []).forEach((frame, i) => take('LIVENESS', i, frame, `body.liveness_images.${i}`));
+    (body.liveness_images ?? []).forEach((frame, i) => take('LIVENESS', i, frame, `body.liveness_images.${i}`, true));
     if (!isSupportedDocument(version, body.country, body.id_type)) {
       problems.push({
         path: 'body.id_type',
@@ -124,7 +139,7 @@ export function kycVerificationRoutes(deps: AppDeps, workflows: KycWorkflows, ho
         sub_code: KycSubCode.UNSUPPORTED_DOCUMENT,
       });
     }
-    if (config.KYC_CONSENT_REQUIRED && body.consent !== true) {
+    if (rules.requiresConsent && body.consent !== true) {
       problems.push({
         path: 'body.consent',
         reason: 'the applicant must consent',
@@ -132,11 +147,10 @@ export function kycVerificationRoutes(deps: AppDeps, workflows: KycWorkflows, ho
       });
     }
     const frames = body.liveness_images?.length ?? 0;
-    const min = version === 'v3' ? config.KYC_LIVENESS_MIN_IMAGES : 0;
-    if ((frames > 0 || min > 0) && (frames < min || frames > config.KYC_LIVENESS_MAX_IMAGES)) {
+    if ((frames > 0 || rules.requiresLiveness) && (frames < rules.minLiveness || frames > rules.maxLiveness)) {
       problems.push({
         path: 'body.liveness_images',
-        reason: `between ${min} and ${config.KYC_LIVENESS_MAX_IMAGES} frames`,
+        reason: `between ${rules.minLiveness} and ${rules.maxLiveness} frames`,
         sub_code: SubCode.OUT_OF_RANGE,
       });
     }
@@ -202,7 +216,7 @@ export function kycVerificationRoutes(deps: AppDeps, workflows: KycWorkflows, ho
         ctx.body = view(pending);
         return;
       }
-      if (config.KYC_CONSENT_REQUIRED && body.consent === false) {
+      if (rulesFor(apiVersion).requiresConsent && body.consent === false) {
         throw new ServiceError(ErrorCode.INVALID_PARAMS, 'Invalid parameters', [
           { path: 'body.consent', reason: 'the applicant must consent', sub_code: KycSubCode.CONSENT_REQUIRED },
         ]);

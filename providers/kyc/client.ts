@@ -1,12 +1,15 @@
 import { strToU8, zipSync } from 'fflate';
+import { categoryOf, categoryOfV3Status, type ResultCategory } from '../../domain/kyc/result-codes';
 import type { ProviderApiVersion } from '../../domain/kyc/provider-version';
-import { fetchWithDeadline, type HttpAnswer, request } from '../http';
-import { isFresh, sameSignature, signV2, signV3Callback, verifyV2 } from './signature';
+import { type HttpAnswer, httpsAgentTrusting, request } from '../http';
+import { ASSUMED } from './assumed';
+import { isFresh, sameSignature, signV2, verifyV2 } from './signature';
 
 /**
  * Client of the identity-verification provider (protocols/kyc-provider.md), speaking both API
- * generations: v2 (signed bodies, our job id, zip upload) and v3 (token header, the provider's
- * job id, multipart). Nothing here knows whether the other side is the provider or our simulator.
+ * generations: v2 (signed JSON bodies, our job id, a zip PUT to a presigned storage URL) and v3
+ * (token header, the provider's job id, multipart). Nothing here knows whether the other side
+ * is the provider or our simulator; test/contracts/kyc holds the exchanges it must produce.
  */
 export interface KycProviderOptions {
   baseUrl: string;
@@ -14,6 +17,8 @@ export interface KycProviderOptions {
   apiKey: string;
   timeoutMs?: number;
   clock?: () => Date;
+  /** PEM of a CA to trust besides the system's (the simulator's certificate in development). */
+  ca?: string;
 }
 
 export interface VerificationImages {
@@ -22,6 +27,23 @@ export interface VerificationImages {
   documentBack?: Buffer;
   /** Liveness frames run the active check; a lone selfie only the passive one. */
   livenessImages?: Buffer[];
+}
+
+/** Who the applicant is, as v3 requires it (given names, last name, e-mail and/or phone). */
+export interface Applicant {
+  name?: string;
+  email?: string;
+  /** E.164. */
+  phone?: string;
+}
+
+/** The applicant's consent, as v3 requires it. */
+export interface Consent {
+  granted: boolean;
+  grantedAt: Date;
+  /** Two upper-case letters. */
+  noticeLanguage: string;
+  privacyPolicyUrl: string;
 }
 
 export interface DocumentVerificationRequest {
@@ -33,7 +55,8 @@ export interface DocumentVerificationRequest {
   idType: string;
   images: VerificationImages;
   callbackUrl: string;
-  consent: boolean;
+  applicant: Applicant;
+  consent: Consent;
   idNumber?: string;
 }
 
@@ -45,7 +68,17 @@ export interface SubmittedJob {
 export type JobStatus =
   | { state: 'processing' }
   | { state: 'not_found' }
-  | { state: 'final'; resultCode: string; resultText: string; providerJobId?: string; isFinal: boolean };
+  | {
+      state: 'final';
+      category: ResultCategory;
+      /** v2: the four-digit ResultCode; v3: the status (clear, attention, block, error). */
+      resultCode: string;
+      resultText: string;
+      providerJobId?: string;
+      /** The user id the provider holds the job under (v3 answers it; v2 looks up by it). */
+      userId?: string;
+      isFinal: boolean;
+    };
 
 export interface ProviderCallback {
   apiVersion: ProviderApiVersion;
@@ -54,9 +87,6 @@ export interface ProviderCallback {
   jobId?: string;
   userId?: string;
   providerJobId?: string;
-  resultCode: string;
-  resultText: string;
-  isFinal: boolean;
 }
 
 /** A provider failure; `retryable` is false when sending the same request again cannot help. */
@@ -72,32 +102,37 @@ export class KycProviderError extends Error {
 }
 
 const JOB_TYPE_ENHANCED_DOCUMENT_VERIFICATION = 11;
-/** v2 zip image types (base64 variants): selfie, ID front, liveness frame, ID back. */
-const IMAGE_TYPE = { selfie: 2, documentFront: 3, liveness: 6, documentBack: 7 } as const;
+const PRODUCT = 'enhanced_document_verification';
+/** v2 zip images packed as files: selfie, ID front, liveness frame, ID back. */
+const IMAGE_FILE_TYPE = { selfie: 0, documentFront: 1, liveness: 4, documentBack: 5 } as const;
 const truthy = (value: unknown) => value === true || value === 'true' || value === 'True';
+const isPng = (image: Buffer) => image.subarray(0, 4).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47]));
+const imageType = (image: Buffer) => (isPng(image) ? 'image/png' : 'image/jpeg');
+const extension = (image: Buffer) => (isPng(image) ? 'png' : 'jpg');
+
+/** Given names and last name from one name: the last word is the last name (a lone word is both). */
+export function splitName(name: string | undefined): { given_names: string; last_name: string } {
+  const words = (name ?? '').trim().split(/\s+/).filter(Boolean);
+  if (words.length <= 1) return { given_names: words[0] ?? '', last_name: words[0] ?? '' };
+  return { given_names: words.slice(0, -1).join(' '), last_name: words.at(-1)! };
+}
 
 export function createKycProviderClient(options: KycProviderOptions) {
   const { baseUrl, partnerId, apiKey } = options;
   const timeoutMs = options.timeoutMs ?? 15_000;
   const now = options.clock ?? (() => new Date());
+  const httpsAgent = httpsAgentTrusting(options.ca);
   let v3Token: { token: string; expiresAt: number } | undefined;
 
-  async function send(path: string, init: RequestInit): Promise<HttpAnswer> {
-    let response: HttpAnswer;
+  async function send(
+    url: string,
+    init: { method?: string; headers?: Record<string, string>; body?: string | Uint8Array },
+  ): Promise<HttpAnswer> {
     try {
-      // JSON and bodiless calls (status lookups above all) take the cheaper node:http path.
-      response =
-        init.body === undefined || typeof init.body === 'string'
-          ? await request(
-              `${baseUrl}${path}`,
-              { method: init.method, headers: init.headers as Record<string, string> | undefined, body: init.body },
-              timeoutMs,
-            )
-          : await fetchWithDeadline(`${baseUrl}${path}`, init, timeoutMs);
+      return await request(new URL(url, baseUrl).href, { ...init, httpsAgent }, timeoutMs);
     } catch (error) {
       throw new KycProviderError(`provider unreachable: ${(error as Error).message}`, undefined, true);
     }
-    return response;
   }
 
   async function failure(response: HttpAnswer, what: string): Promise<never> {
@@ -110,29 +145,48 @@ export function createKycProviderClient(options: KycProviderOptions) {
     );
   }
 
-  const signedBody = () => {
+  const signed = () => {
     const timestamp = now().toISOString();
-    return { partner_id: partnerId, timestamp, signature: signV2(apiKey, partnerId, timestamp) };
+    return { signature: signV2(apiKey, partnerId, timestamp), timestamp };
   };
 
-  async function postJson(path: string, body: unknown, headers: Record<string, string> = {}): Promise<HttpAnswer> {
-    return send(path, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', ...headers },
-      body: JSON.stringify(body),
-    });
+  const postJson = (path: string, body: unknown) =>
+    send(path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+
+  /** A multipart body as bytes and its content type (with the boundary). */
+  async function multipart(fields: [string, string | Blob, string?][]) {
+    const form = new FormData();
+    for (const [name, value, fileName] of fields) {
+      if (typeof value === 'string') form.append(name, value);
+      else form.append(name, value, fileName);
+    }
+    const encoded = new Response(form);
+    return {
+      body: new Uint8Array(await encoded.arrayBuffer()),
+      contentType: encoded.headers.get('content-type')!,
+    };
   }
 
-  /** v3 API token, reused until shortly before it expires (about 15 minutes). */
+  const partnerHeaders = () => ({ 'smileid-partner-id': partnerId, 'smileid-api-key': apiKey });
+
+  /** v3 API token (no body), reused until a minute before it expires. */
   async function apiToken(): Promise<string> {
     if (v3Token && v3Token.expiresAt - 60_000 > Date.now()) return v3Token.token;
-    const response = await postJson('/v3/token', {}, { 'smileid-partner-id': partnerId, 'smileid-api-key': apiKey });
+    const response = await send('/v3/token', { method: 'POST', headers: partnerHeaders() });
     if (!response.ok) await failure(response, 'v3 token');
     const { token } = (await response.json()) as { token: string };
     const exp = Number(JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString() || '{}').exp);
-    v3Token = { token, expiresAt: Number.isFinite(exp) ? exp * 1000 : Date.now() + 14 * 60_000 };
+    v3Token = { token, expiresAt: Number.isFinite(exp) ? exp * 1000 : Date.now() + ASSUMED.v3TokenLifetimeMs };
     return token;
   }
+
+  /** v3 partner_params: string values only, our job id also under a key callbacks keep. */
+  const v3PartnerParams = (jobId: string, userId: string) => ({
+    job_id: jobId,
+    user_id: userId,
+    job_type: String(JOB_TYPE_ENHANCED_DOCUMENT_VERIFICATION),
+    [ASSUMED.v3JobReferenceParam]: jobId,
+  });
 
   async function submitV2(request: DocumentVerificationRequest): Promise<SubmittedJob> {
     const partnerParams = {
@@ -140,96 +194,192 @@ export function createKycProviderClient(options: KycProviderOptions) {
       user_id: request.userId,
       job_type: JOB_TYPE_ENHANCED_DOCUMENT_VERIFICATION,
     };
+    const idInfo = {
+      country: request.country,
+      id_type: request.idType,
+      id_number: request.idNumber ?? '',
+      entered: 'true',
+    };
     const prepared = await postJson('/v1/upload', {
-      ...signedBody(),
+      ...signed(),
       smile_client_id: partnerId,
+      partner_params: partnerParams,
+      file_name: 'selfie.zip',
+      callback_url: request.callbackUrl,
+      model_parameters: {},
+      use_enrolled_image: false,
+      ...idInfo,
       source_sdk: 'lending-service',
       source_sdk_version: '1.0.0',
-      file_name: `${request.jobId}.zip`,
-      partner_params: partnerParams,
-      model_parameters: {},
-      callback_url: request.callbackUrl,
     });
     if (!prepared.ok) await failure(prepared, 'v2 upload');
-    const { upload_url: uploadUrl, smile_job_id: smileJobId } = (await prepared.json()) as {
-      upload_url: string;
-      smile_job_id: string;
-    };
+    const serverInformation = (await prepared.json()) as { upload_url?: unknown; smile_job_id?: unknown };
+    if (typeof serverInformation.upload_url !== 'string' || typeof serverInformation.smile_job_id !== 'string')
+      throw new KycProviderError('v2 upload: unreadable answer', prepared.status, true);
     const { images } = request;
-    const imageEntries = [
-      { image_type_id: IMAGE_TYPE.selfie, image: images.selfie.toString('base64') },
-      { image_type_id: IMAGE_TYPE.documentFront, image: images.documentFront.toString('base64') },
-      ...(images.documentBack
-        ? [{ image_type_id: IMAGE_TYPE.documentBack, image: images.documentBack.toString('base64') }]
-        : []),
-      ...(images.livenessImages ?? []).map((frame) => ({
-        image_type_id: IMAGE_TYPE.liveness,
-        image: frame.toString('base64'),
-      })),
-    ];
+    const files: Record<string, Uint8Array> = {};
+    const entries: { image_type_id: number; image: string; file_name: string }[] = [];
+    const pack = (typeId: number, image: Buffer, name: string) => {
+      const fileName = `${name}.${extension(image)}`;
+      files[fileName] = new Uint8Array(image);
+      entries.push({ image_type_id: typeId, image: '', file_name: fileName });
+    };
+    pack(IMAGE_FILE_TYPE.selfie, images.selfie, 'selfie');
+    pack(IMAGE_FILE_TYPE.documentFront, images.documentFront, 'id_front');
+    if (images.documentBack) pack(IMAGE_FILE_TYPE.documentBack, images.documentBack, 'id_back');
+    (images.livenessImages ?? []).forEach((frame, i) => pack(IMAGE_FILE_TYPE.liveness, frame, `liveness_${i}`));
+    const { given_names: firstName, last_name: lastName } = splitName(request.applicant.name);
     const info = {
       package_information: { apiVersion: { buildNumber: 0, majorVersion: 2, minorVersion: 0 }, language: 'typescript' },
       misc_information: {
-        ...signedBody(),
+        ...signed(),
         retry: 'false',
         partner_params: partnerParams,
-        file_name: `${request.jobId}.zip`,
+        file_name: 'selfie.zip',
         smile_client_id: partnerId,
         callback_url: request.callbackUrl,
-      },
-      id_info: {
-        country: request.country,
-        id_type: request.idType,
-        id_number: request.idNumber ?? '',
-        entered: 'true',
-      },
-      consent_information: {
-        consented: {
-          personal_details: request.consent,
-          contact_information: request.consent,
-          document_information: request.consent,
+        userData: {
+          isVerifiedProcess: false,
+          name: request.applicant.name ?? '',
+          firstName,
+          lastName,
+          email: request.applicant.email ?? '',
+          phone: request.applicant.phone ?? '',
         },
       },
-      images: imageEntries,
+      id_info: idInfo,
+      images: entries,
+      server_information: serverInformation,
     };
-    const zip = zipSync({ 'info.json': strToU8(JSON.stringify(info)) });
-    const uploaded = await send(new URL(uploadUrl, baseUrl).pathname, {
+    const zip = zipSync({ 'info.json': strToU8(JSON.stringify(info)), ...files });
+    // The presigned storage URL, used as given: its host is not the API's.
+    const uploaded = await send(serverInformation.upload_url, {
       method: 'PUT',
       headers: { 'content-type': 'application/zip' },
       body: zip,
     });
-    if (!uploaded.ok) await failure(uploaded, 'v2 zip upload');
-    return { providerJobId: smileJobId };
+    if (uploaded.status !== 200) await failure(uploaded, 'v2 zip upload');
+    return { providerJobId: serverInformation.smile_job_id };
   }
 
   async function submitV3(request: DocumentVerificationRequest): Promise<SubmittedJob> {
-    const form = new FormData();
-    const { images } = request;
-    form.append('selfie_image', new Blob([images.selfie]), 'selfie.jpg');
-    for (const [i, frame] of (images.livenessImages ?? []).entries())
-      form.append('liveness_images', new Blob([frame]), `liveness-${i}.jpg`);
-    form.append('document', new Blob([images.documentFront]), 'document.jpg');
-    if (images.documentBack) form.append('document_back', new Blob([images.documentBack]), 'document_back.jpg');
-    form.append('country', request.country);
-    form.append('id_type', request.idType);
-    form.append('user_details', JSON.stringify({ id_number: request.idNumber ?? '' }));
-    form.append('consent', String(request.consent));
-    form.append('callback_url', request.callbackUrl);
-    form.append(
-      'partner_params',
-      JSON.stringify({
-        job_id: request.jobId,
-        user_id: request.userId,
-        job_type: JOB_TYPE_ENHANCED_DOCUMENT_VERIFICATION,
-      }),
-    );
+    const { images, applicant, consent } = request;
+    const image = (content: Buffer) => new Blob([new Uint8Array(content)], { type: imageType(content) });
+    const { body, contentType } = await multipart([
+      ['selfie_image', image(images.selfie), 'selfie.jpg'],
+      ...(images.livenessImages ?? []).map(
+        (frame, i) => ['liveness_images', image(frame), `liveness_${i}.jpg`] as [string, Blob, string],
+      ),
+      ['document', image(images.documentFront), `document.${extension(images.documentFront)}`],
+      ...(images.documentBack
+        ? [
+            ['document_back', image(images.documentBack), `document_back.${extension(images.documentBack)}`] as [
+              string,
+              Blob,
+              string,
+            ],
+          ]
+        : []),
+      ['country', request.country.toUpperCase()],
+      ['id_type', request.idType],
+      [
+        'user_details',
+        JSON.stringify({
+          ...splitName(applicant.name),
+          ...(applicant.email && { email: applicant.email }),
+          ...(applicant.phone && { phone_number: applicant.phone }),
+        }),
+      ],
+      [
+        'consent',
+        JSON.stringify({
+          granted: consent.granted,
+          granted_at: consent.grantedAt.toISOString(),
+          notice_language: consent.noticeLanguage,
+          notice_privacy_policy_url: consent.privacyPolicyUrl,
+        }),
+      ],
+      ['callback_url', request.callbackUrl],
+      ['partner_params', JSON.stringify(v3PartnerParams(request.jobId, request.userId))],
+    ]);
     const response = await send('/v3/enhanced_document_verification', {
       method: 'POST',
-      headers: { 'SmileID-Token': await apiToken() },
-      body: form,
+      headers: {
+        'content-type': contentType,
+        'smileid-token': await apiToken(),
+        'smileid-partner-id': partnerId,
+      },
+      body,
     });
-    if (response.status !== 202 && !response.ok) await failure(response, 'v3 enhanced document verification');
-    return { providerJobId: ((await response.json()) as { job_id: string }).job_id };
+    if (response.status !== 202) await failure(response, 'v3 enhanced document verification');
+    const accepted = (await response.json()) as { job_id?: unknown };
+    if (typeof accepted.job_id !== 'string')
+      throw new KycProviderError('v3 enhanced document verification: unreadable answer', response.status, true);
+    return { providerJobId: accepted.job_id };
+  }
+
+  async function jobStatusV3(providerJobId: string | undefined): Promise<JobStatus> {
+    if (!providerJobId) return { state: 'not_found' };
+    const response = await send(`/v3/status/${encodeURIComponent(providerJobId)}`, {
+      headers: { 'smileid-token': await apiToken() },
+    });
+    if (response.status === 404) return { state: 'not_found' };
+    if (response.status === 202) return { state: 'processing' };
+    if (response.status !== 200) await failure(response, 'v3 status');
+    const body = (await response.json()) as {
+      status?: unknown;
+      job_id?: unknown;
+      user_id?: unknown;
+      message?: unknown;
+    };
+    const status = String(body.status ?? '');
+    if (status === 'processing') return { state: 'processing' };
+    if (status === 'not_found') return { state: 'not_found' };
+    const category = categoryOfV3Status(status);
+    return {
+      state: 'final',
+      category,
+      resultCode: status,
+      resultText: typeof body.message === 'string' ? body.message : '',
+      providerJobId: typeof body.job_id === 'string' ? body.job_id : providerJobId,
+      userId: typeof body.user_id === 'string' ? body.user_id : undefined,
+      isFinal: category !== 'PROVISIONAL',
+    };
+  }
+
+  async function jobStatusV2(jobId: string, userId: string): Promise<JobStatus> {
+    const response = await postJson('/v1/job_status', {
+      ...signed(),
+      partner_id: partnerId,
+      user_id: userId,
+      job_id: jobId,
+      image_links: false,
+      history: false,
+    });
+    if (response.status === ASSUMED.v2UnknownJob.status) return { state: 'not_found' };
+    if (!response.ok) await failure(response, 'v2 job status');
+    const body = (await response.json()) as {
+      timestamp?: string;
+      signature?: string;
+      job_complete?: unknown;
+      result?: { ResultCode?: unknown; ResultText?: unknown; SmileJobID?: unknown; IsFinalResult?: unknown };
+    };
+    // The answer decides an application's fate: an unsigned or stale one is not believed.
+    if (!verifyV2(apiKey, partnerId, body, now()))
+      throw new KycProviderError('v2 job status: bad response signature', response.status, true);
+    if (!truthy(body.job_complete) || typeof body.result !== 'object' || body.result === null)
+      return { state: 'processing' };
+    const resultCode = String(body.result.ResultCode ?? '');
+    const isFinal = body.result.IsFinalResult === undefined ? true : truthy(body.result.IsFinalResult);
+    return {
+      state: 'final',
+      category: categoryOf(resultCode),
+      resultCode,
+      resultText: String(body.result.ResultText ?? ''),
+      providerJobId: body.result.SmileJobID === undefined ? undefined : String(body.result.SmileJobID),
+      userId,
+      isFinal,
+    };
   }
 
   return {
@@ -245,106 +395,63 @@ export function createKycProviderClient(options: KycProviderOptions) {
       userId: string;
       callbackUrl: string;
     }): Promise<{ token: string }> {
-      const partnerParams = {
-        job_id: request.jobId,
-        user_id: request.userId,
-        job_type: JOB_TYPE_ENHANCED_DOCUMENT_VERIFICATION,
-      };
-      const response =
-        request.apiVersion === 'v3'
-          ? await postJson(
-              '/v3/token',
-              {
-                product: 'enhanced_document_verification',
-                user_id: request.userId,
-                partner_params: partnerParams,
-                callback_url: request.callbackUrl,
-              },
-              { 'smileid-partner-id': partnerId, 'smileid-api-key': apiKey },
-            )
-          : await postJson('/v1/token', {
-              ...signedBody(),
-              user_id: request.userId,
-              job_id: request.jobId,
-              product: 'enhanced_document_verification',
-              callback_url: request.callbackUrl,
-            });
+      let response: HttpAnswer;
+      if (request.apiVersion === 'v3') {
+        const { body, contentType } = await multipart([
+          ['user_id', request.userId],
+          ['product', PRODUCT],
+          ['partner_params', JSON.stringify(v3PartnerParams(request.jobId, request.userId))],
+          ['payload', JSON.stringify({ [ASSUMED.v3SessionPayloadCallbackKey]: request.callbackUrl })],
+        ]);
+        response = await send('/v3/token', {
+          method: 'POST',
+          headers: { ...partnerHeaders(), 'content-type': contentType },
+          body,
+        });
+      } else {
+        response = await postJson('/v1/token', {
+          ...signed(),
+          partner_id: partnerId,
+          user_id: request.userId,
+          job_id: request.jobId,
+          product: PRODUCT,
+          callback_url: request.callbackUrl,
+        });
+      }
       if (!response.ok) await failure(response, 'sdk session');
       return { token: ((await response.json()) as { token: string }).token };
     },
 
     /**
      * Where the provider stands on a job. v2 looks it up by our job id and user id and its
-     * answer is signed (checked here); v3 by the provider's job id.
+     * answer is signed (checked here); v3 by the provider's job id, and answers only a verdict.
      */
-    async jobStatus(request: {
+    jobStatus(request: {
       apiVersion: ProviderApiVersion;
       jobId: string;
       userId: string;
       providerJobId?: string;
     }): Promise<JobStatus> {
-      if (request.apiVersion === 'v3') {
-        if (!request.providerJobId) return { state: 'not_found' };
-        const response = await send(`/v3/status/${encodeURIComponent(request.providerJobId)}`, {
-          headers: { 'SmileID-Token': await apiToken() },
-        });
-        if (response.status === 404) return { state: 'not_found' };
-        if (response.status === 202) return { state: 'processing' };
-        if (!response.ok) await failure(response, 'v3 status');
-        const body = (await response.json()) as {
-          result?: { ResultCode?: string; ResultText?: string; IsFinalResult?: unknown };
-          job_id?: string;
-        };
-        return {
-          state: 'final',
-          resultCode: String(body.result?.ResultCode ?? ''),
-          resultText: String(body.result?.ResultText ?? ''),
-          providerJobId: body.job_id,
-          isFinal: body.result?.IsFinalResult === undefined ? true : truthy(body.result.IsFinalResult),
-        };
-      }
-      const response = await postJson('/v1/job_status', {
-        ...signedBody(),
-        user_id: request.userId,
-        job_id: request.jobId,
-        image_links: false,
-        history: false,
-      });
-      if (response.status === 404) return { state: 'not_found' };
-      if (!response.ok) await failure(response, 'v2 job status');
-      const body = (await response.json()) as {
-        timestamp?: string;
-        signature?: string;
-        job_complete?: unknown;
-        result?: { ResultCode?: string; ResultText?: string; SmileJobID?: string; IsFinalResult?: unknown };
-      };
-      // The answer decides an application's fate: an unsigned or stale one is not believed.
-      if (!verifyV2(apiKey, partnerId, body, now()))
-        throw new KycProviderError('v2 job status: bad response signature', response.status, true);
-      if (!truthy(body.job_complete)) return { state: 'processing' };
-      return {
-        state: 'final',
-        resultCode: String(body.result?.ResultCode ?? ''),
-        resultText: String(body.result?.ResultText ?? ''),
-        providerJobId: body.result?.SmileJobID,
-        isFinal: body.result?.IsFinalResult === undefined ? true : truthy(body.result.IsFinalResult),
-      };
+      return request.apiVersion === 'v3'
+        ? jobStatusV3(request.providerJobId)
+        : jobStatusV2(request.jobId, request.userId);
     },
 
     /** v3 only: asks the provider to send a lost callback again. */
     async replayCallback(providerJobId: string): Promise<'accepted' | 'not_final'> {
       const response = await send(`/v3/replay/${encodeURIComponent(providerJobId)}`, {
         method: 'POST',
-        headers: { 'SmileID-Token': await apiToken() },
+        headers: { 'smileid-token': await apiToken() },
       });
       if (response.status === 409) return 'not_final';
-      if (!response.ok) await failure(response, 'v3 replay');
+      if (response.status !== 202) await failure(response, 'v3 replay');
       return 'accepted';
     },
 
     /**
-     * Authenticates and parses a callback. The signature does not cover a v2 body, so even a
-     * valid callback is only a trigger: a final verdict must be confirmed by a status lookup.
+     * Authenticates and parses a callback. No signature covers a callback's body (v2 signs its
+     * timestamp and partner id; v3 webhooks the same, in headers), so even a valid callback is
+     * only a trigger: a verdict must be confirmed by a status lookup.
      */
     parseCallback(
       apiVersion: ProviderApiVersion,
@@ -357,39 +464,31 @@ export function createKycProviderClient(options: KycProviderOptions) {
       } catch {
         return undefined;
       }
+      if (body === null || typeof body !== 'object' || Array.isArray(body)) return undefined;
+      const text = (value: unknown) => (typeof value === 'string' && value !== '' ? value : undefined);
       if (apiVersion === 'v3') {
-        const timestamp = headers['smileid-timestamp'];
-        const signature = headers['smileid-request-signature'];
+        const names = ASSUMED.v3CallbackHeaders;
+        const timestamp = headers[names.timestamp];
         if (typeof timestamp !== 'string' || !isFresh(timestamp, now())) return undefined;
-        if (!sameSignature(signV3Callback(apiKey, timestamp, rawBody), signature)) return undefined;
-        const result = (body.result ?? {}) as Record<string, unknown>;
+        if (!sameSignature(signV2(apiKey, partnerId, timestamp), headers[names.signature])) return undefined;
         const params = (body.partner_params ?? {}) as Record<string, unknown>;
-        const resultCode = String(result.ResultCode ?? '');
-        const isFinal = result.IsFinalResult === undefined ? true : truthy(result.IsFinalResult);
+        const providerJobId = text(headers[names.jobId]);
         return {
           apiVersion,
-          eventId: `v3:${String(body.job_id)}:${resultCode}:${isFinal}`,
-          providerJobId: typeof body.job_id === 'string' ? body.job_id : undefined,
-          jobId: typeof params.job_id === 'string' ? params.job_id : undefined,
-          userId: typeof params.user_id === 'string' ? params.user_id : undefined,
-          resultCode,
-          resultText: String(result.ResultText ?? ''),
-          isFinal,
+          eventId: `v3:${providerJobId ?? ''}:${String(body.status)}`,
+          providerJobId,
+          jobId: text(params[ASSUMED.v3JobReferenceParam]),
+          userId: text(headers[names.userId]),
         };
       }
       if (!verifyV2(apiKey, partnerId, body as { signature?: unknown; timestamp?: unknown }, now())) return undefined;
       const params = (body.PartnerParams ?? {}) as Record<string, unknown>;
-      const resultCode = String(body.ResultCode ?? '');
-      const isFinal = body.IsFinalResult === undefined ? true : truthy(body.IsFinalResult);
       return {
         apiVersion,
-        eventId: `v2:${String(body.SmileJobID)}:${resultCode}:${isFinal}`,
+        eventId: `v2:${String(body.SmileJobID)}:${String(body.ResultCode)}:${String(body.IsFinalResult ?? 'true')}`,
         providerJobId: body.SmileJobID === undefined ? undefined : String(body.SmileJobID),
-        jobId: typeof params.job_id === 'string' ? params.job_id : undefined,
-        userId: typeof params.user_id === 'string' ? params.user_id : undefined,
-        resultCode,
-        resultText: String(body.ResultText ?? ''),
-        isFinal,
+        jobId: text(params.job_id),
+        userId: text(params.user_id),
       };
     },
   };

@@ -10,6 +10,7 @@ import {
   stkPassword,
   toProviderPhone,
 } from './protocol';
+import { securityCredentials } from './security-credential';
 
 /**
  * Client of the mobile-money provider: OAuth with a cached token, push prompt (STK push) with
@@ -68,6 +69,8 @@ export function createMobileMoneyClient(options: MobileMoneyClientOptions): Mobi
   const clock = options.clock ?? (() => new Date());
   /** An injected fetch replaces the node:http path (tests of transport failures use one). */
   const send = options.fetch;
+  // Reads the certificate now: a wrong one would only show as Result 2001 on every payout.
+  const securityCredential = securityCredentials(options.certificate, options.initiatorPassword);
   const basic = `Basic ${Buffer.from(`${options.consumerKey}:${options.consumerSecret}`).toString('base64')}`;
   let token: { value: string; refreshAt: number } | undefined;
   let tokenRequest: Promise<string> | undefined;
@@ -237,10 +240,11 @@ export function createMobileMoneyClient(options: MobileMoneyClientOptions): Mobi
 
     async b2c(request) {
       if (!request.originatorConversationId) throw new RangeError('originatorConversationId must not be empty');
+      // v3, not the legacy v1: only v3 takes our OriginatorConversationID, which makes a retry safe.
       const answer = await post('b2c', '/mpesa/b2c/v3/paymentrequest', {
         OriginatorConversationID: request.originatorConversationId,
         InitiatorName: options.initiatorName,
-        SecurityCredential: options.securityCredential,
+        SecurityCredential: securityCredential(),
         CommandID: request.commandId ?? 'BusinessPayment',
         Amount: wholeShillings(request.amount),
         PartyA: b2cShortCode,

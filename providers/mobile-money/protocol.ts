@@ -14,9 +14,11 @@ export interface MobileMoneyClientOptions {
   /** Paybill number, or the store number of a Buy Goods till. */
   shortCode: string;
   passkey: string;
-  /** B2C initiator and its encrypted password (the provider's SecurityCredential). */
+  /** B2C initiator, and its password, encrypted per request into the SecurityCredential with `certificate`. */
   initiatorName: string;
-  securityCredential: string;
+  initiatorPassword: string;
+  /** The provider's X.509 certificate for the environment, PEM or DER (see ./security-credential.ts). */
+  certificate: string | Buffer;
   /** The B2C paying shortcode when it differs from `shortCode`. */
   b2cShortCode?: string;
   fetch?: typeof fetch;

@@ -43,7 +43,13 @@ async function population(organizationId: string, states: ProviderState[]) {
         country: 'KE',
         idType: 'IDENTITY_CARD',
         idNumber: state === 'rejected' ? '11111111' : '22222220',
-        consent: true,
+        applicant: { name: 'Sweep Applicant', email: user.email },
+        consent: {
+          granted: true,
+          grantedAt: new Date(),
+          noticeLanguage: 'EN',
+          privacyPolicyUrl: config.KYC_PRIVACY_POLICY_URL,
+        },
         callbackUrl: 'http://127.0.0.1:1/nowhere',
         images: { selfie: JPEG, documentFront: JPEG },
       });

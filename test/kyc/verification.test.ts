@@ -90,13 +90,21 @@ describe('spec 4.2: POST /v1/kyc/applications/{id}/verification, server_upload',
     assert.equal((await call('GET', verification(id), { headers })).status, 200);
     const reply = await call('POST', verification(id), {
       headers,
-      json: upload({ liveness_images: [JPEG_BASE64, JPEG_BASE64, JPEG_BASE64] }),
+      json: upload({ liveness_images: Array.from({ length: 6 }, () => JPEG_BASE64) }),
     });
     assert.equal(reply.status, 202, reply.text);
     assert.equal((await settledStatus(user, id)).body.status, 'APPROVED');
     const job = await simulatorJob(user.id);
     assert.equal(job?.apiVersion, 'v3');
-    assert.equal(job?.received.livenessImages, 3);
+    assert.equal(job?.received.livenessImages, 6);
+    await recordVerification(id, 'kycVerification-server-upload-v3-status');
+    // The v3 request carries who the applicant is, as the provider requires.
+    assert.deepEqual(job?.received.userDetails, {
+      given_names: 'Test',
+      last_name: 'Applicant',
+      email: user.email,
+      phone_number: '+254700000000',
+    });
   });
 
   it('a rejection completes as REJECTED and the applicant may submit again', async () => {

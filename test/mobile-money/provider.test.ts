@@ -26,6 +26,7 @@ const CREDENTIALS = {
   shortCode: '174379',
   passkey: 'test-passkey-not-real',
 };
+const INITIATOR = { initiatorName: 'test-initiator', initiatorPassword: 'test-initiator-password-not-real' };
 const PHONE = (lastDigit: number) => `+25471234567${lastDigit}`;
 
 interface Received {
@@ -65,14 +66,8 @@ describe('protocol: the mobile-money client against its simulator', () => {
     receiver.listen(0, '127.0.0.1');
     await once(receiver, 'listening');
     hook = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
-    sim = await startMobileMoneySimulator({ ...CREDENTIALS, callbackDelayMs: 30 });
-    options = {
-      ...CREDENTIALS,
-      baseUrl: sim.url,
-      initiatorName: 'test-initiator',
-      securityCredential: 'dGVzdC1jcmVkZW50aWFs',
-      timeoutMs: 3_000,
-    };
+    sim = await startMobileMoneySimulator({ ...CREDENTIALS, ...INITIATOR, callbackDelayMs: 30 });
+    options = { ...CREDENTIALS, ...INITIATOR, certificate: sim.certificate, baseUrl: sim.url, timeoutMs: 3_000 };
     client = createMobileMoneyClient(options);
   });
   after(async () => {

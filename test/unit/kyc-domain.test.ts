@@ -1,6 +1,7 @@
 import { strict as assert } from 'node:assert';
 import fc from 'fast-check';
-import { categoryOf } from '../../domain/kyc/result-codes';
+import { categoryOf, categoryOfV3Status } from '../../domain/kyc/result-codes';
+import { verificationRules } from '../../domain/kyc/requirements';
 import { negotiateProviderApiVersion, PROVIDER_API_VERSIONS } from '../../domain/kyc/provider-version';
 import { isFresh, sameSignature, signV2, verifyV2 } from '../../providers/kyc/signature';
 
@@ -31,15 +32,47 @@ describe('spec 4.2: provider API version negotiation', () => {
 });
 
 describe('provider protocol: result code categories and signatures', () => {
-  it('maps result codes by category', () => {
+  it('maps v2 result codes by the provider category; an unknown code is under review, never approved', () => {
     assert.equal(categoryOf('0810'), 'APPROVED');
+    for (const code of ['1012', '1020', '1021']) assert.equal(categoryOf(code), 'APPROVED', code);
+    assert.equal(categoryOf('1013'), 'REJECTED');
+    for (const code of ['2215', '2205', '2314', '2401', '1014', '1015', '1016'])
+      assert.equal(categoryOf(code), 'ERROR', code);
+    for (const code of ['0811', '9999', '']) assert.equal(categoryOf(code), 'PROVISIONAL', code);
     assert.equal(categoryOf('0814'), 'PROVISIONAL');
     assert.equal(categoryOf('1022'), 'REJECTED');
     assert.equal(categoryOf('1023'), 'REJECTED');
     assert.equal(categoryOf('0907'), 'REJECTED');
     assert.equal(categoryOf('2213'), 'ERROR');
     assert.equal(categoryOf('0001'), 'ERROR');
-    assert.equal(categoryOf('zzzz'), 'ERROR');
+    assert.equal(categoryOf('zzzz'), 'PROVISIONAL');
+  });
+
+  it('maps v3 statuses: clear approved, attention under review, block rejected, error an error, unknown under review', () => {
+    assert.equal(categoryOfV3Status('clear'), 'APPROVED');
+    assert.equal(categoryOfV3Status('attention'), 'PROVISIONAL');
+    assert.equal(categoryOfV3Status('block'), 'REJECTED');
+    assert.equal(categoryOfV3Status('error'), 'ERROR');
+    assert.equal(categoryOfV3Status('surprise'), 'PROVISIONAL');
+  });
+
+  it('verification requirements under v3 follow the provider: 6 to 8 liveness frames, JPEG faces, consent always', () => {
+    const loose = { minLiveness: 0, maxLiveness: 50, consentRequired: false };
+    assert.deepEqual(verificationRules('v3', loose), {
+      requiresLiveness: true,
+      minLiveness: 6,
+      maxLiveness: 8,
+      requiresConsent: true,
+      faceImageTypes: ['image/jpeg'],
+    });
+    assert.equal(verificationRules('v3', { ...loose, minLiveness: 7 }).minLiveness, 7, 'configuration may narrow');
+    assert.deepEqual(verificationRules('v2', loose), {
+      requiresLiveness: false,
+      minLiveness: 0,
+      maxLiveness: 50,
+      requiresConsent: false,
+      faceImageTypes: ['image/jpeg', 'image/png'],
+    });
   });
 
   it('signs v2 requests as the provider does and verifies them in constant time within the window', () => {

@@ -19,7 +19,10 @@ export interface KycVerificationInput {
  */
 export interface ProviderEvent {
   eventId: string;
-  /** Only from a v3 callback, whose signature covers its body: the job to look up when none is known. */
+  /**
+   * Only from a v3 callback: the job to look up when none is known. Not covered by the
+   * signature, so it is believed only when the lookup's answer names the application's user.
+   */
   providerJobId?: string;
   /**
    * Always true. Runs started before callbacks became triggers flag a provisional event for

@@ -109,8 +109,9 @@ export async function kycVerification(
     return { state: completed ? 'completed' : (lastLookup?.state ?? 'unknown') };
   });
 
-  async function complete(resultCode: string, resultText: string) {
-    completedStatus = (await activities.completeVerification({ ...ref, resultCode, resultText })).status;
+  async function complete(status: ProviderStatus) {
+    const verdict = { resultCode: status.resultCode!, resultText: status.resultText ?? '', category: status.category };
+    completedStatus = (await activities.completeVerification({ ...ref, ...verdict })).status;
     completed = true;
   }
 
@@ -125,7 +126,7 @@ export async function kycVerification(
     if (status.state === 'closed') completed = true;
     if (status.state === 'final') {
       if (status.category === 'PROVISIONAL' || status.isFinal === false) await activities.recordReview(ref);
-      else await complete(status.resultCode!, status.resultText ?? '');
+      else await complete(status);
     }
     lastLookup = status; // only once applied: a refresh waiting on it then reads the outcome
   }

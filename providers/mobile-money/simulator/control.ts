@@ -1,7 +1,7 @@
 import { controlRouter } from '../../simulator-server';
-import { reject } from './api';
+import { reject } from './checks';
 import type { SimulatorCallbacks } from './callbacks';
-import { B2C_BY_LAST_DIGIT, BAD_REQUEST, modeSchema, PAID, type RunningMobileMoneySimulator } from './model';
+import { BAD_REQUEST, modeSchema, payoutOutcome, type RunningMobileMoneySimulator } from './model';
 import type { SimulatorState } from './state';
 import { z } from 'zod';
 
@@ -39,6 +39,11 @@ export function simulatorControl(state: SimulatorState, callbacks: SimulatorCall
     control.reset();
     ctx.status = 204;
   });
+  /** The certificate to encrypt the B2C SecurityCredential with (a client SDK's certPath / certificatePath). */
+  controlApi.get('/certificate', (ctx) => {
+    ctx.type = 'application/x-pem-file';
+    ctx.body = state.credentials.certificate;
+  });
   controlApi.get('/mode', (ctx) => {
     ctx.body = state.mode;
   });
@@ -75,7 +80,7 @@ export function simulatorControl(state: SimulatorState, callbacks: SimulatorCall
       decidePush(push, false);
       ctx.body = await post(stkDelivery(push, overrides));
     } else if (payment) {
-      decidePayment(payment, B2C_BY_LAST_DIGIT[payment.phone.slice(-1)] ?? PAID, false);
+      decidePayment(payment, payoutOutcome(payment), false);
       ctx.body = await post(b2cDelivery(payment, overrides));
     } else {
       reject(ctx, 404, '404.001.01', 'No such CheckoutRequestID or OriginatorConversationID');

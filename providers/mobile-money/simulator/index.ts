@@ -1,6 +1,7 @@
 import { bodyParser } from '@koa/bodyparser';
 import { startSimulatorServer } from '../../simulator-server';
-import { providerApi, reject } from './api';
+import { providerApi } from './api';
+import { reject } from './checks';
 import { simulatorCallbacks } from './callbacks';
 import { simulatorControl } from './control';
 import { BAD_REQUEST, type MobileMoneySimulatorOptions, type RunningMobileMoneySimulator } from './model';
@@ -25,6 +26,7 @@ export async function startMobileMoneySimulator(
   const { control, controlApi } = simulatorControl(state, callbacks);
   const server = await startSimulatorServer({
     port: options.port,
+    tls: { port: options.tlsPort },
     timers: state.timers,
     before: [
       // Every refusal in the provider's envelope, unknown paths and unreadable JSON included.
@@ -43,5 +45,11 @@ export async function startMobileMoneySimulator(
     control: controlApi,
     api: providerApi(state, callbacks),
   });
-  return { url: server.url, control, close: () => server.close() };
+  return {
+    url: server.url,
+    tlsUrl: server.tlsUrl!,
+    certificate: state.credentials.certificate,
+    control,
+    close: () => server.close(),
+  };
 }

@@ -3,10 +3,14 @@ import { z } from 'zod';
 
 /**
  * Simulator of the mobile-money provider (protocols/mobile-money.md, Daraja-like) for
- * development and tests: OAuth, push prompt, status query and B2C with the provider's checks and
- * error envelopes `{requestId, errorCode, errorMessage}`, callbacks after a delay, and a control
- * API under /_control to lose, duplicate, delay or reorder callbacks, hold status queries at
- * "being processed", fail OAuth or pushes, and read what was received and sent.
+ * development and tests: OAuth, push prompt, status query and B2C (the current v3 path and the
+ * legacy v1 one) with the provider's checks and error envelopes `{requestId, errorCode,
+ * errorMessage}`, callbacks after a delay, and a control API under /_control to lose, duplicate,
+ * delay or reorder callbacks, hold status queries at "being processed", fail OAuth or pushes,
+ * read what was received and sent, and fetch the certificate a B2C SecurityCredential is
+ * encrypted with (made at start; its private key decrypts the credential, and one that does not
+ * decrypt to the initiator password results in 2001, as the provider does). Access tokens stay
+ * valid until they expire, however many are issued.
  *
  * Outcomes, by the last digit of the phone number:
  *
@@ -27,7 +31,9 @@ import { z } from 'zod';
  * 400 / 400.002.02 "Bad Request - Duplicate OriginatorConversationID"; a wrong Password is 400 /
  * 400.002.02 "Bad Request - Invalid Password"; an unknown CheckoutRequestID in a status query is
  * 400 / 400.002.02; an invalid token is HTTP 404 / 404.001.03; a queue timeout is a Result with
- * ResultType 1 and ResultCode "SVC0001"; simulated failures use `<status>.001.01`.
+ * ResultType 1 and ResultCode "SVC0001"; simulated failures use `<status>.001.01`; a legacy v1
+ * B2C gets an OriginatorConversationID like the provider's samples (`16740-34861180-1`), and any
+ * it was sent is ignored.
  */
 export type CallbackMode = 'normal' | 'lose' | 'duplicate' | 'delay' | 'reorder';
 
@@ -38,10 +44,15 @@ export interface MobileMoneySimulatorOptions {
   passkey: string;
   /** B2C PartyA when it differs from `shortCode`. */
   b2cShortCode?: string;
-  /** When given, a B2C with other initiator credentials results in 2001 (as the provider does). */
+  /**
+   * When given, a B2C from another initiator, or whose SecurityCredential does not decrypt to
+   * this password, results in 2001 (as the provider does): never a synchronous refusal.
+   */
   initiatorName?: string;
-  securityCredential?: string;
+  initiatorPassword?: string;
   port?: number;
+  /** The TLS listener's port (0 or absent: a free one). */
+  tlsPort?: number;
   callbackDelayMs?: number;
 }
 
@@ -95,8 +106,12 @@ export interface SimulatedPush {
 }
 
 export interface SimulatedPayment {
+  /** The path it came by: v3 carries our OriginatorConversationID, the legacy v1 gets one made. */
+  api: 'v1' | 'v3';
   originatorConversationId: string;
   conversationId: string;
+  /** InitiatorName and SecurityCredential right (the credential decrypted to the password); else the Result is 2001. */
+  initiatorValid: boolean;
   phone: string;
   amount: number;
   commandId: string;
@@ -127,6 +142,10 @@ export interface SentCallback {
 
 export interface RunningMobileMoneySimulator {
   url: string;
+  /** The same API over TLS, for clients that force https (its certificate: simulatorCertificate()). */
+  tlsUrl: string;
+  /** PEM of the certificate clients encrypt the B2C SecurityCredential with (also GET /_control/certificate). */
+  certificate: string;
   control: {
     reset(): void;
     setMode(patch: Partial<SimulatorMode>): SimulatorMode;
@@ -164,12 +183,18 @@ export const B2C_BY_LAST_DIGIT: Record<string, Outcome | 'queue_timeout'> = {
   },
 };
 export const INVALID_INITIATOR: Outcome = { code: 2001, desc: 'The initiator information is invalid.' };
+/** What a payout results in: 2001 for a wrong initiator or credential, else by the phone's last digit. */
+export const payoutOutcome = (payment: Pick<SimulatedPayment, 'initiatorValid' | 'phone'>) =>
+  payment.initiatorValid ? (B2C_BY_LAST_DIGIT[payment.phone.slice(-1)] ?? PAID) : INVALID_INITIATOR;
 
 export const BAD_REQUEST = '400.002.02';
 export const INVALID_TOKEN = '404.001.03';
 export const PROCESSING = '500.001.1001';
-/** State is kept in memory and bounded, oldest forgotten first. */
-export const LIMITS = { records: 1000, callbacks: 500, ids: 10_000, tokens: 100 };
+/**
+ * State is kept in memory and bounded, oldest forgotten first. Not access tokens: a token is
+ * valid until it expires, however many are issued, so expired ones are what is dropped.
+ */
+export const LIMITS = { records: 1000, callbacks: 500, ids: 10_000 };
 
 const EAT_OFFSET_MS = 3 * 60 * 60 * 1000;
 /** East Africa Time digits, YYYYMMDDHHmmssSSS. */

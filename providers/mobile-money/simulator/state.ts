@@ -1,6 +1,7 @@
 import { randomBytes, randomInt } from 'node:crypto';
 import { SimulatorTimers } from '../../simulator-server';
 import type { Delivery } from './callbacks';
+import { type CredentialKeys, credentialKeys } from './credential';
 import {
   ALNUM,
   LIMITS,
@@ -16,8 +17,10 @@ import {
 export interface SimulatorState {
   options: MobileMoneySimulatorOptions;
   mode: SimulatorMode;
-  /** Access tokens issued, with their expiry. */
+  /** Access tokens issued, with their expiry, in the order issued. */
   tokens: Map<string, number>;
+  /** The certificate published for the B2C SecurityCredential, and its private key. */
+  credentials: CredentialKeys;
   pushes: Map<string, SimulatedPush>;
   payments: Map<string, SimulatedPayment>;
   /** Every OriginatorConversationID accepted, kept longer than the payments themselves. */
@@ -32,7 +35,7 @@ export interface SimulatorState {
   defaults(): SimulatorMode;
   /** A receipt number never issued before (`SIM` and seven letters or digits). */
   receipt(): string;
-  /** A fresh access token, valid for the mode's tokenTtlSeconds. */
+  /** A fresh access token, valid for the mode's tokenTtlSeconds (expired ones are dropped). */
   issueToken(): string;
 }
 
@@ -55,6 +58,7 @@ export function createSimulatorState(options: MobileMoneySimulatorOptions): Simu
     options,
     mode: defaults(),
     tokens: new Map(),
+    credentials: credentialKeys(),
     pushes: new Map(),
     payments: new Map(),
     originatorIds: new Map(),
@@ -74,8 +78,16 @@ export function createSimulatorState(options: MobileMoneySimulatorOptions): Simu
       }
     },
     issueToken() {
+      const now = Date.now();
+      // Memory is bounded by expiry, never by count: evicting a live token would break the client
+      // holding it. Oldest first, up to the first live one (after a tokenTtlSeconds change a few
+      // expired ones may wait behind it: still bounded by time).
+      for (const [issued, expiresAt] of state.tokens) {
+        if (expiresAt > now) break;
+        state.tokens.delete(issued);
+      }
       const token = randomBytes(21).toString('base64url');
-      remember(state.tokens, token, Date.now() + state.mode.tokenTtlSeconds * 1000, LIMITS.tokens);
+      state.tokens.set(token, now + state.mode.tokenTtlSeconds * 1000);
       return token;
     },
   };

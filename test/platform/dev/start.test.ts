@@ -1,7 +1,8 @@
 import { strict as assert } from 'node:assert';
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { chmod, mkdtemp, readFile, rm } from 'node:fs/promises';
+import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
 import { harness } from '../../support/harness';
@@ -95,7 +96,9 @@ async function startService(
       WORKER_METRICS_PORT: await freePort(),
       DEV_IDP_PORT: await freePort(),
       KYC_SIMULATOR_PORT: await freePort(),
+      KYC_SIMULATOR_TLS_PORT: await freePort(),
       MOBILE_MONEY_SIMULATOR_PORT: await freePort(),
+      MOBILE_MONEY_SIMULATOR_TLS_PORT: await freePort(),
     };
     const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir, LOG_LEVEL: 'warn' };
     for (const [name, port] of Object.entries(ports)) env[name] = String(port);
@@ -150,6 +153,20 @@ describe('npm start: the whole service with embedded defaults', () => {
       assert.match(output, new RegExp(`API +http://127.0.0.1:${ports.PORT}`));
       assert.match(output, new RegExp(`Temporal UI +http://127.0.0.1:${ports.TEMPORAL_UI_PORT}`));
       assert.match(output, new RegExp(`Mobile money +http://127.0.0.1:${ports.MOBILE_MONEY_SIMULATOR_PORT}`));
+      // The KYC simulator's TLS address answers with the certificate npm start wrote for SDKs to trust.
+      assert.match(output, new RegExp(`KYC provider .*https://127.0.0.1:${ports.KYC_SIMULATOR_TLS_PORT}`));
+      const tls = /TLS trust +NODE_EXTRA_CA_CERTS=(\S+)/.exec(output);
+      assert.ok(tls, output);
+      const pem = await readFile(tls[1]!, 'utf8');
+      const status = await new Promise<number>((resolve, reject) =>
+        https
+          .get(`https://127.0.0.1:${ports.KYC_SIMULATOR_TLS_PORT}/v3/status/job_x`, { ca: pem }, (res) => {
+            res.resume();
+            resolve(res.statusCode!);
+          })
+          .on('error', reject),
+      );
+      assert.equal(status, 401, 'the v3 API over TLS, asking for a token');
       const ready = await fetch(`http://127.0.0.1:${ports.PORT}/readyz`);
       assert.equal(ready.status, 200);
       assert.deepEqual(await ready.json(), { status: 'ready', checks: { postgres: 'ok', temporal: 'ok' } });

@@ -1,0 +1,189 @@
+import { randomUUID } from 'node:crypto';
+import type { SimulatorTimers } from '../../simulator-server';
+import { ASSUMED } from '../assumed';
+import { signV2 } from '../signature';
+import {
+  type CallbackMode,
+  type Control,
+  type Outcome,
+  outcomeFor,
+  RESULTS,
+  type SimulatedJob,
+  tenDigits,
+  typeIdSuffix,
+  v3Status,
+} from './model';
+
+/**
+ * The simulator's jobs: where they are kept (by the provider's v2 and v3 ids and by our job
+ * id), how they move (processing → (provisional →) final), and the signed callback each result
+ * sends as the callback mode says.
+ */
+export function createJobStore(options: { partnerId: string; apiKey: string; timers: SimulatorTimers }) {
+  const { partnerId, apiKey, timers } = options;
+  const jobs = new Map<string, SimulatedJob>();
+  const byJobId = new Map<string, SimulatedJob>();
+  const byV3Id = new Map<string, SimulatedJob>();
+  let control: Control;
+
+  const v2Result = (job: SimulatedJob) => ({
+    ResultCode: job.resultCode,
+    ResultText: job.resultText,
+    ResultType: 'ID Verification',
+    SmileJobID: job.smileJobId,
+    PartnerParams: job.partnerParams,
+    Actions: {
+      Document_Check: job.resultCode === '0810' ? 'Passed' : 'Failed',
+      Human_Review_Compare: job.state === 'provisional' ? 'Under Review' : 'Passed',
+      Liveness_Check: job.received.livenessImages > 0 ? 'Passed' : 'Not Applicable',
+      Verify_Document: job.resultCode === '0810' ? 'Passed' : 'Failed',
+    },
+    IsFinalResult: String(job.state === 'final'),
+    ConfidenceValue: job.resultCode === '0810' ? '99' : '0',
+    IDType: job.received.idType ?? '',
+    IDNumber: job.received.idNumber ?? '',
+    FullName: '',
+    DOB: '',
+    Gender: '',
+    Country: job.received.country ?? '',
+  });
+
+  /** The callback's body and headers, signed with `key` at `at`. */
+  function callback(job: SimulatedJob, at: Date, key: string) {
+    const timestamp = at.toISOString();
+    const signature = signV2(key, partnerId, timestamp);
+    if (job.apiVersion === 'v3') {
+      // v3 callbacks keep every partner_params key but these three.
+      const { job_id: _job, user_id: _user, job_type: _type, ...params } = job.partnerParams;
+      const names = ASSUMED.v3CallbackHeaders;
+      return {
+        headers: {
+          [names.signature]: signature,
+          [names.timestamp]: timestamp,
+          [names.jobId]: job.v3JobId,
+          [names.userId]: job.userId,
+        } as Record<string, string>,
+        body: {
+          status: v3Status(job),
+          message: job.resultText,
+          reason: job.resultCode,
+          created_at: job.createdAt,
+          completed_at: job.completedAt ?? timestamp,
+          product: ASSUMED.v3CallbackProduct,
+          partner_params: params,
+        },
+      };
+    }
+    return { headers: {} as Record<string, string>, body: { ...v2Result(job), timestamp, signature } };
+  }
+
+  /** Sends the job's current result to its callback URL as the mode says. */
+  async function sendCallback(job: SimulatedJob, mode: CallbackMode = control.callbacks): Promise<void> {
+    if (mode === 'lose' || !job.callbackUrl) return;
+    const at = mode === 'stale' ? new Date(Date.now() - 60 * 60_000) : new Date();
+    const { headers, body } = callback(job, at, mode === 'forge' ? 'wrong-key' : apiKey);
+    for (let i = 0; i < (mode === 'duplicate' ? 2 : 1); i++) {
+      job.callbacksSent += 1;
+      await fetch(job.callbackUrl, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...headers },
+        body: JSON.stringify(body),
+        signal: AbortSignal.timeout(5_000),
+      }).catch(() => {});
+    }
+  }
+
+  function complete(job: SimulatedJob) {
+    const result = RESULTS[job.outcome];
+    if (result.provisional && job.state === 'processing') {
+      job.state = 'provisional';
+      job.resultCode = result.provisional.code;
+      job.resultText = result.provisional.text;
+      timers.later(control.callbackDelayMs, () => sendCallback(job));
+      timers.later(control.reviewMs, () => complete(job));
+      return;
+    }
+    job.state = 'final';
+    job.resultCode = result.code;
+    job.resultText = result.text;
+    job.completedAt = new Date().toISOString();
+    timers.later(control.callbackDelayMs, () => sendCallback(job));
+  }
+
+  return {
+    setControl(next: Control) {
+      control = next;
+    },
+    all: () => [...jobs.values()],
+    /** A job by our job id (v2 lookups, reuse checks). */
+    byJobId: (jobId: unknown) => byJobId.get(String(jobId)),
+    byV3Id: (id: string) => byV3Id.get(id),
+    /** A job by either provider id (the control API takes both). */
+    byProviderId: (id: string) => jobs.get(id) ?? byV3Id.get(id),
+
+    create(
+      apiVersion: 'v2' | 'v3',
+      params: Record<string, unknown>,
+      callbackUrl: string,
+      userId = String(params.user_id ?? ''),
+    ): SimulatedJob {
+      const job: SimulatedJob = {
+        smileJobId: tenDigits(),
+        v3JobId: `job_${typeIdSuffix()}`,
+        apiVersion,
+        jobId: String(params.job_id ?? randomUUID()),
+        userId,
+        jobType: Number(params.job_type ?? 11),
+        partnerParams: Object.fromEntries(Object.entries(params).map(([k, v]) => [k, String(v)])),
+        callbackUrl,
+        outcome: 'approve',
+        state: 'awaiting_upload',
+        held: control.holdJobs,
+        createdAt: new Date().toISOString(),
+        received: { selfie: false, documentFront: false, documentBack: false, livenessImages: 0 },
+        callbacksSent: 0,
+      };
+      jobs.set(job.smileJobId, job);
+      byJobId.set(job.jobId, job);
+      byV3Id.set(job.v3JobId, job);
+      return job;
+    },
+
+    forget(job: SimulatedJob) {
+      jobs.delete(job.smileJobId);
+      if (byJobId.get(job.jobId) === job) byJobId.delete(job.jobId);
+      byV3Id.delete(job.v3JobId);
+    },
+
+    clear() {
+      jobs.clear();
+      byJobId.clear();
+      byV3Id.clear();
+    },
+
+    /** The submission is in: the outcome is decided (unless given) and processing starts (unless jobs are held). */
+    start(job: SimulatedJob, outcome?: Outcome) {
+      job.outcome = outcome ?? outcomeFor(control, job.userId, job.received.idNumber);
+      job.state = 'processing';
+      if (!job.held) timers.later(control.processingMs, () => complete(job));
+    },
+
+    release(job: SimulatedJob) {
+      job.held = false;
+      if (job.state === 'processing') timers.later(0, () => complete(job));
+    },
+
+    /** As if processed long ago: the outcome's final result, no callback. */
+    settle(job: SimulatedJob) {
+      job.state = 'final';
+      job.resultCode = RESULTS[job.outcome].code;
+      job.resultText = RESULTS[job.outcome].text;
+      job.completedAt = new Date().toISOString();
+    },
+
+    v2Result,
+    sendCallback,
+  };
+}
+
+export type JobStore = ReturnType<typeof createJobStore>;

@@ -1,0 +1,106 @@
+import { randomBytes } from 'node:crypto';
+import type Router from '@koa/router';
+import type { Context } from 'koa';
+import { isKenyanMobile } from '../../../domain/identifiers';
+import type { SimulatorCallbacks } from './callbacks';
+import { authorized, reject, validate } from './checks';
+import {
+  BAD_REQUEST,
+  eatDigits,
+  isUrl,
+  LIMITS,
+  payoutOutcome,
+  remember,
+  requestId,
+  type SimulatedPayment,
+  text,
+  wholeAmount,
+} from './model';
+import type { SimulatorState } from './state';
+
+const COMMANDS = ['BusinessPayment', 'SalaryPayment', 'PromotionPayment'];
+
+/**
+ * Send money (B2C) at both paths the provider serves: v3 takes the caller's
+ * OriginatorConversationID, echoes it and refuses a repeat; the legacy v1 (still called by
+ * widely used clients) takes none and gets one made by the provider. Both read `Occasion` or the
+ * provider samples' `Occassion`. The SecurityCredential is decrypted, not compared: one that
+ * does not decrypt to the initiator password is accepted here and results in 2001.
+ */
+export function b2cRoutes(api: Router, state: SimulatorState, callbacks: SimulatorCallbacks): void {
+  const { options } = state;
+  const b2cShortCode = options.b2cShortCode ?? options.shortCode;
+
+  const initiatorValid = (body: Record<string, unknown>) =>
+    (options.initiatorName === undefined || body.InitiatorName === options.initiatorName) &&
+    (options.initiatorPassword === undefined ||
+      state.credentials.decrypt(String(body.SecurityCredential)) === options.initiatorPassword);
+
+  const paymentRequest = (version: SimulatedPayment['api']) => (ctx: Context) => {
+    if (!authorized(state, ctx)) return;
+    const body = ctx.request.body as Record<string, unknown>;
+    const phone = String(body.PartyB);
+    const amount = wholeAmount(body.Amount);
+    // Either spelling, named in a refusal as it was sent.
+    const occasionField = body.Occasion === undefined && body.Occassion !== undefined ? 'Occassion' : 'Occasion';
+    const occasion = body[occasionField];
+    const valid = validate(ctx, [
+      ...(version === 'v3'
+        ? [['OriginatorConversationID', text(body.OriginatorConversationID, 128)] as [string, boolean]]
+        : []),
+      ['InitiatorName', text(body.InitiatorName, 100)],
+      ['SecurityCredential', text(body.SecurityCredential, 2048)],
+      ['CommandID', COMMANDS.includes(String(body.CommandID))],
+      ['Amount', amount !== undefined],
+      ['PartyA', String(body.PartyA) === b2cShortCode],
+      ['PartyB', isKenyanMobile(`+${phone}`)],
+      ['Remarks', text(body.Remarks, 100)],
+      ['QueueTimeOutURL', isUrl(body.QueueTimeOutURL)],
+      ['ResultURL', isUrl(body.ResultURL)],
+      [occasionField, occasion === undefined || (typeof occasion === 'string' && occasion.length <= 100)],
+    ]);
+    if (!valid || amount === undefined) return;
+    if (state.mode.payoutFailWith !== 0)
+      return reject(ctx, state.mode.payoutFailWith, `${state.mode.payoutFailWith}.001.01`, 'Simulated failure');
+    let originatorConversationId: string;
+    if (version === 'v3') {
+      originatorConversationId = String(body.OriginatorConversationID);
+      if (state.originatorIds.has(originatorConversationId))
+        return reject(ctx, 400, BAD_REQUEST, 'Bad Request - Duplicate OriginatorConversationID');
+    } else {
+      do originatorConversationId = requestId();
+      while (state.originatorIds.has(originatorConversationId));
+    }
+    remember(state.originatorIds, originatorConversationId, true, LIMITS.ids);
+    const payment: SimulatedPayment = {
+      api: version,
+      originatorConversationId,
+      conversationId: `AG_${eatDigits().slice(0, 8)}_${randomBytes(10).toString('hex')}`,
+      initiatorValid: initiatorValid(body),
+      phone,
+      amount,
+      commandId: String(body.CommandID),
+      remarks: String(body.Remarks),
+      ...(typeof occasion === 'string' && { occasion }),
+      resultUrl: String(body.ResultURL),
+      queueTimeoutUrl: String(body.QueueTimeOutURL),
+      receivedAt: new Date().toISOString(),
+      state: 'pending',
+      resultCode: '',
+      resultDesc: '',
+      transactionId: state.receipt(),
+      callbacksSent: 0,
+    };
+    remember(state.payments, originatorConversationId, payment, LIMITS.records);
+    callbacks.schedule((callback) => callbacks.decidePayment(payment, payoutOutcome(payment), callback));
+    ctx.body = {
+      ConversationID: payment.conversationId,
+      OriginatorConversationID: originatorConversationId,
+      ResponseCode: '0',
+      ResponseDescription: 'Accept the service request successfully.',
+    };
+  };
+
+  api.post('/mpesa/b2c/v3/paymentrequest', paymentRequest('v3'));
+  api.post('/mpesa/b2c/v1/paymentrequest', paymentRequest('v1'));
+}

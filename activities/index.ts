@@ -7,6 +7,7 @@ import { createCallbackActivities } from './platform/callback-retention';
 import { createIdempotencyPurgeActivities } from './platform/idempotency-purge';
 import { createKycActivities } from './kyc/verification';
 import { createKycSweepActivities } from './kyc/expiry-sweep';
+import { createLoanActivities } from './loans/index';
 import { createMobileMoneyActivities } from './mobile-money/index';
 
 /** What activities are built from; one instance per worker process, no module-level state. */
@@ -27,6 +28,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createKycActivities(deps),
     ...createKycSweepActivities(deps),
     ...createMobileMoneyActivities(deps),
+    ...createLoanActivities(deps),
     ...createCallbackActivities(deps),
     ...createIdempotencyPurgeActivities(deps),
   };
@@ -36,5 +38,6 @@ export type Activities = ReturnType<typeof createActivities>;
 /** Each area's activities: a workflow proxies only its own area's. */
 export type KycActivities = ReturnType<typeof createKycActivities> & ReturnType<typeof createKycSweepActivities>;
 export type MobileMoneyActivities = ReturnType<typeof createMobileMoneyActivities>;
+export type LoanActivities = ReturnType<typeof createLoanActivities>;
 export type PlatformActivities = ReturnType<typeof createCallbackActivities> &
   ReturnType<typeof createIdempotencyPurgeActivities>;

@@ -31,6 +31,9 @@ import { mobileMoneyCallbackRoutes } from './mobile-money/callbacks';
 import { systemRoutes } from './platform/system';
 import { transactionRoutes } from './mobile-money/transactions';
 import { mobileMoneyWorkflows } from './mobile-money/workflows';
+import { loanApplicationRoutes } from './loans/applications';
+import { installmentRoutes } from './loans/installments';
+import { loanWorkflows } from './loans/workflows';
 import { checkRequest, invalidParams } from './validation';
 
 export interface BuiltApp {
@@ -74,6 +77,8 @@ export function buildApp(deps: AppDeps, options: { extraRoutes?: AnyRoute[] } = 
   const transactions = mobileMoneyWorkflows(deps.temporal, deps.config);
   routes.push(...transactionRoutes(deps, transactions));
   routes.push(...mobileMoneyCallbackRoutes(deps, transactions, metrics));
+  routes.push(...loanApplicationRoutes(deps, loanWorkflows(deps.temporal, deps.config)));
+  routes.push(...installmentRoutes(deps));
   routes.push(...(options.extraRoutes ?? []));
 
   const parsers = {

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { authSettings } from './auth';
 import { kycSettings } from './kyc';
+import { loanSettings } from './loans';
 import { mobileMoneySettings } from './mobile-money';
 import { platformSettings } from './platform';
 
@@ -17,6 +18,7 @@ export const configShape = {
   ...authSettings,
   ...kycSettings,
   ...mobileMoneySettings,
+  ...loanSettings,
 };
 export const configSchema = z.object(configShape);
 

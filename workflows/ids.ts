@@ -10,6 +10,10 @@ export const workflowIds = {
   /** One run per transaction, for its whole life: a retried start can never push twice. */
   stkPush: (transactionId: string) => `stk-push/${transactionId}`,
   sendMoney: (transactionId: string) => `send-money/${transactionId}`,
+  /** An offer's life: one run per loan application, until it is taken or expires. */
+  loanApplication: (applicationId: string) => `loan-application/${applicationId}`,
+  /** A loan's life, from disbursement to closing. */
+  loan: (loanId: string) => `loan/${loanId}`,
 };
 
 /** Schedule ids: the schedule's own runs get a timestamp suffix, so they are never business keys. */

@@ -8,3 +8,5 @@ export { kycExpirySweep, kycExpirySweepAll } from './kyc/expiry-sweep';
 export { kycVerification } from './kyc/verification';
 export { sendMoney } from './mobile-money/send-money';
 export { stkPush } from './mobile-money/stk-push';
+export { loan } from './loans/loan';
+export { loanApplication } from './loans/loan-application';

@@ -1,9 +1,9 @@
 import { ApplicationFailure } from '@temporalio/common';
+import { lockAccount } from '../../db/accounts/accounts';
 import { accountBalance, hasJournalEntry, ledgerAccounts, type Leg, postJournal } from '../../db/ledger/ledger';
 import {
   findTransaction,
   forgetAttempt,
-  lockAccount,
   lockTransaction,
   markPayoutPosted,
   recordAttempt,

@@ -21,3 +21,23 @@ export async function openCustomerAccounts(
   ]);
   return accounts;
 }
+
+/**
+ * Locks an account for the rest of the database transaction, so two movements (payouts,
+ * collateral holds) cannot both spend the same available money.
+ */
+export async function lockAccount(trx: Knex.Transaction, accountId: string): Promise<void> {
+  await trx('accounts').where({ id: accountId }).forUpdate().first();
+}
+
+/** The user's account of `type` in the organization, when it is active. */
+export function findActiveAccount(
+  db: Knex | Knex.Transaction,
+  organizationId: string,
+  userId: string,
+  type: 'CURRENT' | 'CREDIT',
+): Promise<{ id: string; currency: string } | undefined> {
+  return db('accounts')
+    .where({ organization_id: organizationId, user_id: userId, type, status: 'ACTIVE' })
+    .first('id', 'currency');
+}

@@ -14,6 +14,13 @@ export const ledgerAccounts = {
   customer: (accountId: string) => `customer:${accountId}`,
   /** Money held for a payout in flight. */
   hold: (accountId: string) => `hold:${accountId}`,
+  /** Money held as a loan's collateral until the loan is repaid. */
+  collateral: (accountId: string) => `collateral:${accountId}`,
+  /** What a borrower owes us on a loan (an asset of ours: a debit increases it). */
+  loanReceivable: (loanId: string) => `loan:${loanId}`,
+  /** Interest a borrower owes us, recognised at disbursement (flat rate: known from the start). */
+  interestReceivable: (loanId: string) => `loan-interest:${loanId}`,
+  interestIncome: 'income:loan-interest',
   /** Clearing: money collected through push prompts. */
   collections: 'mobile-money:collections',
   /** Clearing: money sent through B2C. */
@@ -27,9 +34,19 @@ export interface Leg {
   amount: number;
 }
 
-export type JournalKind = 'COLLECTION' | 'HOLD' | 'PAYOUT' | 'RELEASE';
+/** Per transaction (a loan's id for a loan's own entries), at most one entry of each kind. */
+export type JournalKind =
+  'COLLECTION' | 'HOLD' | 'PAYOUT' | 'RELEASE' | 'COLLATERAL_HOLD' | 'COLLATERAL_RELEASE' | 'DISBURSEMENT';
 
-const JOURNAL_KINDS: readonly JournalKind[] = ['COLLECTION', 'HOLD', 'PAYOUT', 'RELEASE'];
+const JOURNAL_KINDS: readonly JournalKind[] = [
+  'COLLECTION',
+  'HOLD',
+  'PAYOUT',
+  'RELEASE',
+  'COLLATERAL_HOLD',
+  'COLLATERAL_RELEASE',
+  'DISBURSEMENT',
+];
 const CURRENCY = /^[A-Z]{3}$/;
 /** ledger_legs.leg is a smallint. */
 const MAX_LEGS = 32767;
@@ -113,8 +130,9 @@ function toMinorUnits(value: unknown, what: string): number {
 }
 
 /**
- * balance = what the customer owns incl. held money; held = in hold; available = balance - held.
- * All minor units. Customer accounts are liabilities, so a credit (negative leg) increases them.
+ * balance = what the customer owns incl. held money; held = in hold for payouts or as a loan's
+ * collateral; available = balance - held. All minor units. Customer accounts are liabilities, so
+ * a credit (negative leg) increases them.
  */
 export async function accountBalance(
   db: Knex | Knex.Transaction,
@@ -122,10 +140,11 @@ export async function accountBalance(
 ): Promise<{ balance: number; held: number; available: number }> {
   const customer = ledgerAccounts.customer(accountId);
   const hold = ledgerAccounts.hold(accountId);
+  const collateral = ledgerAccounts.collateral(accountId);
   const rows: { ledger_account: string; total: string | null }[] = await db('ledger_legs')
     .select('ledger_account')
     .sum({ total: 'amount' })
-    .whereIn('ledger_account', [customer, hold])
+    .whereIn('ledger_account', [customer, hold, collateral])
     .groupBy('ledger_account');
   const total = (account: string) => {
     const row = rows.find((r) => r.ledger_account === account);
@@ -133,7 +152,7 @@ export async function accountBalance(
     return sum === 0 ? 0 : -sum; // a credit balance is money the customer has
   };
   const available = total(customer);
-  const held = total(hold);
+  const held = total(hold) + total(collateral);
   const balance = available + held;
   if (!Number.isSafeInteger(balance)) throw new Error(`balance of account ${accountId} is beyond a safe integer`);
   return { balance, held, available };

@@ -261,11 +261,6 @@ export async function markPayoutPosted(
     });
 }
 
-/** Locks a transaction's account, so two payouts cannot both spend the same available money. */
-export async function lockAccount(trx: Knex.Transaction, accountId: string): Promise<void> {
-  await trx('accounts').where({ id: accountId }).forUpdate().first();
-}
-
 /** Whether a receipt is recorded on a transaction other than `exceptId` (receipts are unique). */
 export async function receiptTaken(db: Knex, receipt: string, exceptId: string): Promise<boolean> {
   return (

@@ -24,6 +24,41 @@ const user = (
   phone_number: extra.phone_number ?? null,
 });
 
+/** A weekly flat-rate product's terms; the three differ in rate, tenures and limits. */
+const product = (code: string, name: string, terms: { bps: number; tenures: number[]; max: number }) => ({
+  code,
+  name,
+  product_type: 'FLAT_RATE',
+  currency: 'KES',
+  interest_bps: terms.bps,
+  interest_period_value: 7,
+  interest_period_unit: 'DAYS',
+  standard_interest_bps: terms.bps + 50,
+  standard_interest_period_value: 7,
+  standard_interest_period_unit: 'DAYS',
+  min_amount: 100_000,
+  max_amount: terms.max,
+  first_loan_limit: 1_000_000,
+  limit_step: 500_000,
+  tenure_unit: 'WEEKS',
+  tenures: terms.tenures,
+  default_tenure: terms.tenures.at(-1)!,
+  collateral_bps: 1_000,
+  penalty_rate_bps: 100,
+  penalty_calculation_basis: 'PRINCIPAL_AND_ARREARS',
+  penalty_type: 'RECURRING',
+  penalty_period_days: 7,
+  penalty_trigger: 'AFTER_LOAN_END',
+  penalty_grace_period_days: 3,
+  penalty_max_charge_days: 90,
+  offer_ttl_ms: 24 * 3_600_000,
+});
+const LOAN_PRODUCTS = [
+  product('standard', 'Standard loan', { bps: 250, tenures: [1, 2, 3, 4], max: 5_000_000 }),
+  product('partner-a', 'Partner A weekly loan', { bps: 300, tenures: [1, 2, 3, 4], max: 3_000_000 }),
+  product('partner-b', 'Partner B weekly loan', { bps: 275, tenures: [1, 2, 4, 8], max: 5_000_000 }),
+];
+
 const DEMO_ORG = 'org-demo-lender';
 const SECOND_ORG = 'org-second-lender';
 
@@ -123,7 +158,12 @@ export const DEMO = {
     customerCurrent: { id: 'acc00000-0000-4000-8000-000000000001', userKey: 'customer', type: 'CURRENT' },
     customerCredit: { id: 'acc00000-0000-4000-8000-000000000002', userKey: 'customer', type: 'CREDIT' },
     secondCustomerCurrent: { id: 'acc00000-0000-4000-8000-000000000011', userKey: 'secondCustomer', type: 'CURRENT' },
+    /** Brian's KYC is approved: he may borrow (his loan goes to the credit account, the money to the current one). */
+    borrowerCurrent: { id: 'acc00000-0000-4000-8000-000000000003', userKey: 'customerByAuthId', type: 'CURRENT' },
+    borrowerCredit: { id: 'acc00000-0000-4000-8000-000000000004', userKey: 'customerByAuthId', type: 'CREDIT' },
   },
+  /** Every organization's lending products (the same terms in each; amounts in minor units of KES). */
+  loanProducts: LOAN_PRODUCTS,
   /** A DRAFT KYC application ready for a verification submission. */
   kycApplication: { id: 'a11ce000-0000-4000-8000-000000000001', userKey: 'customer' },
   /** Finished verifications, for reading: one approved, one rejected that may be submitted again. */
@@ -199,6 +239,14 @@ export async function seedDemoData(db: Knex, options: SeedOptions): Promise<void
       )
       .onConflict('id')
       .ignore();
+    await trx('loan_products')
+      .insert(
+        Object.values(DEMO.organizations).flatMap((organization) =>
+          LOAN_PRODUCTS.map((loanProduct) => ({ ...loanProduct, organization_id: organization.id })),
+        ),
+      )
+      .onConflict(['organization_id', 'code'])
+      .merge();
     const applicant = DEMO.users[DEMO.kycApplication.userKey];
     // Only when the applicant has no active application: a demo in progress is left alone.
     const active = await trx('kyc_applications')

@@ -1,0 +1,310 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import type { Context } from 'koa';
+import { z } from 'zod';
+import { findActiveAccount } from '../../db/accounts/accounts';
+import {
+  borrowerFacts,
+  createOffer,
+  findLiveOffer,
+  findLoanApplication,
+  expireOffer,
+  type LoanApplicationRow,
+  cancelOffer,
+} from '../../db/loans/applications';
+import { findProduct, offerTerms } from '../../db/loans/products';
+import { ErrorCode, ServiceError, SubCode } from '../../domain/errors';
+import { isUuid } from '../../domain/identifiers';
+import { borrowingLimit, type PeriodUnit } from '../../domain/loans/terms';
+import { Permission } from '../../domain/rbac';
+import { LoanOfferError } from '../../workflows/loans/messages';
+import type { Caller } from '../auth/caller';
+import type { AppDeps } from '../deps';
+import { idempotentExecutionId } from '../middleware/idempotency';
+import { type AnyRoute, defineRoute, type RouteAuth } from '../route';
+import {
+  appliedView,
+  AppliedLoan,
+  organizationOfferView,
+  OrganizationOffer,
+  partnerAOfferView,
+  PartnerAOffer,
+} from './views';
+import type { LoanWorkflows } from './workflows';
+
+/** Borrowers (JWT), and partners and API keys acting for one (the body names the user). */
+const LENDING: RouteAuth = {
+  schemes: ['user', 'partner', 'api_key'],
+  permission: Permission.LOANS_WRITE,
+  refuseWaitingList: true,
+};
+
+const OfferRequest = z
+  .strictObject({
+    user_id: z.uuid().optional().meta({
+      description: 'The borrower, when an organization API key or a partner token calls; a user token must not send it',
+    }),
+    loan_amount: z.number().int().positive().optional().meta({
+      description: 'Minor units: the amount the borrower has in mind; refused (OVER_LIMIT) above their limit',
+    }),
+  })
+  .meta({ id: 'LoanOfferRequest' });
+
+const Apply = z
+  .strictObject({
+    loan_amount: z.number().int().positive().meta({ description: 'Minor units, within the offer’s terms_range' }),
+    tenure: z
+      .number()
+      .int()
+      .positive()
+      .meta({ description: "In the offer's tenure unit (weeks), one the product allows" }),
+    collateral_amount: z.number().int().min(0).meta({
+      description: "Minor units, at least the product's percentage of the loan amount; held on the current account",
+    }),
+  })
+  .meta({ id: 'LoanApplyRequest' });
+
+const PartnerBApply = z
+  .strictObject({
+    application_id: z.uuid().meta({ description: 'The offer (its id) being taken' }),
+    loan_amount: z.number().int().positive(),
+    tenure: z.strictObject({ duration: z.number().int().positive(), unit: z.enum(['WEEKS', 'DAYS']) }),
+    collateral_amount: z.number().int().min(0),
+  })
+  .meta({ id: 'LoanPartnerBApplyRequest' });
+
+const IdempotencyHeader = z.object({ 'idempotency-key': z.string().max(255).optional() });
+
+const NOT_ELIGIBLE =
+  'not eligible, the description starting with why: KYC_NOT_APPROVED, IN_ARREARS (a loan has an overdue installment), ' +
+  'LOAN_RUNNING (a loan is not repaid yet), OVER_LIMIT (loan_amount above the limit, or the limit below the product minimum), ' +
+  'NO_ACCOUNT (no active current and credit account); or user_id sent with a user token or missing with another';
+const APPLY_REFUSED =
+  'the description starting with why: the offer has expired (OFFER_EXPIRED) or was taken (OFFER_TAKEN), terms outside the offer (OUT_OF_RANGE on loan_amount, tenure or ' +
+  'collateral_amount), or a current-account available balance short of the collateral (INSUFFICIENT_FUNDS)';
+
+/** A refusal in the plain shape: its description starts with the machine-readable reason. */
+const refusal = (path: string, reason: string, subCode: string) =>
+  new ServiceError(ErrorCode.BAD_REQUEST, `${subCode}: ${reason}`, [{ path, reason, sub_code: subCode }]);
+
+export function loanApplicationRoutes(deps: AppDeps, workflows: LoanWorkflows): AnyRoute[] {
+  const { db, clock } = deps;
+
+  /** The organization and borrower a request acts for, by the user_id rule of spec 4.3. */
+  function borrowerOf(ctx: Context, userId: string | undefined, organization?: string) {
+    const caller = ctx.state.caller as Caller;
+    const organizationId = organization ?? caller.organizationId;
+    // Another organization's (or an unknown one's) products are not confirmed to exist.
+    if (!organizationId || (caller.organizationId !== null && caller.organizationId !== organizationId))
+      throw new ServiceError(ErrorCode.NOT_FOUND, 'No such organization');
+    if (caller.scheme === 'user') {
+      if (userId !== undefined)
+        throw refusal(
+          'body.user_id',
+          'A user token borrows for its own user: user_id must not be sent',
+          SubCode.NOT_ALLOWED,
+        );
+      return { organizationId, userId: caller.userId };
+    }
+    if (userId === undefined)
+      throw refusal('body.user_id', 'user_id is required with this credential', SubCode.REQUIRED);
+    return { organizationId, userId };
+  }
+
+  /** Eligibility and terms: the live offer on the product, or a new one (its workflow started). */
+  async function offer(
+    ctx: Context,
+    productCode: string,
+    body: z.output<typeof OfferRequest>,
+    organization?: string,
+  ): Promise<LoanApplicationRow> {
+    const borrower = borrowerOf(ctx, body.user_id, organization);
+    const product = await findProduct(db, borrower.organizationId, productCode);
+    if (!product) throw new ServiceError(ErrorCode.NOT_FOUND, 'No such lending product');
+    const facts = await borrowerFacts(db, borrower.organizationId, borrower.userId);
+    if (facts.userStatus === null) throw new ServiceError(ErrorCode.NOT_FOUND, 'No such user in the organization');
+    if (facts.userStatus === 'WAITING_LIST') throw new ServiceError(ErrorCode.WAITING_LIST);
+    const who = body.user_id === undefined ? 'user' : 'body.user_id';
+    if (!facts.kycApproved)
+      throw refusal(who, "The borrower's identity verification is not approved", 'KYC_NOT_APPROVED');
+    if (facts.loansInArrears > 0) throw refusal(who, 'A loan of the borrower has an overdue installment', 'IN_ARREARS');
+    if (facts.loansRunning > 0) throw refusal(who, 'A loan of the borrower is not repaid yet', 'LOAN_RUNNING');
+    const limit = borrowingLimit(
+      {
+        firstLoanLimit: Number(product.first_loan_limit),
+        limitStep: Number(product.limit_step),
+        maxAmount: Number(product.max_amount),
+      },
+      facts.loansRepaid,
+    );
+    if (limit < Number(product.min_amount))
+      throw refusal(who, `The borrower's limit (${limit}) is below the product's minimum`, 'OVER_LIMIT');
+    if (body.loan_amount !== undefined && body.loan_amount > limit)
+      throw refusal('body.loan_amount', `Above the borrower's limit of ${limit}`, 'OVER_LIMIT');
+    const [credit, current] = await Promise.all([
+      findActiveAccount(db, borrower.organizationId, borrower.userId, 'CREDIT'),
+      findActiveAccount(db, borrower.organizationId, borrower.userId, 'CURRENT'),
+    ]);
+    if (!credit || !current)
+      throw refusal(who, 'The borrower needs an active current and credit account', 'NO_ACCOUNT');
+
+    const now = clock.now();
+    const live = await findLiveOffer(db, borrower.organizationId, borrower.userId, product.id);
+    if (live && live.expires_at > now && (body.loan_amount ?? limit) === Number(live.loan_amount)) return live;
+    // A live offer on other terms, or past its time (its timer not yet fired): closed, and a new one made.
+    if (live) await expireOffer(db, borrower.organizationId, live.id, now);
+    const terms = offerTerms(product);
+    const created = await createOffer(db, borrower.organizationId, {
+      id: randomUUID(),
+      resource_id: `lapp_${randomBytes(12).toString('base64url')}`,
+      user_id: borrower.userId,
+      product_id: product.id,
+      product_code: product.code,
+      account_id: credit.id,
+      current_account_id: current.id,
+      loan_amount: body.loan_amount ?? limit,
+      tenure_duration: product.default_tenure,
+      tenure_unit: product.tenure_unit,
+      terms,
+      currency: product.currency,
+      expires_at: new Date(now.getTime() + Number(product.offer_ttl_ms)),
+    });
+    ctx.status = 201;
+    await workflows
+      .startOffer({
+        organizationId: borrower.organizationId,
+        applicationId: created.id,
+        loanAmount: Number(created.loan_amount),
+        terms: created.terms,
+        expiresAt: created.expires_at.toISOString(),
+        accountId: credit.id,
+        userId: borrower.userId,
+      })
+      .catch(async (error: unknown) => {
+        await cancelOffer(db, borrower.organizationId, created.id, clock.now());
+        throw error;
+      });
+    return created;
+  }
+
+  /** Takes an offer through its workflow's Update; answers the application as it is then (DISBURSED). */
+  async function apply(
+    ctx: Context,
+    applicationId: string,
+    taken: { loanAmount: number; tenure: number; tenureUnit?: PeriodUnit; collateralAmount: number },
+  ): Promise<void> {
+    const caller = ctx.state.caller as Caller;
+    const organizationId = caller.organizationId;
+    const application =
+      organizationId && isUuid(applicationId)
+        ? await findLoanApplication(db, organizationId, applicationId)
+        : undefined;
+    // Another organization's or another borrower's application is not confirmed to exist.
+    if (!application || (caller.scheme === 'user' && application.user_id !== caller.userId))
+      throw new ServiceError(ErrorCode.NOT_FOUND, 'No such loan application');
+    if (taken.tenureUnit !== undefined && taken.tenureUnit !== application.tenure_unit)
+      throw refusal('body.tenure.unit', `The offer's tenures are in ${application.tenure_unit}`, SubCode.OUT_OF_RANGE);
+    const updateId = idempotentExecutionId(ctx) ?? randomUUID();
+    const outcome =
+      application.status === 'APPROVED'
+        ? await workflows.acceptOffer(
+            application.id,
+            { loanAmount: taken.loanAmount, tenure: taken.tenure, collateralAmount: taken.collateralAmount },
+            updateId,
+          )
+        : {
+            refused: application.status === 'EXPIRED' ? LoanOfferError.EXPIRED : LoanOfferError.TAKEN,
+            message: `The offer is ${application.status}`,
+          };
+    if ('refused' in outcome) {
+      const path = outcome.details?.path ?? 'path.application_id';
+      const subCode = outcome.refused === LoanOfferError.INVALID_TERMS ? SubCode.OUT_OF_RANGE : outcome.refused;
+      throw refusal(path, outcome.message, subCode);
+    }
+    const after = await findLoanApplication(db, application.organization_id, application.id);
+    ctx.status = 200;
+    ctx.body = appliedView(after!);
+  }
+
+  const offerRoute = (code: 'partner-a' | undefined) =>
+    defineRoute({
+      method: 'post',
+      path: code ? `/v1/accounts/loan/applications/${code}` : '/v1/accounts/loan/applications/{organization}',
+      operationId: code ? 'getPartnerALoanTerms' : 'getOrganizationLoanTerms',
+      summary: code
+        ? 'Loan eligibility and terms for the partner-a product'
+        : "Loan eligibility and terms for the organization's product",
+      description:
+        'With a user token the caller is the borrower; with an organization API key or a partner token the body names user_id. ' +
+        'An eligible borrower gets an offer (status APPROVED, 201) open until expires_at, when it expires by itself (EXPIRED); ' +
+        'asking again while it is open answers the same offer (200). The limit: the product’s first-loan limit, raised by its ' +
+        'step for every loan repaid without arrears, never above its maximum.',
+      tags: ['loans'],
+      auth: LENDING,
+      request: code
+        ? { body: OfferRequest }
+        : { params: z.object({ organization: z.string().min(1).max(255) }), body: OfferRequest },
+      responses: {
+        201: { description: 'A new offer', schema: code ? PartnerAOffer : OrganizationOffer },
+        200: { description: 'The open offer', schema: code ? PartnerAOffer : OrganizationOffer },
+      },
+      errors: {
+        BAD_REQUEST: NOT_ELIGIBLE,
+        NOT_FOUND: 'no such organization, product or user (another organization is not confirmed)',
+      },
+      async handler(ctx, input) {
+        const params = (input as { params?: { organization: string } }).params;
+        const row = await offer(ctx, code ?? 'standard', input.body, params?.organization);
+        ctx.body = code ? partnerAOfferView(row) : organizationOfferView(row);
+      },
+    });
+
+  const partnerB = defineRoute({
+    method: 'post',
+    path: '/v1/accounts/loan/applications/partner-b',
+    operationId: 'applyForLoan',
+    summary: 'Take a loan offer: collateral held, loan and schedule made, principal disbursed',
+    description:
+      'Replaces POST /v1/accounts/credit/applications/{application_id}/apply. Takes the offer named by application_id on the ' +
+      "borrower's terms: the collateral is held on the current account, the loan and its installment schedule are made on the " +
+      'credit account, and the principal is paid into the current account through the ledger, exactly once whatever is ' +
+      'retried. Answers the application, DISBURSED, with the apply fields. Honours Idempotency-Key.',
+    tags: ['loans'],
+    auth: LENDING,
+    idempotent: true,
+    request: { headers: IdempotencyHeader, body: PartnerBApply },
+    responses: { 200: { description: 'The loan application, DISBURSED', schema: AppliedLoan } },
+    errors: { BAD_REQUEST: APPLY_REFUSED, NOT_FOUND: 'no such loan application of the caller' },
+    async handler(ctx, { body }) {
+      await apply(ctx, body.application_id, {
+        loanAmount: body.loan_amount,
+        tenure: body.tenure.duration,
+        tenureUnit: body.tenure.unit,
+        collateralAmount: body.collateral_amount,
+      });
+    },
+  });
+
+  const legacyApply = defineRoute({
+    ...partnerB,
+    path: '/v1/accounts/credit/applications/{application_id}/apply',
+    operationId: 'applyForCreditDeprecated',
+    summary: 'Take a loan offer (deprecated: use POST /v1/accounts/loan/applications/partner-b)',
+    description: `Deprecated alias of POST ${partnerB.path}: the tenure is in the offer's unit (weeks).`,
+    deprecated: true,
+    deprecation: { successor: partnerB.path },
+    request: {
+      headers: IdempotencyHeader,
+      params: z.object({ application_id: z.string().min(1).max(255) }),
+      body: Apply,
+    },
+    async handler(ctx, { params, body }) {
+      await apply(ctx, params.application_id, {
+        loanAmount: body.loan_amount,
+        tenure: body.tenure,
+        collateralAmount: body.collateral_amount,
+      });
+    },
+  });
+
+  return [offerRoute('partner-a'), partnerB, legacyApply, offerRoute(undefined)];
+}

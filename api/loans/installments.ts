@@ -1,0 +1,88 @@
+import { z } from 'zod';
+import { accountInstallments } from '../../db/loans/loans';
+import { ErrorCode, ServiceError } from '../../domain/errors';
+import { Permission } from '../../domain/rbac';
+import type { Caller } from '../auth/caller';
+import type { AppDeps } from '../deps';
+import { type AnyRoute, defineRoute } from '../route';
+
+const Components = z.strictObject({
+  principal: z.number().int(),
+  interest: z.number().int(),
+  penalties: z.number().int(),
+  total: z.number().int(),
+});
+const Installment = z
+  .strictObject({
+    id: z.uuid(),
+    loan_id: z.uuid(),
+    position: z.number().int().meta({ description: '1-based, in due-date order within its loan' }),
+    due_date: z.string().meta({ description: 'YYYY-MM-DD' }),
+    amount: Components.meta({ description: 'What the installment asks for, minor units' }),
+    paid: Components,
+    outstanding: Components,
+    currency: z.string(),
+    status: z.enum(['UPCOMING', 'DUE', 'OVERDUE', 'PAID']).meta({
+      description:
+        'UPCOMING before its due date → DUE on it → OVERDUE from the day after while anything is outstanding; PAID once paid in full',
+    }),
+  })
+  .meta({ id: 'Installment' });
+
+/**
+ * GET /v1/accounts/{accountId}/installments (spec 4.3, path not shown: ours): the schedule of
+ * every loan on a lending account, newest loan first. Only the account's owner (or staff and
+ * keys of its organization with accounts.read) sees it; anyone else gets 404.
+ */
+export function installmentRoutes(deps: AppDeps): AnyRoute[] {
+  const { db } = deps;
+  return [
+    defineRoute({
+      method: 'get',
+      path: '/v1/accounts/{accountId}/installments',
+      operationId: 'listInstallments',
+      summary: "A lending account's installment schedule",
+      tags: ['loans'],
+      auth: { schemes: ['user', 'partner', 'api_key'], permission: Permission.ACCOUNTS_READ, refuseWaitingList: true },
+      request: { params: z.object({ accountId: z.uuid() }) },
+      responses: { 200: { description: 'The schedule', schema: z.strictObject({ data: z.array(Installment) }) } },
+      errors: {
+        NOT_FOUND: 'no such account of the caller (another organization’s or another user’s is not confirmed)',
+      },
+      async handler(ctx, { params }) {
+        const caller = ctx.state.caller as Caller;
+        const account = caller.organizationId
+          ? await db('accounts')
+              .where({ organization_id: caller.organizationId, id: params.accountId })
+              .first('user_id')
+          : undefined;
+        if (!account || (caller.scheme === 'user' && account.user_id !== caller.userId))
+          throw new ServiceError(ErrorCode.NOT_FOUND, 'No such account');
+        const rows = await accountInstallments(db, caller.organizationId!, params.accountId);
+        const components = (principal: number, interest: number, penalties: number) => ({
+          principal,
+          interest,
+          penalties,
+          total: principal + interest + penalties,
+        });
+        ctx.body = {
+          data: rows.map((row) => {
+            const amount = [Number(row.principal), Number(row.interest), Number(row.penalties)] as const;
+            const paid = [Number(row.principal_paid), Number(row.interest_paid), Number(row.penalties_paid)] as const;
+            return {
+              id: row.id,
+              loan_id: row.loan_id,
+              position: row.position,
+              due_date: row.due_date,
+              amount: components(...amount),
+              paid: components(...paid),
+              outstanding: components(amount[0] - paid[0], amount[1] - paid[1], amount[2] - paid[2]),
+              currency: row.currency,
+              status: row.status,
+            };
+          }),
+        };
+      },
+    }),
+  ];
+}

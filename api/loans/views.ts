@@ -1,0 +1,148 @@
+import { z } from 'zod';
+import type { LoanApplicationRow } from '../../db/loans/applications';
+import { weeklyBasisPoints } from '../../domain/loans/terms';
+
+/**
+ * The loan application resource (spec 2) in the three field sets the spec lists: organization
+ * create, partner-a create, and apply. Each schema is strict: a view answers exactly its set.
+ */
+const Rate = z.strictObject({
+  basis_points: z.number().int(),
+  period_value: z.number().int(),
+  period_unit: z.string(),
+});
+const Tenure = z.strictObject({ duration: z.number().int(), unit: z.enum(['WEEKS', 'DAYS']) });
+const TermsRange = z.strictObject({ min_loan_amount: z.number().int(), max_loan_amount: z.number().int() });
+const penalty = {
+  rate_basis_points: z.number().int(),
+  calculation_basis: z.string().meta({ description: 'PRINCIPAL_AND_ARREARS' }),
+  type: z.string().meta({ description: 'RECURRING' }),
+  period_days: z.number().int(),
+  trigger: z.string().meta({ description: 'AFTER_LOAN_END' }),
+  grace_period_days: z.number().int(),
+};
+const status = z.enum(['APPROVED', 'ACCEPTED', 'DISBURSED', 'EXPIRED', 'CANCELLED']).meta({
+  description:
+    'APPROVED: an offer, open until expires_at → ACCEPTED (taken: collateral held, loan and schedule made) → DISBURSED (the ' +
+    'principal is in the current account; the loan is ACTIVE). Or EXPIRED (expires_at passed untaken), or CANCELLED (the offer ' +
+    'could not be opened). APPROVED, EXPIRED and CANCELLED are offers; an apply answers DISBURSED.',
+});
+const common = {
+  id: z.uuid(),
+  resource_id: z.string().meta({ description: 'lapp_<opaque>' }),
+  status,
+  account_id: z.uuid().meta({ description: "The borrower's credit account, where the loan lives" }),
+  loan_product_type: z.enum(['FLAT_RATE', 'REVOLVING_CREDIT']),
+  loan_amount: z
+    .number()
+    .int()
+    .meta({ description: 'Minor units: on an offer the most the borrower may take; on an apply what was taken' }),
+  tenure: Tenure,
+  currency: z.string(),
+  expires_at: z.string().meta({ description: "When the offer expires (ISO 8601 UTC); on an apply, the offer's" }),
+};
+
+export const OrganizationOffer = z
+  .strictObject({
+    ...common,
+    interest_rate: Rate,
+    standard_interest_rate: Rate,
+    terms_range: TermsRange,
+    penalty_terms: z.strictObject({ ...penalty, max_charge_days: z.number().int() }),
+  })
+  .meta({ id: 'LoanApplicationOrganizationOffer' });
+
+export const PartnerAOffer = z
+  .strictObject({
+    ...common,
+    tenure_weeks: z.number().int(),
+    weekly_interest_rate_basis_points: z.number().int(),
+    terms_range: TermsRange,
+    penalty_terms: z.strictObject(penalty),
+  })
+  .meta({ id: 'LoanApplicationPartnerAOffer' });
+
+export const AppliedLoan = z
+  .strictObject({
+    ...common,
+    tenure_weeks: z.number().int(),
+    weekly_interest_rate_basis_points: z.number().int(),
+    collateral_amount: z.number().int(),
+    collateral_percentage_basis_points: z.number().int(),
+    collateral_hold_id: z
+      .uuid()
+      .nullable()
+      .meta({ description: 'The hold on the current account; null when no collateral is due' }),
+    total_repayment_amount: z.number().int(),
+  })
+  .meta({ id: 'LoanApplicationApplied' });
+
+const tenureWeeks = (row: LoanApplicationRow) =>
+  row.tenure_unit === 'WEEKS' ? row.tenure_duration : Math.ceil(row.tenure_duration / 7);
+
+function commonView(row: LoanApplicationRow) {
+  return {
+    id: row.id,
+    resource_id: row.resource_id,
+    status: row.status,
+    account_id: row.account_id,
+    loan_product_type: row.terms.productType,
+    loan_amount: Number(row.loan_amount),
+    tenure: { duration: row.tenure_duration, unit: row.tenure_unit },
+    currency: row.currency,
+    expires_at: row.expires_at.toISOString(),
+  };
+}
+
+const termsRange = (row: LoanApplicationRow) => ({
+  min_loan_amount: row.terms.minAmount,
+  max_loan_amount: Math.min(Number(row.loan_amount), row.terms.maxAmount),
+});
+const penaltyTerms = (row: LoanApplicationRow) => {
+  const p = row.terms.penalty;
+  return {
+    rate_basis_points: p.rateBasisPoints,
+    calculation_basis: p.calculationBasis,
+    type: p.type,
+    period_days: p.periodDays,
+    trigger: p.trigger,
+    grace_period_days: p.gracePeriodDays,
+  };
+};
+const rate = (r: LoanApplicationRow['terms']['interest']) => ({
+  basis_points: r.basisPoints,
+  period_value: r.periodValue,
+  period_unit: r.periodUnit,
+});
+
+export function organizationOfferView(row: LoanApplicationRow): z.infer<typeof OrganizationOffer> {
+  return {
+    ...commonView(row),
+    interest_rate: rate(row.terms.interest),
+    standard_interest_rate: rate(row.terms.standardInterest),
+    terms_range: termsRange(row),
+    penalty_terms: { ...penaltyTerms(row), max_charge_days: row.terms.penalty.maxChargeDays },
+  };
+}
+
+export function partnerAOfferView(row: LoanApplicationRow): z.infer<typeof PartnerAOffer> {
+  return {
+    ...commonView(row),
+    tenure_weeks: tenureWeeks(row),
+    weekly_interest_rate_basis_points: weeklyBasisPoints(row.terms.interest),
+    terms_range: termsRange(row),
+    penalty_terms: penaltyTerms(row),
+  };
+}
+
+export function appliedView(row: LoanApplicationRow): z.infer<typeof AppliedLoan> {
+  return {
+    ...commonView(row),
+    tenure_weeks: tenureWeeks(row),
+    weekly_interest_rate_basis_points: weeklyBasisPoints(row.terms.interest),
+    collateral_amount: Number(row.collateral_amount ?? 0),
+    collateral_percentage_basis_points: row.terms.collateralBasisPoints,
+    collateral_hold_id: row.collateral_hold_id,
+    total_repayment_amount: Number(row.total_repayment_amount ?? 0),
+  };
+}

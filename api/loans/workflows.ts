@@ -1,0 +1,60 @@
+import type { Client } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError, WorkflowUpdateFailedError } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import type { Config } from '../../config';
+import { workflowIds } from '../../workflows/ids';
+import type { loanApplication } from '../../workflows/loans/loan-application';
+import { acceptOfferUpdate, type LoanOfferInput, type OfferAcceptance } from '../../workflows/loans/messages';
+import { AccountId, ApplicationId, OrganizationId, UserId } from '../../workflows/search-attributes';
+
+/**
+ * The one module through which the API drives the loan-application (offer) workflow: start it
+ * with the offer, and take the offer through its acceptOffer Update. The run carries the
+ * organization, credit account, application and user ids as search attributes.
+ */
+export function loanWorkflows(temporal: Client, config: Config) {
+  return {
+    async startOffer(offer: Omit<LoanOfferInput, 'dayMs'> & { accountId: string; userId: string }): Promise<void> {
+      const { accountId, userId, ...input } = offer;
+      try {
+        await temporal.workflow.start<typeof loanApplication>('loanApplication', {
+          taskQueue: config.TEMPORAL_TASK_QUEUE,
+          workflowId: workflowIds.loanApplication(offer.applicationId),
+          workflowIdReusePolicy: 'REJECT_DUPLICATE',
+          typedSearchAttributes: [
+            { key: OrganizationId, value: offer.organizationId },
+            { key: AccountId, value: accountId },
+            { key: ApplicationId, value: offer.applicationId },
+            { key: UserId, value: userId },
+          ],
+          args: [{ ...input, dayMs: config.LOAN_DAY_LENGTH }],
+        });
+      } catch (error) {
+        if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
+      }
+    },
+
+    /**
+     * Takes the offer; the same `updateId` (from the Idempotency-Key) is one acceptance however
+     * often it is sent. Answers the refusal's type and details, or the loan id.
+     */
+    async acceptOffer(
+      applicationId: string,
+      taken: OfferAcceptance,
+      updateId: string,
+    ): Promise<{ loanId: string } | { refused: string; message: string; details?: { path: string } }> {
+      try {
+        return await temporal.workflow
+          .getHandle(workflowIds.loanApplication(applicationId))
+          .executeUpdate(acceptOfferUpdate, { args: [taken], updateId });
+      } catch (error) {
+        const cause = error instanceof WorkflowUpdateFailedError ? error.cause : undefined;
+        if (cause instanceof ApplicationFailure && cause.type)
+          return { refused: cause.type, message: cause.message, details: cause.details?.[0] as { path: string } };
+        throw error;
+      }
+    },
+  };
+}
+
+export type LoanWorkflows = ReturnType<typeof loanWorkflows>;

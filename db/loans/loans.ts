@@ -1,0 +1,287 @@
+import type { Knex } from 'knex';
+import { InstallmentStatus, LoanApplicationStatus, LoanStatus } from '../../domain/loans/terms';
+import type { ScheduledInstallment } from '../../domain/loans/schedule';
+import { lockAccount } from '../accounts/accounts';
+import { accountBalance, ledgerAccounts, postJournal } from '../ledger/ledger';
+import type { LoanApplicationRow } from './applications';
+
+/**
+ * Loans and their installments (migration 20261123100000_loans). Every money step is one
+ * database transaction and one journal entry unique per (loan id, kind), so a step run twice
+ * (an activity retried after a crash) moves the money once.
+ */
+export interface LoanRow {
+  id: string;
+  organization_id: string;
+  user_id: string;
+  application_id: string;
+  account_id: string;
+  current_account_id: string;
+  status: LoanStatus;
+  principal: string;
+  interest: string;
+  collateral_amount: string;
+  collateral_hold_id: string | null;
+  currency: string;
+  tenure_duration: number;
+  tenure_unit: string;
+  start_date: string;
+  disbursed_at: Date | null;
+  arrears_at: Date | null;
+  closed_at: Date | null;
+}
+
+export interface InstallmentRow {
+  id: string;
+  loan_id: string;
+  account_id: string;
+  position: number;
+  due_date: string;
+  principal: string;
+  interest: string;
+  penalties: string;
+  principal_paid: string;
+  interest_paid: string;
+  penalties_paid: string;
+  status: InstallmentStatus;
+}
+
+export type Acceptance =
+  | { outcome: 'accepted'; application: LoanApplicationRow; loan: LoanRow }
+  | { outcome: 'insufficient_funds'; available: number }
+  | { outcome: 'not_open'; application: LoanApplicationRow };
+
+/**
+ * Takes an open offer: the loan and its schedule are made, the collateral is held on the
+ * borrower's current account (its available balance checked under a lock), and the offer is
+ * ACCEPTED, all in one database transaction. Taken already (a retried step): answers what was
+ * taken, changing nothing.
+ */
+export async function acceptOffer(
+  db: Knex,
+  organizationId: string,
+  applicationId: string,
+  taken: {
+    loanId: string;
+    loanAmount: number;
+    interest: number;
+    tenure: number;
+    collateralAmount: number;
+    startDate: string;
+    installments: ScheduledInstallment[];
+  },
+  now: Date,
+): Promise<Acceptance> {
+  return db.transaction(async (trx) => {
+    const application: LoanApplicationRow | undefined = await trx('loan_applications')
+      .where({ organization_id: organizationId, id: applicationId })
+      .forUpdate()
+      .first();
+    if (!application) throw new Error(`no loan application ${applicationId}`);
+    if (application.status !== LoanApplicationStatus.APPROVED) {
+      const loan = application.loan_id
+        ? await trx('loans').where({ organization_id: organizationId, id: application.loan_id }).first()
+        : undefined;
+      return loan
+        ? { outcome: 'accepted' as const, application, loan: loan as LoanRow }
+        : { outcome: 'not_open' as const, application };
+    }
+    const current = application.current_account_id;
+    await lockAccount(trx, current);
+    const { available } = await accountBalance(trx, current);
+    if (available < taken.collateralAmount) return { outcome: 'insufficient_funds' as const, available };
+
+    let holdId: string | null = null;
+    if (taken.collateralAmount > 0) {
+      await postJournal(trx, {
+        transactionId: taken.loanId,
+        kind: 'COLLATERAL_HOLD',
+        currency: application.currency,
+        legs: [
+          { account: ledgerAccounts.customer(current), amount: taken.collateralAmount },
+          { account: ledgerAccounts.collateral(current), amount: -taken.collateralAmount },
+        ],
+      });
+      const entry = await trx('journal_entries')
+        .where({ transaction_id: taken.loanId, kind: 'COLLATERAL_HOLD' })
+        .first('id');
+      holdId = (entry as { id: string }).id;
+    }
+    const [loan] = await trx('loans')
+      .insert({
+        id: taken.loanId,
+        organization_id: organizationId,
+        user_id: application.user_id,
+        application_id: application.id,
+        account_id: application.account_id,
+        current_account_id: current,
+        status: LoanStatus.PENDING_DISBURSEMENT,
+        principal: taken.loanAmount,
+        interest: taken.interest,
+        collateral_amount: taken.collateralAmount,
+        collateral_hold_id: holdId,
+        currency: application.currency,
+        tenure_duration: taken.tenure,
+        tenure_unit: application.tenure_unit,
+        start_date: taken.startDate,
+      })
+      .returning('*');
+    await trx('installments').insert(
+      taken.installments.map((installment) => ({
+        organization_id: organizationId,
+        loan_id: taken.loanId,
+        account_id: application.account_id,
+        position: installment.position,
+        due_date: installment.dueDate,
+        principal: installment.principal,
+        interest: installment.interest,
+      })),
+    );
+    const [accepted] = await trx('loan_applications')
+      .where({ id: application.id })
+      .update({
+        status: LoanApplicationStatus.ACCEPTED,
+        loan_amount: taken.loanAmount,
+        tenure_duration: taken.tenure,
+        collateral_amount: taken.collateralAmount,
+        collateral_hold_id: holdId,
+        total_repayment_amount: taken.loanAmount + taken.interest,
+        loan_id: taken.loanId,
+        accepted_at: now,
+        updated_at: now,
+      })
+      .returning('*');
+    return { outcome: 'accepted' as const, application: accepted as LoanApplicationRow, loan: loan as LoanRow };
+  });
+}
+
+/**
+ * Pays the principal out to the borrower's current account through the ledger (our loan
+ * receivable against the customer's money), once: the entry is unique per loan.
+ */
+export async function disburseLoan(db: Knex, organizationId: string, loanId: string, now: Date): Promise<LoanRow> {
+  return db.transaction(async (trx) => {
+    const loan: LoanRow | undefined = await trx('loans')
+      .where({ organization_id: organizationId, id: loanId })
+      .forUpdate()
+      .first();
+    if (!loan) throw new Error(`no loan ${loanId}`);
+    if (loan.status !== LoanStatus.PENDING_DISBURSEMENT) return loan;
+    const principal = Number(loan.principal);
+    await postJournal(trx, {
+      transactionId: loan.id,
+      kind: 'DISBURSEMENT',
+      currency: loan.currency,
+      legs: [
+        { account: ledgerAccounts.loanReceivable(loan.id), amount: principal },
+        { account: ledgerAccounts.customer(loan.current_account_id), amount: -principal },
+      ],
+    });
+    await trx('loan_applications')
+      .where({ organization_id: organizationId, id: loan.application_id })
+      .update({ status: LoanApplicationStatus.DISBURSED, disbursed_at: now, updated_at: now });
+    const [active] = await trx('loans')
+      .where({ id: loan.id })
+      .update({ status: LoanStatus.ACTIVE, disbursed_at: now })
+      .returning('*');
+    return active as LoanRow;
+  });
+}
+
+export function findLoan(db: Knex, organizationId: string, loanId: string): Promise<LoanRow | undefined> {
+  return db('loans').where({ organization_id: organizationId, id: loanId }).first();
+}
+
+/** When each of a loan's installments falls due, in days after the loan's start date, in order. */
+export function installmentDueDays(
+  db: Knex,
+  organizationId: string,
+  loanId: string,
+): Promise<{ position: number; dueDay: number }[]> {
+  return db('installments as i')
+    .join('loans as l', 'l.id', 'i.loan_id')
+    .where({ 'i.organization_id': organizationId, 'i.loan_id': loanId })
+    .orderBy('i.position')
+    .select('i.position', db.raw('(i.due_date - l.start_date)::int as "dueDay"'));
+}
+
+/** The installments of every loan on an account, newest loan first, each loan's in order. */
+export function accountInstallments(
+  db: Knex,
+  organizationId: string,
+  accountId: string,
+): Promise<(InstallmentRow & { currency: string; loan_status: string })[]> {
+  return db('installments as i')
+    .join('loans as l', 'l.id', 'i.loan_id')
+    .where({ 'i.organization_id': organizationId, 'i.account_id': accountId })
+    .orderBy([
+      { column: 'l.created_at', order: 'desc' },
+      { column: 'i.position', order: 'asc' },
+    ])
+    .select('i.*', db.raw(`to_char(i.due_date, 'YYYY-MM-DD') as due_date`), 'l.currency', 'l.status as loan_status');
+}
+
+/**
+ * Moves an installment on as time passes: UPCOMING → DUE on its due date, and to OVERDUE after
+ * it while anything is outstanding (the loan's arrears date set the first time). Conditional, so
+ * a repeated step changes nothing; answers the status it has now.
+ */
+export async function advanceInstallment(
+  db: Knex,
+  organizationId: string,
+  loanId: string,
+  position: number,
+  to: 'DUE' | 'OVERDUE',
+  now: Date,
+): Promise<InstallmentStatus | undefined> {
+  return db.transaction(async (trx) => {
+    const from = to === 'DUE' ? [InstallmentStatus.UPCOMING] : [InstallmentStatus.UPCOMING, InstallmentStatus.DUE];
+    const changed = await trx('installments')
+      .where({ organization_id: organizationId, loan_id: loanId, position })
+      .whereIn('status', from)
+      .update({ status: to, updated_at: now });
+    if (changed > 0 && to === 'OVERDUE')
+      await trx('loans')
+        .where({ organization_id: organizationId, id: loanId })
+        .whereNull('arrears_at')
+        .update({ arrears_at: now });
+    const row = await trx('installments')
+      .where({ organization_id: organizationId, loan_id: loanId, position })
+      .first('status');
+    return (row as { status: InstallmentStatus } | undefined)?.status;
+  });
+}
+
+/**
+ * Closes a loan whose installments are all paid: REPAID, and its collateral released to the
+ * borrower's available money (once: the release entry is unique per loan). False while anything
+ * is outstanding.
+ */
+export async function closeIfRepaid(db: Knex, organizationId: string, loanId: string, now: Date): Promise<boolean> {
+  return db.transaction(async (trx) => {
+    const loan: LoanRow | undefined = await trx('loans')
+      .where({ organization_id: organizationId, id: loanId })
+      .forUpdate()
+      .first();
+    if (!loan) throw new Error(`no loan ${loanId}`);
+    if (loan.status === LoanStatus.REPAID) return true;
+    const open = await trx('installments')
+      .where({ organization_id: organizationId, loan_id: loanId })
+      .whereNot({ status: InstallmentStatus.PAID })
+      .first('id');
+    if (open || loan.status !== LoanStatus.ACTIVE) return false;
+    const collateral = Number(loan.collateral_amount);
+    if (collateral > 0)
+      await postJournal(trx, {
+        transactionId: loan.id,
+        kind: 'COLLATERAL_RELEASE',
+        currency: loan.currency,
+        legs: [
+          { account: ledgerAccounts.collateral(loan.current_account_id), amount: collateral },
+          { account: ledgerAccounts.customer(loan.current_account_id), amount: -collateral },
+        ],
+      });
+    await trx('loans').where({ id: loan.id }).update({ status: LoanStatus.REPAID, closed_at: now });
+    return true;
+  });
+}

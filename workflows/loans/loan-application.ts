@@ -1,0 +1,105 @@
+import {
+  ApplicationFailure,
+  allHandlersFinished,
+  condition,
+  ParentClosePolicy,
+  proxyActivities,
+  setHandler,
+  startChild,
+} from '@temporalio/workflow';
+import type { LoanActivities } from '../../activities';
+import { acceptanceProblem } from '../../domain/loans/terms';
+import { workflowIds } from '../ids';
+import { AccountId, ApplicationId, OrganizationId, UserId } from '../search-attributes';
+import { acceptOfferUpdate, type LoanOfferInput, LoanOfferError, offerStateQuery } from './messages';
+import { loan } from './loan';
+
+const activities = proxyActivities<LoanActivities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
+});
+
+/**
+ * An offer's life (`loan-application/<id>`): open until `expiresAt`, when it expires by itself
+ * (EXPIRED), unless the borrower takes it first through the acceptOffer Update. The Update's
+ * validator refuses, before anything is recorded, an expired or taken offer and terms outside
+ * the offer; its handler holds the collateral and makes the loan and its schedule (one step),
+ * disburses the principal (one step), and starts the loan's own workflow. Every step is
+ * idempotent in Postgres, so a crash or a retried Update moves no money twice.
+ */
+export async function loanApplication(input: LoanOfferInput): Promise<string> {
+  const ref = { organizationId: input.organizationId, applicationId: input.applicationId };
+  let state: 'OPEN' | 'ACCEPTING' | 'ACCEPTED' | 'EXPIRED' = 'OPEN';
+  let loanId: string | undefined;
+
+  setHandler(offerStateQuery, () => state);
+  setHandler(
+    acceptOfferUpdate,
+    async (taken) => {
+      if (state === 'ACCEPTED' && loanId) return { loanId };
+      state = 'ACCEPTING';
+      const accepted = await activities.acceptLoanOffer({ ...ref, ...taken });
+      if (accepted.outcome === 'insufficient_funds') {
+        state = 'OPEN';
+        throw ApplicationFailure.nonRetryable(
+          `The current account's available balance (${accepted.available}) is short of the collateral`,
+          LoanOfferError.INSUFFICIENT_FUNDS,
+        );
+      }
+      if (accepted.outcome === 'not_open') {
+        state = accepted.status === 'EXPIRED' ? 'EXPIRED' : 'ACCEPTED';
+        throw ApplicationFailure.nonRetryable(`The offer is ${accepted.status}`, LoanOfferError.TAKEN);
+      }
+      const disbursed = await activities.disburseLoan({
+        organizationId: input.organizationId,
+        loanId: accepted.loanId,
+      });
+      await startChild(loan, {
+        workflowId: workflowIds.loan(accepted.loanId),
+        parentClosePolicy: ParentClosePolicy.ABANDON,
+        typedSearchAttributes: [
+          { key: OrganizationId, value: input.organizationId },
+          { key: AccountId, value: accepted.accountId },
+          { key: ApplicationId, value: input.applicationId },
+          { key: UserId, value: accepted.userId },
+        ],
+        args: [
+          {
+            organizationId: input.organizationId,
+            loanId: accepted.loanId,
+            anchorMs: Math.floor(disbursed.disbursedAtMs / input.dayMs) * input.dayMs,
+            dayMs: input.dayMs,
+            installments: accepted.installments,
+          },
+        ],
+      });
+      loanId = accepted.loanId;
+      state = 'ACCEPTED';
+      return { loanId };
+    },
+    {
+      validator: (taken) => {
+        if (state === 'EXPIRED' || Date.now() >= Date.parse(input.expiresAt))
+          throw ApplicationFailure.nonRetryable('The offer has expired', LoanOfferError.EXPIRED);
+        if (state === 'ACCEPTING' || state === 'ACCEPTED')
+          throw ApplicationFailure.nonRetryable('The offer has been taken already', LoanOfferError.TAKEN);
+        const problem = acceptanceProblem({ loanAmount: input.loanAmount, terms: input.terms }, taken);
+        if (problem) throw ApplicationFailure.nonRetryable(problem.reason, LoanOfferError.INVALID_TERMS, problem);
+      },
+    },
+  );
+
+  const remaining = () => Math.max(0, Date.parse(input.expiresAt) - Date.now());
+  for (;;) {
+    if (!(await condition(() => state !== 'OPEN', remaining()))) {
+      state = 'EXPIRED';
+      // Taken in Postgres by an acceptance this run cannot have missed: the expiry changes nothing then.
+      if ((await activities.expireLoanOffer(ref)) !== 'EXPIRED') state = 'ACCEPTED';
+      break;
+    }
+    await condition(() => state !== 'ACCEPTING');
+    if (state !== 'OPEN') break; // taken (or found expired); a refused acceptance leaves the offer open
+  }
+  await condition(allHandlersFinished);
+  return state;
+}

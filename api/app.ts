@@ -85,6 +85,7 @@ export function buildApp(deps: AppDeps, options: { extraRoutes?: AnyRoute[] } = 
     default: jsonBody(deps.config.BODY_LIMIT),
     verification: jsonBody(deps.config.BODY_LIMIT_VERIFICATION),
     callback: jsonBody(deps.config.CALLBACK_BODY_LIMIT),
+    kycCallback: jsonBody(deps.config.KYC_CALLBACK_BODY_LIMIT),
   };
   const router = new Router();
   for (const route of routes) {
@@ -124,7 +125,13 @@ export function buildApp(deps: AppDeps, options: { extraRoutes?: AnyRoute[] } = 
           ctx.state.checked = checked;
           await next();
         },
-        ...(BODY_METHODS.has(route.method) ? [parsers[callback ? 'callback' : (route.bodyLimit ?? 'default')]] : []),
+        ...(BODY_METHODS.has(route.method)
+          ? [
+              parsers[
+                callback ? (callback.provider === 'kyc' ? 'kycCallback' : 'callback') : (route.bodyLimit ?? 'default')
+              ],
+            ]
+          : []),
         async (ctx) => {
           const checked = ctx.state.checked as ReturnType<typeof checkRequest>;
           const body = checkRequest(

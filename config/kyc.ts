@@ -15,6 +15,23 @@ export const kycSettings = {
   KYC_PROVIDER_NAME: z.string().min(1).default('smile_identity'),
   /** When set, identity-verification callbacks are taken only from these source addresses. */
   KYC_CALLBACK_SOURCES: addressList,
+  /** Largest identity-verification callback body (v2 result callbacks reach 1.5 MB). */
+  KYC_CALLBACK_BODY_LIMIT: byteSize('2mb'),
+  /**
+   * Hosts a v2 upload URL may point at (the provider's storage; `.suffix` matches subdomains).
+   * Unset: any https host but an IP literal or localhost. The zip carries the applicant's images.
+   */
+  KYC_UPLOAD_HOSTS: z
+    .string()
+    .optional()
+    .transform((v) =>
+      v
+        ? v
+            .split(',')
+            .map((h) => h.trim())
+            .filter(Boolean)
+        : undefined,
+    ),
   /** Largest decoded image a verification accepts (selfie, document side or liveness frame). */
   KYC_MAX_IMAGE_BYTES: byteSize('5mb'),
   KYC_LIVENESS_MIN_IMAGES: z.coerce.number().int().min(0).default(3),

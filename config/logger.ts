@@ -20,6 +20,12 @@ const SECRET_FIELDS = [
   'document_front',
   'document_back',
   'liveness_images',
+  // Provider credentials: M-Pesa's SecurityCredential and (reversible) Password, KYC signatures and keys.
+  'SecurityCredential',
+  'Password',
+  'signature',
+  'smileid-api-key',
+  'smileid-token',
 ];
 /**
  * Secret field names at the top level and one level down under the usual containers. Explicit

@@ -90,6 +90,8 @@ export async function startDevelopmentProviders(
         KYC_PARTNER_ID: DEV_KYC.partnerId,
         KYC_API_KEY: DEV_KYC.apiKey,
         KYC_PROVIDER_CA: kyc.certificate,
+        // The simulator's storage listener: the presigned upload URL's host.
+        KYC_UPLOAD_HOSTS: ['localhost'],
       }
     : withIdp;
   return {

@@ -40,6 +40,7 @@ export function createProviders(config: Config): Providers {
       partnerId: kyc.KYC_PARTNER_ID,
       apiKey: kyc.KYC_API_KEY,
       ca: config.KYC_PROVIDER_CA,
+      uploadHosts: config.KYC_UPLOAD_HOSTS,
     }),
     mobileMoney: createMobileMoneyClient({
       baseUrl: mm.MOBILE_MONEY_URL,

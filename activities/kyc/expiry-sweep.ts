@@ -1,4 +1,5 @@
 import { Context } from '@temporalio/activity';
+import { isApplicantsJob } from '../../domain/kyc/jobs';
 import { ResultCategory } from '../../domain/kyc/result-codes';
 import { forEachConcurrently } from '../../domain/concurrency';
 import {
@@ -80,7 +81,14 @@ export function createKycSweepActivities(deps: ActivityDeps) {
           counts.failed += 1;
           return;
         }
+        // A job that is not the applicant's (a reported id of another user's job) settles nothing:
+        // as far as this application goes, the provider does not know its job.
         if (
+          status.state === 'final' &&
+          !isApplicantsJob(status, application, application.provider_job_id ?? undefined)
+        ) {
+          unknown.push(application.id);
+        } else if (
           status.state === 'processing' ||
           (status.state === 'final' && (status.category === ResultCategory.PROVISIONAL || !status.isFinal))
         ) {

@@ -1,7 +1,7 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { findApplication, type KycApplicationRow } from '../../db/kyc/applications';
 import { findDocumentContents } from '../../db/kyc/documents';
-import { findCallerUser, findSubject } from '../../db/kyc/subjects';
+import { findSubject, findUser } from '../../db/kyc/subjects';
 import {
   completePendingApplication,
   failPendingApplication,
@@ -13,7 +13,8 @@ import { categoryOf, ResultCategory } from '../../domain/kyc/result-codes';
 import { NOTICE_LANGUAGE } from '../../domain/kyc/requirements';
 import { KycStatus } from '../../domain/kyc/status';
 import { Failure } from '../../domain/failures';
-import { KycProviderError } from '../../providers/kyc/client';
+import { type JobStatus, KycProviderError } from '../../providers/kyc/client';
+import { isApplicantsJob } from '../../domain/kyc/jobs';
 import type { ApplicationRef, ProviderStatus } from '../../workflows/kyc/messages';
 import type { ActivityDeps } from '../index';
 
@@ -66,7 +67,7 @@ export function createKycActivities(deps: ActivityDeps) {
       const one = (kind: string) => documents.find((d) => d.kind === kind)?.content;
       const subject = await findSubject(db, ref.organizationId, application.user_id);
       // The subject's stated identity first, the user's profile where the subject says nothing.
-      const user = await findCallerUser(db, application.user_id);
+      const user = await findUser(db, ref.organizationId, application.user_id);
       const submitted = await providers.kyc
         .submitDocumentVerification({
           apiVersion: version,
@@ -75,6 +76,7 @@ export function createKycActivities(deps: ActivityDeps) {
           country: subject?.country ?? 'KE',
           idType: subject?.identity_type ?? 'IDENTITY_CARD',
           idNumber: subject?.id_number ?? undefined,
+          retry: application.submission_attempted_at !== null,
           applicant: {
             name: subject?.name ?? user?.name ?? undefined,
             email: subject?.email ?? user?.email ?? undefined,
@@ -123,25 +125,33 @@ export function createKycActivities(deps: ActivityDeps) {
     async checkProviderStatus(ref: ApplicationRef, providerJobIdHint?: string): Promise<ProviderStatus> {
       const application = await load(ref);
       if (application.status !== KycStatus.ID_VERIFICATION_PENDING) return { state: 'closed' };
-      const status = await providers.kyc
-        .jobStatus({
+      const asked = application.provider_job_id ?? providerJobIdHint;
+      let status: JobStatus;
+      try {
+        status = await providers.kyc.jobStatus({
           apiVersion: application.api_version ?? 'v2',
           jobId: application.job_id!,
           userId: application.user_id,
-          providerJobId: application.provider_job_id ?? providerJobIdHint,
-        })
-        .catch(providerFailure);
+          providerJobId: asked,
+        });
+      } catch (error) {
+        // A job id only a callback named (unsigned) that the provider refuses is no job of ours:
+        // it must not end the run.
+        if (!application.provider_job_id && providerJobIdHint && error instanceof KycProviderError && !error.retryable)
+          return { state: 'not_found' };
+        return providerFailure(error);
+      }
       await update(ref, { provider_checked_at: clock.now() });
       if (status.state !== 'final') return { state: status.state };
-      // A job id named by a callback or a client is believed only for a job of this applicant.
-      if (status.userId !== undefined && status.userId !== application.user_id) {
-        Context.current().log.warn('KYC provider job belongs to another user; ignored', {
+      if (!isApplicantsJob(status, application, asked)) {
+        Context.current().log.warn('KYC provider job is not the applicant’s; ignored', {
           applicationId: ref.applicationId,
         });
         return { state: 'not_found' };
       }
       const providerJobId = status.providerJobId ?? application.provider_job_id ?? undefined;
-      if (providerJobId && !application.provider_job_id) await update(ref, { provider_job_id: providerJobId });
+      if (providerJobId && !application.provider_job_id)
+        await setProviderJobIdOnce(db, ref.organizationId, ref.applicationId, providerJobId, clock.now());
       return {
         state: 'final',
         category: status.category,
@@ -153,7 +163,10 @@ export function createKycActivities(deps: ActivityDeps) {
     },
 
     async recordProviderJobId(ref: ApplicationRef & { providerJobId: string }): Promise<void> {
-      await setProviderJobIdOnce(db, ref.organizationId, ref.applicationId, ref.providerJobId, clock.now());
+      if (!(await setProviderJobIdOnce(db, ref.organizationId, ref.applicationId, ref.providerJobId, clock.now())))
+        Context.current().log.warn('reported KYC provider job is held by another application; not recorded', {
+          applicationId: ref.applicationId,
+        });
     },
 
     async recordReview(ref: ApplicationRef): Promise<void> {

@@ -1,11 +1,13 @@
 import { z } from 'zod';
 import type { HotReads } from '../../db/kyc/hot-reads';
 import type { KycApplicationRow } from '../../db/kyc/applications';
-import { beginSubmission, type Submission, undoSubmission } from '../../db/kyc/verification';
+import { findSubject, findUser } from '../../db/kyc/subjects';
+import { beginSubmission, providerJobHeldElsewhere, type Submission, undoSubmission } from '../../db/kyc/verification';
 import { ErrorCode, type InvalidParam, ServiceError, SubCode } from '../../domain/errors';
 import { negotiateProviderApiVersion, type ProviderApiVersion } from '../../domain/kyc/provider-version';
 import { verificationRules } from '../../domain/kyc/requirements';
 import { KycStatus, statusView } from '../../domain/kyc/status';
+import { V3_JOB_ID } from '../../providers/kyc/client';
 import { isSupportedDocument } from '../../providers/kyc/supported-documents';
 import type { KycVerificationInput } from '../../workflows/kyc/messages';
 import type { UserCaller } from '../auth/caller';
@@ -158,6 +160,22 @@ export function kycVerificationRoutes(deps: AppDeps, workflows: KycWorkflows, ho
     return images;
   }
 
+  /** v3 sends the applicant's given and last names: a submission without a name on file is refused here, not by the provider later. */
+  async function requireApplicantName(caller: UserCaller): Promise<void> {
+    const [subject, user] = await Promise.all([
+      findSubject(db, caller.organizationId, caller.userId),
+      findUser(db, caller.organizationId, caller.userId),
+    ]);
+    if (!(subject?.name ?? user?.name)?.trim())
+      throw new ServiceError(ErrorCode.INVALID_PARAMS, 'Invalid parameters', [
+        {
+          path: 'applicant.name',
+          reason: "the provider needs the applicant's name on file (missing_applicant_fields lists it)",
+          sub_code: SubCode.REQUIRED,
+        },
+      ]);
+  }
+
   const verify = defineRoute({
     method: 'post',
     path: '/v1/kyc/applications/{id}/verification',
@@ -196,6 +214,7 @@ export function kycVerificationRoutes(deps: AppDeps, workflows: KycWorkflows, ho
         );
       if (body.channel === 'server_upload') {
         const images = validateServerUpload(body, apiVersion);
+        if (apiVersion === 'v3') await requireApplicantName(caller);
         const pending = await submit(application, {
           channel: 'server_upload',
           apiVersion,
@@ -281,7 +300,9 @@ export function kycVerificationRoutes(deps: AppDeps, workflows: KycWorkflows, ho
       request: { params: ApplicationPath, body: ReportJobId },
       errors: {
         NOT_FOUND: NO_SUCH_APPLICATION,
-        CONFLICT: 'a different provider job id is already recorded, or the verification is not pending',
+        CONFLICT:
+          'a different provider job id is already recorded, the job belongs to another application, or the verification is not pending',
+        INVALID_PARAMS: 'on v3, a job id that is not a TypeID (job_ and 26 lower-case base32 characters)',
       },
       responses: {
         200: {
@@ -298,6 +319,17 @@ export function kycVerificationRoutes(deps: AppDeps, workflows: KycWorkflows, ho
         if (application.provider_job_id && application.provider_job_id !== body.provider_job_id) {
           throw new ServiceError(ErrorCode.CONFLICT, 'A different provider job id is already recorded');
         }
+        if (application.api_version === 'v3' && !V3_JOB_ID.test(body.provider_job_id))
+          throw new ServiceError(ErrorCode.INVALID_PARAMS, 'Invalid parameters', [
+            {
+              path: 'body.provider_job_id',
+              reason: 'a v3 job id is job_ followed by 26 lower-case base32 characters',
+              sub_code: SubCode.INVALID_FORMAT,
+            },
+          ]);
+        // A job is one application's: reporting another's (to be verified on it) is refused.
+        if (await providerJobHeldElsewhere(db, body.provider_job_id, application.id))
+          throw new ServiceError(ErrorCode.CONFLICT, 'The provider job belongs to another application');
         const outcome = await workflows.reportProviderJobId(application.id, body.provider_job_id);
         if (!outcome.ok) {
           throw new ServiceError(

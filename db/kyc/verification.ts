@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
+import { isUniqueViolation } from '../knex';
 import type { ProviderApiVersion } from '../../domain/kyc/provider-version';
 import { KycStatus } from '../../domain/kyc/status';
 import type { KycApplicationRow } from './applications';
@@ -97,11 +98,34 @@ export async function setProviderJobIdOnce(
   id: string,
   providerJobId: string,
   now: Date,
-): Promise<void> {
-  await db('kyc_applications')
-    .where({ organization_id: organizationId, id })
-    .whereNull('provider_job_id')
-    .update({ provider_job_id: providerJobId, updated_at: now });
+): Promise<boolean> {
+  try {
+    await db('kyc_applications')
+      .where({ organization_id: organizationId, id })
+      .whereNull('provider_job_id')
+      .update({ provider_job_id: providerJobId, updated_at: now });
+    return true;
+  } catch (error) {
+    // Another application holds this job (a unique index): it is not recorded here.
+    if (isUniqueViolation(error)) return false;
+    throw error;
+  }
+}
+
+/**
+ * Whether another application holds this provider job. Deliberately across organizations:
+ * provider job ids are the provider's, one namespace for our one partner account.
+ */
+export async function providerJobHeldElsewhere(
+  db: Knex,
+  providerJobId: string,
+  applicationId: string,
+): Promise<boolean> {
+  const row = await db('kyc_applications')
+    .where({ provider_job_id: providerJobId })
+    .whereNot({ id: applicationId })
+    .first('id');
+  return row !== undefined;
 }
 
 export interface Verdict {

@@ -32,8 +32,8 @@ const V2_CODES: Record<string, ResultCategory> = {
 
 /** A v2 result code's category: request errors (22xx to 24xx, no job made) are errors. */
 export function categoryOf(resultCode: string): ResultCategory {
-  const known = V2_CODES[resultCode];
-  if (known) return known;
+  // Own keys only: a "code" such as `constructor` is unknown, not Object's.
+  if (Object.hasOwn(V2_CODES, resultCode)) return V2_CODES[resultCode]!;
   if (/^2[234]\d\d$/.test(resultCode)) return ResultCategory.ERROR;
   return ResultCategory.PROVISIONAL;
 }
@@ -50,5 +50,5 @@ const V3_STATUSES: Record<string, ResultCategory> = {
 
 /** A final v3 status's category (`processing` and `not_found` are not verdicts: the client reads them as states). */
 export function categoryOfV3Status(status: string): ResultCategory {
-  return V3_STATUSES[status] ?? ResultCategory.PROVISIONAL;
+  return Object.hasOwn(V3_STATUSES, status) ? V3_STATUSES[status]! : ResultCategory.PROVISIONAL;
 }

@@ -10,6 +10,11 @@ export const ASSUMED = {
   signatureFreshnessMs: 5 * 60_000,
   /** v2 error 2205 (bad signature) comes with HTTP 401; every other v2 error with 400. */
   v2UnauthorizedStatus: 401,
+  /**
+   * A v2 job exists once its zip is uploaded: before that job_status does not know it, and
+   * /v1/upload may prepare the same job id again (a retry after a lost answer relies on it).
+   */
+  v2JobExistsFromUpload: true,
   /** v2 job_status of a job the provider does not know: 404 with code 2204. */
   v2UnknownJob: { status: 404, code: '2204', error: 'Job not found' },
   /**

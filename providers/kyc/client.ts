@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { strToU8, zipSync } from 'fflate';
 import { categoryOf, categoryOfV3Status, type ResultCategory } from '../../domain/kyc/result-codes';
 import type { ProviderApiVersion } from '../../domain/kyc/provider-version';
@@ -19,6 +20,11 @@ export interface KycProviderOptions {
   clock?: () => Date;
   /** PEM of a CA to trust besides the system's (the simulator's certificate in development). */
   ca?: string;
+  /**
+   * Hosts a v2 `upload_url` may point at (the provider's storage); an entry starting with a dot
+   * matches its subdomains. Unset: any https host that is not an IP literal or localhost.
+   */
+  uploadHosts?: readonly string[];
 }
 
 export interface VerificationImages {
@@ -58,6 +64,8 @@ export interface DocumentVerificationRequest {
   applicant: Applicant;
   consent: Consent;
   idNumber?: string;
+  /** A submission again after an attempt of unknown fate (v2 sends the retry flag). */
+  retry?: boolean;
 }
 
 export interface SubmittedJob {
@@ -106,6 +114,14 @@ const PRODUCT = 'enhanced_document_verification';
 /** v2 zip images packed as files: selfie, ID front, liveness frame, ID back. */
 const IMAGE_FILE_TYPE = { selfie: 0, documentFront: 1, liveness: 4, documentBack: 5 } as const;
 const truthy = (value: unknown) => value === true || value === 'true' || value === 'True';
+/** A string or number from parsed JSON as text (never String() of an object: `{"toString": 1}` throws). */
+const scalar = (value: unknown): string | undefined =>
+  typeof value === 'string' ? value : typeof value === 'number' && Number.isFinite(value) ? String(value) : undefined;
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  value !== null && typeof value === 'object' && !Array.isArray(value);
+const E164 = /^\+[1-9]\d{6,14}$/;
+/** A v3 job id: a TypeID, `job_` and 26 lower-case base32 characters. */
+export const V3_JOB_ID = /^job_[0-9a-hjkmnp-tv-z]{26}$/;
 const isPng = (image: Buffer) => image.subarray(0, 4).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47]));
 const imageType = (image: Buffer) => (isPng(image) ? 'image/png' : 'image/jpeg');
 const extension = (image: Buffer) => (isPng(image) ? 'png' : 'jpg');
@@ -135,11 +151,16 @@ export function createKycProviderClient(options: KycProviderOptions) {
     }
   }
 
-  async function failure(response: HttpAnswer, what: string): Promise<never> {
-    const text = await response.text().catch(() => '');
-    const retryable = response.status >= 500 || response.status === 429;
+  /**
+   * A refusal as an error. 401 is retryable: credentials (or a revoked token) can be fixed while
+   * runs wait, and a run failed for it could not resume. `quiet` leaves the body out (a storage
+   * answer is not the provider's and may echo anything).
+   */
+  async function failure(response: HttpAnswer, what: string, quiet = false): Promise<never> {
+    const text = quiet ? '' : await response.text().catch(() => '');
+    const retryable = response.status >= 500 || response.status === 429 || response.status === 401;
     throw new KycProviderError(
-      `${what}: provider answered ${response.status} ${text.slice(0, 200)}`,
+      `${what}: provider answered ${response.status} ${text.slice(0, 200)}`.trim(),
       response.status,
       retryable,
     );
@@ -169,15 +190,45 @@ export function createKycProviderClient(options: KycProviderOptions) {
 
   const partnerHeaders = () => ({ 'smileid-partner-id': partnerId, 'smileid-api-key': apiKey });
 
+  /** A token from a token answer, or a retryable error for an unreadable one. */
+  async function tokenOf(response: HttpAnswer, what: string): Promise<string> {
+    const body = (await response.json().catch(() => undefined)) as unknown;
+    const token = isObject(body) ? body.token : undefined;
+    if (typeof token !== 'string' || token === '')
+      throw new KycProviderError(`${what}: unreadable answer`, response.status, true);
+    return token;
+  }
+
+  /** When a JWT says it expires (ms), if it says so readably. */
+  function expiryOf(token: string): number | undefined {
+    try {
+      const claims = JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString()) as unknown;
+      const exp = isObject(claims) ? Number(claims.exp) : NaN;
+      return Number.isFinite(exp) ? exp * 1000 : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
   /** v3 API token (no body), reused until a minute before it expires. */
   async function apiToken(): Promise<string> {
     if (v3Token && v3Token.expiresAt - 60_000 > Date.now()) return v3Token.token;
     const response = await send('/v3/token', { method: 'POST', headers: partnerHeaders() });
     if (!response.ok) await failure(response, 'v3 token');
-    const { token } = (await response.json()) as { token: string };
-    const exp = Number(JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString() || '{}').exp);
-    v3Token = { token, expiresAt: Number.isFinite(exp) ? exp * 1000 : Date.now() + ASSUMED.v3TokenLifetimeMs };
+    const token = await tokenOf(response, 'v3 token');
+    v3Token = { token, expiresAt: expiryOf(token) ?? Date.now() + ASSUMED.v3TokenLifetimeMs };
     return token;
+  }
+
+  /** A v3 call with the API token; a 401 drops the token and tries once more with a fresh one. */
+  async function withToken(
+    url: string,
+    init: { method?: string; headers?: Record<string, string>; body?: string | Uint8Array },
+  ): Promise<HttpAnswer> {
+    const first = await send(url, { ...init, headers: { ...init.headers, 'smileid-token': await apiToken() } });
+    if (first.status !== 401) return first;
+    v3Token = undefined;
+    return send(url, { ...init, headers: { ...init.headers, 'smileid-token': await apiToken() } });
   }
 
   /** v3 partner_params: string values only, our job id also under a key callbacks keep. */
@@ -187,6 +238,27 @@ export function createKycProviderClient(options: KycProviderOptions) {
     job_type: String(JOB_TYPE_ENHANCED_DOCUMENT_VERIFICATION),
     [ASSUMED.v3JobReferenceParam]: jobId,
   });
+
+  /** An upload URL we may send the zip to: https, on the provider's storage hosts. */
+  function storageUrl(given: string): string {
+    let url: URL;
+    try {
+      url = new URL(given);
+    } catch {
+      throw new KycProviderError('v2 upload: the upload_url is not a URL', undefined, false);
+    }
+    const host = url.hostname.replace(/^\[|\]$/g, '');
+    const allowed = options.uploadHosts
+      ? options.uploadHosts.some((entry) => (entry.startsWith('.') ? host.endsWith(entry) : host === entry))
+      : !isIP(host) && host !== 'localhost';
+    if (url.protocol !== 'https:' || !allowed)
+      throw new KycProviderError(
+        `v2 upload: the upload_url's host ${host} is not the provider's storage`,
+        undefined,
+        false,
+      );
+    return url.href;
+  }
 
   async function submitV2(request: DocumentVerificationRequest): Promise<SubmittedJob> {
     const partnerParams = {
@@ -233,7 +305,7 @@ export function createKycProviderClient(options: KycProviderOptions) {
       package_information: { apiVersion: { buildNumber: 0, majorVersion: 2, minorVersion: 0 }, language: 'typescript' },
       misc_information: {
         ...signed(),
-        retry: 'false',
+        retry: request.retry ? 'true' : 'false',
         partner_params: partnerParams,
         file_name: 'selfie.zip',
         smile_client_id: partnerId,
@@ -252,13 +324,15 @@ export function createKycProviderClient(options: KycProviderOptions) {
       server_information: serverInformation,
     };
     const zip = zipSync({ 'info.json': strToU8(JSON.stringify(info)), ...files });
-    // The presigned storage URL, used as given: its host is not the API's.
-    const uploaded = await send(serverInformation.upload_url, {
+    // The presigned storage URL, used as given (its host is not the API's), but only where the
+    // provider's storage can be: the zip holds the applicant's images and a fresh signature.
+    const uploadUrl = storageUrl(serverInformation.upload_url);
+    const uploaded = await send(uploadUrl, {
       method: 'PUT',
       headers: { 'content-type': 'application/zip' },
       body: zip,
     });
-    if (uploaded.status !== 200) await failure(uploaded, 'v2 zip upload');
+    if (uploaded.status !== 200) await failure(uploaded, 'v2 zip upload', true);
     return { providerJobId: serverInformation.smile_job_id };
   }
 
@@ -287,7 +361,7 @@ export function createKycProviderClient(options: KycProviderOptions) {
         JSON.stringify({
           ...splitName(applicant.name),
           ...(applicant.email && { email: applicant.email }),
-          ...(applicant.phone && { phone_number: applicant.phone }),
+          ...(applicant.phone && E164.test(applicant.phone) && { phone_number: applicant.phone }),
         }),
       ],
       [
@@ -302,47 +376,37 @@ export function createKycProviderClient(options: KycProviderOptions) {
       ['callback_url', request.callbackUrl],
       ['partner_params', JSON.stringify(v3PartnerParams(request.jobId, request.userId))],
     ]);
-    const response = await send('/v3/enhanced_document_verification', {
+    const response = await withToken('/v3/enhanced_document_verification', {
       method: 'POST',
-      headers: {
-        'content-type': contentType,
-        'smileid-token': await apiToken(),
-        'smileid-partner-id': partnerId,
-      },
+      headers: { 'content-type': contentType, 'smileid-partner-id': partnerId, 'user-id': request.userId },
       body,
     });
     if (response.status !== 202) await failure(response, 'v3 enhanced document verification');
-    const accepted = (await response.json()) as { job_id?: unknown };
-    if (typeof accepted.job_id !== 'string')
+    const accepted = (await response.json().catch(() => undefined)) as unknown;
+    if (!isObject(accepted) || typeof accepted.job_id !== 'string' || !V3_JOB_ID.test(accepted.job_id))
       throw new KycProviderError('v3 enhanced document verification: unreadable answer', response.status, true);
     return { providerJobId: accepted.job_id };
   }
 
   async function jobStatusV3(providerJobId: string | undefined): Promise<JobStatus> {
-    if (!providerJobId) return { state: 'not_found' };
-    const response = await send(`/v3/status/${encodeURIComponent(providerJobId)}`, {
-      headers: { 'smileid-token': await apiToken() },
-    });
-    if (response.status === 404) return { state: 'not_found' };
-    if (response.status === 202) return { state: 'processing' };
-    if (response.status !== 200) await failure(response, 'v3 status');
-    const body = (await response.json()) as {
-      status?: unknown;
-      job_id?: unknown;
-      user_id?: unknown;
-      message?: unknown;
-    };
-    const status = String(body.status ?? '');
+    if (!providerJobId || !V3_JOB_ID.test(providerJobId)) return { state: 'not_found' };
+    const response = await withToken(`/v3/status/${encodeURIComponent(providerJobId)}`, {});
+    const body = (await response.json().catch(() => undefined)) as unknown;
+    const status = isObject(body) ? scalar(body.status) : undefined;
+    // Only the provider's own word makes a job unknown (a proxy's 404 would expire applications).
+    if (response.status === 404 && status === 'not_found') return { state: 'not_found' };
+    if (response.status === 202 && status === 'processing') return { state: 'processing' };
+    if (response.status !== 200 || !isObject(body) || status === undefined) return failure(response, 'v3 status');
     if (status === 'processing') return { state: 'processing' };
-    if (status === 'not_found') return { state: 'not_found' };
     const category = categoryOfV3Status(status);
     return {
       state: 'final',
       category,
       resultCode: status,
-      resultText: typeof body.message === 'string' ? body.message : '',
-      providerJobId: typeof body.job_id === 'string' ? body.job_id : providerJobId,
-      userId: typeof body.user_id === 'string' ? body.user_id : undefined,
+      resultText: scalar(body.message) ?? '',
+      // What the answer names, not what was asked: the caller checks both are the same job and user.
+      providerJobId: scalar(body.job_id),
+      userId: scalar(body.user_id),
       isFinal: category !== 'PROVISIONAL',
     };
   }
@@ -356,9 +420,13 @@ export function createKycProviderClient(options: KycProviderOptions) {
       image_links: false,
       history: false,
     });
-    if (response.status === ASSUMED.v2UnknownJob.status) return { state: 'not_found' };
+    if (response.status === ASSUMED.v2UnknownJob.status) {
+      const refusal = (await response.json().catch(() => undefined)) as unknown;
+      if (isObject(refusal) && refusal.code === ASSUMED.v2UnknownJob.code) return { state: 'not_found' };
+      return failure(response, 'v2 job status');
+    }
     if (!response.ok) await failure(response, 'v2 job status');
-    const body = (await response.json()) as {
+    const body = (await response.json().catch(() => ({}))) as {
       timestamp?: string;
       signature?: string;
       job_complete?: unknown;
@@ -369,14 +437,14 @@ export function createKycProviderClient(options: KycProviderOptions) {
       throw new KycProviderError('v2 job status: bad response signature', response.status, true);
     if (!truthy(body.job_complete) || typeof body.result !== 'object' || body.result === null)
       return { state: 'processing' };
-    const resultCode = String(body.result.ResultCode ?? '');
+    const resultCode = scalar(body.result.ResultCode) ?? '';
     const isFinal = body.result.IsFinalResult === undefined ? true : truthy(body.result.IsFinalResult);
     return {
       state: 'final',
       category: categoryOf(resultCode),
       resultCode,
-      resultText: String(body.result.ResultText ?? ''),
-      providerJobId: body.result.SmileJobID === undefined ? undefined : String(body.result.SmileJobID),
+      resultText: scalar(body.result.ResultText) ?? '',
+      providerJobId: scalar(body.result.SmileJobID),
       userId,
       isFinal,
     };
@@ -419,7 +487,7 @@ export function createKycProviderClient(options: KycProviderOptions) {
         });
       }
       if (!response.ok) await failure(response, 'sdk session');
-      return { token: ((await response.json()) as { token: string }).token };
+      return { token: await tokenOf(response, 'sdk session') };
     },
 
     /**
@@ -439,10 +507,7 @@ export function createKycProviderClient(options: KycProviderOptions) {
 
     /** v3 only: asks the provider to send a lost callback again. */
     async replayCallback(providerJobId: string): Promise<'accepted' | 'not_final'> {
-      const response = await send(`/v3/replay/${encodeURIComponent(providerJobId)}`, {
-        method: 'POST',
-        headers: { 'smileid-token': await apiToken() },
-      });
+      const response = await withToken(`/v3/replay/${encodeURIComponent(providerJobId)}`, { method: 'POST' });
       if (response.status === 409) return 'not_final';
       if (response.status !== 202) await failure(response, 'v3 replay');
       return 'accepted';
@@ -464,29 +529,31 @@ export function createKycProviderClient(options: KycProviderOptions) {
       } catch {
         return undefined;
       }
-      if (body === null || typeof body !== 'object' || Array.isArray(body)) return undefined;
+      if (!isObject(body)) return undefined;
       const text = (value: unknown) => (typeof value === 'string' && value !== '' ? value : undefined);
       if (apiVersion === 'v3') {
         const names = ASSUMED.v3CallbackHeaders;
         const timestamp = headers[names.timestamp];
         if (typeof timestamp !== 'string' || !isFresh(timestamp, now())) return undefined;
         if (!sameSignature(signV2(apiKey, partnerId, timestamp), headers[names.signature])) return undefined;
-        const params = (body.partner_params ?? {}) as Record<string, unknown>;
-        const providerJobId = text(headers[names.jobId]);
+        const params = isObject(body.partner_params) ? body.partner_params : {};
+        // Not covered by the signature: only a well-formed job id may steer a lookup.
+        const named = text(headers[names.jobId]);
+        const providerJobId = named && V3_JOB_ID.test(named) ? named : undefined;
         return {
           apiVersion,
-          eventId: `v3:${providerJobId ?? ''}:${String(body.status)}`,
+          eventId: `v3:${providerJobId ?? ''}:${scalar(body.status) ?? ''}`,
           providerJobId,
           jobId: text(params[ASSUMED.v3JobReferenceParam]),
           userId: text(headers[names.userId]),
         };
       }
       if (!verifyV2(apiKey, partnerId, body as { signature?: unknown; timestamp?: unknown }, now())) return undefined;
-      const params = (body.PartnerParams ?? {}) as Record<string, unknown>;
+      const params = isObject(body.PartnerParams) ? body.PartnerParams : {};
       return {
         apiVersion,
-        eventId: `v2:${String(body.SmileJobID)}:${String(body.ResultCode)}:${String(body.IsFinalResult ?? 'true')}`,
-        providerJobId: body.SmileJobID === undefined ? undefined : String(body.SmileJobID),
+        eventId: `v2:${scalar(body.SmileJobID) ?? ''}:${scalar(body.ResultCode) ?? ''}:${scalar(body.IsFinalResult) ?? 'true'}`,
+        providerJobId: scalar(body.SmileJobID),
         jobId: text(params.job_id),
         userId: text(params.user_id),
       };

@@ -1,9 +1,11 @@
 import { once } from 'node:events';
 import { readdirSync, readFileSync } from 'node:fs';
-import { createServer, type IncomingMessage } from 'node:http';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { strFromU8, strToU8, unzipSync, zipSync } from 'fflate';
+import { simulatorCertificate } from '../../providers/simulator-server';
 
 /**
  * Recorded provider exchanges (contract fixtures): for each provider call, the request our client
@@ -11,7 +13,8 @@ import { strFromU8, strToU8, unzipSync, zipSync } from 'fflate';
  * the client and the simulator cannot drift away from the provider together.
  *
  * Every leaf must be equal, except those named in `variable` (timestamps, signatures, ids), whose
- * value, as a string, must match the regex given; objects must have the same keys. Paths are
+ * value, as a string, must match the regex given, whole (it is anchored); objects must have the
+ * same keys. Paths are
  * dotted: `request.body.Timestamp`, `answer.body.Body.stkCallback.CallbackMetadata.Item.0.Value`.
  * For a callback (provider → us) `request` is what the provider sends, `answer` what we answer.
  */
@@ -60,7 +63,7 @@ export function differences(fixture: Exchange, prefix: string, actual: unknown):
     if (pattern !== undefined) {
       const ok =
         (typeof got === 'string' || typeof got === 'number' || typeof got === 'boolean') &&
-        new RegExp(pattern).test(String(got));
+        new RegExp(`^(?:${pattern})$`).test(String(got));
       if (!ok) found.push(`${path}: ${JSON.stringify(got)} does not match /${pattern}/`);
       return;
     }
@@ -228,7 +231,7 @@ export interface FakeProvider {
  * path (the fixture's path with `{name}` segments matching any segment) and records it: what a
  * client test runs the client against. Anything else is answered 404.
  */
-export async function startFakeProvider(fixtures: Exchange[]): Promise<FakeProvider> {
+export async function startFakeProvider(fixtures: Exchange[], options: { tls?: boolean } = {}): Promise<FakeProvider> {
   const requests: RecordedRequest[] = [];
   const matcher = (fixture: Exchange) => {
     const [path, query] = fixture.request.path.split('?');
@@ -238,7 +241,7 @@ export async function startFakeProvider(fixtures: Exchange[]): Promise<FakeProvi
     return (method: string, url: string) => method === fixture.request.method && pattern.test(url);
   };
   const routes = fixtures.map((fixture) => ({ fixture, matches: matcher(fixture) }));
-  const server = createServer((req, res) => {
+  const handler = (req: IncomingMessage, res: ServerResponse) => {
     read(req).then(
       (recorded) => {
         requests.push(recorded);
@@ -254,11 +257,14 @@ export async function startFakeProvider(fixtures: Exchange[]): Promise<FakeProvi
       },
       () => res.writeHead(400).end(),
     );
-  });
+  };
+  // Over TLS, as `localhost` with the simulators' certificate: where a presigned storage URL may point.
+  const server = options.tls ? createTlsServer(simulatorCertificate(), handler) : createServer(handler);
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
+  const port = (server.address() as AddressInfo).port;
   return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    url: options.tls ? `https://localhost:${port}` : `http://127.0.0.1:${port}`,
     requests,
     requestsFor: (fixture) => requests.filter((r) => matcher(fixture)(r.method, r.path)),
     async close() {

@@ -83,6 +83,7 @@ describe('identity-verification provider: client and simulator over HTTP (both g
       partnerId: PARTNER_ID,
       apiKey: API_KEY,
       ca: simulator.certificate,
+      uploadHosts: ['localhost'],
     });
   });
   after(async () => {
@@ -264,6 +265,8 @@ describe('identity-verification provider: client and simulator over HTTP (both g
         partner_params: { job_id: 'job-presigned', user_id: 'user-presigned', job_type: 11 },
         file_name: 'selfie.zip',
         callback_url: receiver.url,
+        country: 'KE',
+        id_type: 'NATIONAL_ID',
       }),
     });
     const answer = (await prepared.json()) as { upload_url: string; code: string };
@@ -349,14 +352,52 @@ describe('identity-verification provider: client and simulator over HTTP (both g
     assert.equal(callback.providerJobId, providerJobId);
   });
 
-  it('wrong credentials are refused as the provider does, and are not retryable', async () => {
+  it('wrong credentials are refused as the provider does (401), retryably: credentials can be fixed while runs wait', async () => {
     const wrong = createKycProviderClient({ baseUrl: simulator.url, partnerId: PARTNER_ID, apiKey: 'wrong' });
     for (const apiVersion of ['v2', 'v3'] as const) {
       await assert.rejects(
         wrong.jobStatus({ apiVersion, jobId: 'x', userId: 'y', providerJobId: 'job_01h455vb4pex5vsknk084sn02q' }),
-        (error: unknown) => error instanceof KycProviderError && error.status === 401 && !error.retryable,
+        (error: unknown) => error instanceof KycProviderError && error.status === 401 && error.retryable,
       );
     }
+  });
+
+  it('v3: a token the provider revoked is dropped and a fresh one taken, once', async () => {
+    const { providerJobId } = await submit('v3', 'job-revoked');
+    await control('/revoke-tokens', 'POST');
+    const status = await client.jobStatus({
+      apiVersion: 'v3',
+      jobId: 'job-revoked',
+      userId: 'user-job-revoked',
+      providerJobId,
+    });
+    assert.ok(status.state === 'processing' || status.state === 'final');
+  });
+
+  it('v2: the zip goes only to an https upload URL on the provider’s storage hosts', async () => {
+    const strict = createKycProviderClient({
+      baseUrl: simulator.url,
+      partnerId: PARTNER_ID,
+      apiKey: API_KEY,
+      ca: simulator.certificate,
+      uploadHosts: ['storage.provider.example'],
+    });
+    await assert.rejects(
+      submit('v2', 'job-elsewhere', '12345670', { on: strict }),
+      (error: unknown) =>
+        error instanceof KycProviderError && !error.retryable && /not the provider's storage/.test(error.message),
+    );
+    const loose = createKycProviderClient({
+      baseUrl: simulator.url,
+      partnerId: PARTNER_ID,
+      apiKey: API_KEY,
+      ca: simulator.certificate,
+    });
+    await assert.rejects(
+      submit('v2', 'job-local', '12345670', { on: loose }),
+      /not the provider's storage/,
+      'localhost only when listed',
+    );
   });
 
   it('a failing provider gives retryable errors; an unreachable one too', async () => {

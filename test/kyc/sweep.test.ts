@@ -100,6 +100,36 @@ describe('spec 3 and 4.2: the KYC expiry sweep', () => {
   after(async () => harness().client.schedule.getHandle(scheduleIds.kycExpirySweep).unpause());
   afterEach(async () => simulatorControl('/', 'PATCH', { failWith: 0, holdJobs: false }));
 
+  it("hostile review: a v3 application holding another user's finished job is never approved by the sweep (EXPIRED)", async function () {
+    this.timeout(60_000);
+    const { db, config } = harness();
+    const { organizationId, headers } = await newOrganization();
+    const [applicant, owner] = [randomUUID(), randomUUID()];
+    for (const id of [applicant, owner])
+      await db('users').insert({ id, organization_id: organizationId, email: `${randomUUID()}@sweep.test` });
+    // A clear v3 job of the owner, at the provider; the applicant's application names it.
+    const made = (await (
+      await simulatorControl('/jobs', 'POST', {
+        jobs: [{ job_id: randomUUID(), user_id: owner, api_version: 'v3', state: 'final', outcome: 'approve' }],
+      })
+    ).json()) as { jobs: { job_id: string }[] };
+    const id = randomUUID();
+    await db('kyc_applications').insert({
+      id,
+      organization_id: organizationId,
+      user_id: applicant,
+      status: 'ID_VERIFICATION_PENDING',
+      api_version: 'v3',
+      job_id: randomUUID(),
+      provider_job_id: made.jobs[0]!.job_id,
+      submitted_at: new Date(Date.now() - config.KYC_SUBMISSION_WINDOW - 60_000),
+    });
+    const reply = await sweep(headers);
+    assert.equal(reply.status, 200, reply.text);
+    assert.deepEqual(reply.body.result, { scanned: 1, expired: 1, completed: 0, still_pending: 0, failed: 0 });
+    assert.equal((await db('kyc_applications').where({ id }).first()).status, 'EXPIRED');
+  });
+
   it('asks the provider about every stale pending application: final → completed, unknown → EXPIRED, running → left pending', async function () {
     this.timeout(60_000);
     const { organizationId, headers } = await newOrganization();

@@ -5,6 +5,7 @@ import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { createKycProviderClient, type DocumentVerificationRequest } from '../../providers/kyc/client';
 import { signV2 } from '../../providers/kyc/signature';
+import { simulatorCertificate } from '../../providers/simulator-server';
 import { type RunningKycSimulator, startKycSimulator } from '../../providers/kyc/simulator';
 import {
   decodeBody,
@@ -70,10 +71,11 @@ describe('provider contracts: the identity-verification client sends and reads e
   async function withFake<T>(
     exchanges: Exchange[],
     work: (client: ReturnType<typeof createKycProviderClient>) => Promise<T>,
+    extra: { ca?: string; uploadHosts?: string[] } = {},
   ) {
     const fake = await startFakeProvider(exchanges);
     try {
-      const client = createKycProviderClient({ baseUrl: fake.url, partnerId: PARTNER_ID, apiKey: API_KEY });
+      const client = createKycProviderClient({ baseUrl: fake.url, partnerId: PARTNER_ID, apiKey: API_KEY, ...extra });
       const result = await work(client);
       for (const each of exchanges) {
         const sent = fake.requestsFor(each);
@@ -91,10 +93,13 @@ describe('provider contracts: the identity-verification client sends and reads e
     const put = fixture('v2 zip upload');
     // The storage URL points at the fake provider (another path of it), kept otherwise as documented.
     const submitted = await (async () => {
-      const server = await startFakeProvider([put]);
+      const server = await startFakeProvider([put], { tls: true });
       try {
         (upload.answer.body as { upload_url: string }).upload_url = `${server.url}${put.request.path}`;
-        const result = await withFake([upload], (client) => client.submitDocumentVerification(request('v2')));
+        const result = await withFake([upload], (client) => client.submitDocumentVerification(request('v2')), {
+          ca: simulatorCertificate().cert,
+          uploadHosts: ['localhost'],
+        });
         const [zip] = server.requestsFor(put);
         assert.ok(zip, 'the zip was PUT to the presigned URL');
         assert.deepEqual(differences(put, 'request', zip), []);
@@ -399,6 +404,18 @@ describe('provider contracts: the identity-verification simulator takes the reco
 
     const replay = fixture('v3 replay callback');
     matches(replay, await send(replay, { path: `/v3/replay/${jobId}`, headers: { 'smileid-token': token } }));
+  });
+
+  it('v3: a session token is for one submission, by its own user, for its own partner', async () => {
+    const session = fixture('v3 token for an SDK session');
+    const minted = await send(session);
+    const token = (minted.body as { token: string }).token;
+    const edv = fixture('v3 enhanced document verification');
+    const as = (headers: Record<string, string>) => send(edv, { headers: { 'smileid-token': token, ...headers } });
+    assert.equal((await as({ 'user-id': 'someone-else' })).status, 403, 'another user');
+    assert.equal((await as({ 'smileid-partner-id': '999999' })).status, 401, 'another partner');
+    assert.equal((await as({})).status, 202, 'its own user');
+    assert.equal((await as({})).status, 401, 'used once only');
   });
 
   it('the recorded requests decode to what the fixtures say (the encoder and decoder agree)', async () => {

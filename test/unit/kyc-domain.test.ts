@@ -54,6 +54,10 @@ describe('provider protocol: result code categories and signatures', () => {
     assert.equal(categoryOfV3Status('block'), 'REJECTED');
     assert.equal(categoryOfV3Status('error'), 'ERROR');
     assert.equal(categoryOfV3Status('surprise'), 'PROVISIONAL');
+    for (const word of ['constructor', 'toString', '__proto__', 'hasOwnProperty']) {
+      assert.equal(categoryOfV3Status(word), 'PROVISIONAL', word);
+      assert.equal(categoryOf(word), 'PROVISIONAL', word);
+    }
   });
 
   it('verification requirements under v3 follow the provider: 6 to 8 liveness frames, JPEG faces, consent always', () => {

@@ -15,6 +15,7 @@ export function controlRoutes(deps: {
   control: () => Control;
   setControl: (next: Control) => void;
   reset: () => void;
+  revokeTokens: () => void;
   certificate: string;
 }) {
   const { jobs, timers, sessions } = deps;
@@ -34,6 +35,11 @@ export function controlRoutes(deps: {
   });
   controlApi.put('/outcomes/:userId', (ctx) => {
     deps.control().outcomes[ctx.params.userId!] = (ctx.request.body as { outcome: Outcome }).outcome;
+    ctx.status = 204;
+  });
+  /** Every v3 token issued so far stops working (a key rotation at the provider). */
+  controlApi.post('/revoke-tokens', (ctx) => {
+    deps.revokeTokens();
     ctx.status = 204;
   });
   controlApi.get('/certificate', (ctx) => {

@@ -34,7 +34,9 @@ export interface RunningKycSimulator {
 
 export async function startKycSimulator(options: KycSimulatorOptions): Promise<RunningKycSimulator> {
   const { partnerId, apiKey } = options;
-  const tokenKey = new TextEncoder().encode(randomBytes(32).toString('hex'));
+  const newTokenKey = () => new TextEncoder().encode(randomBytes(32).toString('hex'));
+  /** Rotated by the control API: every token issued before is then refused (401). */
+  let tokenKey = newTokenKey();
   const timers = new SimulatorTimers();
   const jobs = createJobStore({ partnerId, apiKey, timers });
   const uploads = new Map<string, SimulatedJob>();
@@ -67,9 +69,11 @@ export async function startKycSimulator(options: KycSimulatorOptions): Promise<R
   const storage = await startUploadStorage((uploadId, zip) => {
     const job = uploads.get(uploadId);
     if (!job) return;
+
     uploads.delete(uploadId);
     readUpload(job, zip);
-    jobs.start(job, job.received.selfie && job.received.documentFront ? undefined : 'error');
+    const complete = job.outcome !== 'error' && job.received.selfie && job.received.documentFront;
+    jobs.start(job, complete ? undefined : 'error');
   });
 
   const certificate = simulatorCertificate().cert;
@@ -99,6 +103,9 @@ export async function startKycSimulator(options: KycSimulatorOptions): Promise<R
       control: () => control,
       setControl,
       certificate,
+      revokeTokens() {
+        tokenKey = newTokenKey();
+      },
       reset() {
         timers.clear();
         jobs.clear();
@@ -119,7 +126,7 @@ export async function startKycSimulator(options: KycSimulatorOptions): Promise<R
         sessions,
         mintToken,
       }),
-      v3Routes({ partnerId, apiKey, jobs, tokenKey, sessions, mintToken, options }),
+      v3Routes({ partnerId, apiKey, jobs, tokenKey: () => tokenKey, sessions, mintToken, options }),
     ],
   });
   return {

@@ -19,12 +19,19 @@ import {
  * id), how they move (processing → (provisional →) final), and the signed callback each result
  * sends as the callback mode says.
  */
+const MAX_JOBS = 250_000;
+
 export function createJobStore(options: { partnerId: string; apiKey: string; timers: SimulatorTimers }) {
   const { partnerId, apiKey, timers } = options;
   const jobs = new Map<string, SimulatedJob>();
   const byJobId = new Map<string, SimulatedJob>();
   const byV3Id = new Map<string, SimulatedJob>();
   let control: Control;
+  function forget(job: SimulatedJob) {
+    jobs.delete(job.smileJobId);
+    if (byJobId.get(job.jobId) === job) byJobId.delete(job.jobId);
+    byV3Id.delete(job.v3JobId);
+  }
 
   const v2Result = (job: SimulatedJob) => ({
     ResultCode: job.resultCode,
@@ -146,14 +153,12 @@ export function createJobStore(options: { partnerId: string; apiKey: string; tim
       jobs.set(job.smileJobId, job);
       byJobId.set(job.jobId, job);
       byV3Id.set(job.v3JobId, job);
+      // Bounded memory: the oldest jobs are forgotten first (benchmarks make a few hundred thousand).
+      if (jobs.size > MAX_JOBS) forget(jobs.values().next().value!);
       return job;
     },
 
-    forget(job: SimulatedJob) {
-      jobs.delete(job.smileJobId);
-      if (byJobId.get(job.jobId) === job) byJobId.delete(job.jobId);
-      byV3Id.delete(job.v3JobId);
-    },
+    forget,
 
     clear() {
       jobs.clear();

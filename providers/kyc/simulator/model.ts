@@ -128,3 +128,9 @@ export function v3Status(job: SimulatedJob): 'processing' | 'attention' | 'clear
   if (job.state === 'provisional') return 'attention';
   return RESULTS[job.outcome].status;
 }
+
+/** Sets a key in a map bounded to `max` entries, the oldest forgotten first. */
+export function remember<K, V>(map: Map<K, V>, key: K, value: V, max = 10_000): void {
+  map.set(key, value);
+  if (map.size > max) map.delete(map.keys().next().value!);
+}

@@ -5,13 +5,12 @@ import type { Context } from 'koa';
 import { ASSUMED } from '../assumed';
 import { signV2, verifyV2 } from '../signature';
 import type { JobStore } from './jobs';
-import type { Control, SimulatedJob } from './model';
+import { type Control, remember, type SimulatedJob } from './model';
 
 /**
  * The v2 API (protocols/kyc-provider.md): JSON under /v1, every request signed in its body,
- * errors `{error, code}`. A job exists once its zip is uploaded (*assumed*: before that,
- * job_status does not know it and /v1/upload may prepare the same job id again); a job id that
- * exists is refused with 2215.
+ * errors `{error, code}`. A job exists once its zip is uploaded (ASSUMED.v2JobExistsFromUpload);
+ * a job id that exists is refused with 2215.
  */
 export interface V2Deps {
   partnerId: string;
@@ -85,6 +84,8 @@ export function readUpload(job: SimulatedJob, zip: Buffer): void {
     livenessImages: kinds.filter((k) => k === 'liveness').length,
     imageForms: [...forms].sort(),
   };
+  // Enhanced document verification reads the document against its country and type.
+  if (!job.received.country || !job.received.idType) job.outcome = 'error';
 }
 
 export function v2Routes(deps: V2Deps): Router {
@@ -109,17 +110,23 @@ export function v2Routes(deps: V2Deps): Router {
     for (const key of ['job_id', 'user_id'] as const)
       if (!present(params[key])) return missing(ctx, `partner_params.${key}`);
     if (params.job_type === undefined) return missing(ctx, 'partner_params.job_type');
-    if (!Number.isInteger(Number(params.job_type)) || Object.values(params).some((v) => v === null))
+    // Values are strings, except job_type, an integer; nulls are refused.
+    if (
+      !Number.isInteger(params.job_type) ||
+      Object.entries(params).some(([key, value]) => key !== 'job_type' && typeof value !== 'string')
+    )
       return refuse(ctx, '2204', 'Invalid parameter type: partner_params');
     if (!present(body.file_name)) return missing(ctx, 'file_name');
     if (!present(body.callback_url)) return missing(ctx, 'callback_url');
+    if (params.job_type === 11)
+      for (const key of ['country', 'id_type'] as const) if (!present(body[key])) return missing(ctx, key);
     const existing = jobs.byJobId(params.job_id);
     if (existing && existing.state !== 'awaiting_upload')
       return refuse(ctx, '2215', 'Job already exists. Did you mean to set the retry flag to true?');
     if (existing) jobs.forget(existing);
     const job = jobs.create('v2', params, String(body.callback_url));
     const uploadId = randomUUID();
-    deps.uploads.set(uploadId, job);
+    remember(deps.uploads, uploadId, job);
     ctx.body = {
       upload_url: deps.presign(uploadId),
       ref_id: uploadId,
@@ -136,7 +143,8 @@ export function v2Routes(deps: V2Deps): Router {
       if (!present(body[key])) return missing(ctx, key);
     const token = await deps.mintToken({ job_id: body.job_id, user_id: body.user_id, product: body.product });
     // The client SDK submits straight to the provider with this token (/_control/sdk/submit).
-    deps.sessions.set(
+    remember(
+      deps.sessions,
       token,
       jobs.create('v2', { job_id: body.job_id, user_id: body.user_id, job_type: 11 }, String(body.callback_url)),
     );

@@ -4,7 +4,7 @@ import { jwtVerify, type JWTPayload } from 'jose';
 import type { Context } from 'koa';
 import { ASSUMED } from '../assumed';
 import type { JobStore } from './jobs';
-import { type KycSimulatorOptions, type SimulatedJob, V3_JOB_ID, v3Status } from './model';
+import { type KycSimulatorOptions, remember, type SimulatedJob, V3_JOB_ID, v3Status } from './model';
 
 /**
  * The v3 API (protocols/kyc-provider.md): a token from the partner's id and API key, then every
@@ -15,7 +15,8 @@ export interface V3Deps {
   partnerId: string;
   apiKey: string;
   jobs: JobStore;
-  tokenKey: Uint8Array;
+  /** The key tokens are signed with now (rotating it revokes every token issued). */
+  tokenKey: () => Uint8Array;
   sessions: Map<string, SimulatedJob>;
   mintToken: (claims: Record<string, unknown>) => Promise<string>;
   options: Pick<KycSimulatorOptions, 'callbackAllowList' | 'defaultCallbackUrl'>;
@@ -72,7 +73,7 @@ export function v3Routes(deps: V3Deps): Router {
   async function authorized(ctx: Context): Promise<(JWTPayload & { token: string }) | undefined> {
     const token = ctx.get('smileid-token');
     try {
-      const { payload } = await jwtVerify(token, deps.tokenKey, { issuer: 'simulator', audience: partnerId });
+      const { payload } = await jwtVerify(token, deps.tokenKey(), { issuer: 'simulator', audience: partnerId });
       return { ...payload, token };
     } catch {
       fail(ctx, 401, 'Invalid or expired token.');
@@ -110,7 +111,8 @@ export function v3Routes(deps: V3Deps): Router {
     if (typeof product === 'string' && product !== '') {
       // A session for the client SDK: its job is made now and submitted by the SDK (EDV with this token).
       const url = payload[ASSUMED.v3SessionPayloadCallbackKey];
-      deps.sessions.set(
+      remember(
+        deps.sessions,
         token,
         jobs.create(
           'v3',
@@ -126,7 +128,15 @@ export function v3Routes(deps: V3Deps): Router {
   api.post('/enhanced_document_verification', async (ctx) => {
     const claims = await authorized(ctx);
     if (!claims) return;
-    if (!/^\d{3,}$/.test(ctx.get('smileid-partner-id'))) return invalid(ctx, 'SmileID-Partner-ID');
+    const partnerHeader = ctx.get('smileid-partner-id');
+    if (!/^\d{3,}$/.test(partnerHeader)) return invalid(ctx, 'SmileID-Partner-ID');
+    if (partnerHeader !== partnerId) return fail(ctx, 401, 'The partner id does not match the token.');
+    // A session token is for one submission by its user.
+    const session = deps.sessions.get(claims.token);
+    if (typeof claims.product === 'string' && !session) return fail(ctx, 401, 'The session token has been used.');
+    const header = ctx.get('user-id');
+    if (typeof claims.user_id === 'string' && header && header !== claims.user_id)
+      return fail(ctx, 403, 'The User-ID does not match the session token.');
     const form = await readForm(ctx);
     if (form === 'unsupported') return fail(ctx, 415, 'Request body must be multipart/form-data.');
     if (!form) return invalid(ctx, 'selfie_image');
@@ -182,8 +192,6 @@ export function v3Routes(deps: V3Deps): Router {
     if (form.has('metadata') && !jsonPart(form, 'metadata')) return invalid(ctx, 'metadata');
 
     // A session token's job (the client SDK submitting) or a new one.
-    const session = deps.sessions.get(claims.token);
-    const header = ctx.get('user-id');
     const job =
       session?.state === 'awaiting_upload'
         ? session

@@ -3,7 +3,7 @@ import Router from '@koa/router';
 import { isKenyanMobile } from '../../../domain/identifiers';
 import { b2cRoutes } from './b2c';
 import type { SimulatorCallbacks } from './callbacks';
-import { authorized, reject, validate } from './checks';
+import { authorized, reject, validate, str } from './checks';
 import {
   digits,
   eatDigits,
@@ -29,9 +29,9 @@ export function providerApi(state: SimulatorState, callbacks: SimulatorCallbacks
   const basic = `Basic ${Buffer.from(`${options.consumerKey}:${options.consumerSecret}`).toString('base64')}`;
   const { schedule, decidePush } = callbacks;
   const passwordChecks = (body: Record<string, unknown>): [string, boolean][] => [
-    ['BusinessShortCode', String(body.BusinessShortCode) === shortCode],
+    ['BusinessShortCode', str(body.BusinessShortCode) === shortCode],
     ['Timestamp', typeof body.Timestamp === 'string' && /^\d{14}$/.test(body.Timestamp)],
-    ['Password', body.Password === Buffer.from(`${shortCode}${passkey}${String(body.Timestamp)}`).toString('base64')],
+    ['Password', body.Password === Buffer.from(`${shortCode}${passkey}${str(body.Timestamp)}`).toString('base64')],
   ];
   /** Holds the request unanswered until hangMs or until the client gives up. */
   const hang = (ctx: Context) => state.timers.hold(state.mode.hangMs, (cancel) => ctx.res.once('close', cancel));
@@ -42,22 +42,24 @@ export function providerApi(state: SimulatorState, callbacks: SimulatorCallbacks
     if (ctx.query.grant_type !== 'client_credentials')
       return reject(ctx, 400, '400.008.02', 'Invalid grant type passed');
     if (ctx.get('authorization') !== basic) return reject(ctx, 400, '400.008.01', 'Invalid Authentication passed');
-    ctx.body = { access_token: state.issueToken(), expires_in: String(state.mode.tokenTtlSeconds) };
+    const token = state.issueToken();
+    if (!token) return reject(ctx, 500, '500.003.02', 'Spike arrest violation');
+    ctx.body = { access_token: token, expires_in: String(state.mode.tokenTtlSeconds) };
   });
 
   api.post('/mpesa/stkpush/v1/processrequest', async (ctx) => {
     if (!authorized(state, ctx)) return;
     const body = ctx.request.body as Record<string, unknown>;
     const buyGoods = body.TransactionType === 'CustomerBuyGoodsOnline';
-    const phone = String(body.PhoneNumber);
+    const phone = str(body.PhoneNumber);
     const amount = wholeAmount(body.Amount);
     const valid = validate(ctx, [
       ...passwordChecks(body),
       ['TransactionType', buyGoods || body.TransactionType === 'CustomerPayBillOnline'],
       ['Amount', amount !== undefined],
       ['PhoneNumber', isKenyanMobile(`+${phone}`)],
-      ['PartyA', String(body.PartyA) === phone],
-      ['PartyB', buyGoods ? /^\d{5,8}$/.test(String(body.PartyB)) : String(body.PartyB) === shortCode],
+      ['PartyA', str(body.PartyA) === phone],
+      ['PartyB', buyGoods ? /^\d{5,8}$/.test(str(body.PartyB)) : str(body.PartyB) === shortCode],
       ['CallBackURL', isUrl(body.CallBackURL)],
       ['AccountReference', text(body.AccountReference, 12)],
       ['TransactionDesc', text(body.TransactionDesc, 13)],
@@ -75,11 +77,11 @@ export function providerApi(state: SimulatorState, callbacks: SimulatorCallbacks
       merchantRequestId: `${digits(5)}-${digits(8)}-1`,
       phone,
       amount,
-      accountReference: String(body.AccountReference),
-      description: String(body.TransactionDesc),
-      transactionType: String(body.TransactionType),
-      partyB: String(body.PartyB),
-      callbackUrl: String(body.CallBackURL),
+      accountReference: str(body.AccountReference),
+      description: str(body.TransactionDesc),
+      transactionType: str(body.TransactionType),
+      partyB: str(body.PartyB),
+      callbackUrl: str(body.CallBackURL),
       receivedAt: new Date().toISOString(),
       answeredWith: failWith === 0 ? 200 : failWith,
       state: 'pending',
@@ -109,7 +111,7 @@ export function providerApi(state: SimulatorState, callbacks: SimulatorCallbacks
   api.post('/mpesa/stkpushquery/v1/query', (ctx) => {
     if (!authorized(state, ctx)) return;
     const body = ctx.request.body as Record<string, unknown>;
-    const push = state.pushes.get(String(body.CheckoutRequestID));
+    const push = state.pushes.get(str(body.CheckoutRequestID));
     if (!validate(ctx, [...passwordChecks(body), ['CheckoutRequestID', push !== undefined]]) || !push) return;
     push.queries += 1;
     const answered = state.processingAnswered.get(push.checkoutRequestId) ?? 0;

@@ -3,7 +3,7 @@ import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { isKenyanMobile } from '../../../domain/identifiers';
 import type { SimulatorCallbacks } from './callbacks';
-import { authorized, reject, validate } from './checks';
+import { authorized, reject, validate, str } from './checks';
 import {
   BAD_REQUEST,
   eatDigits,
@@ -34,12 +34,12 @@ export function b2cRoutes(api: Router, state: SimulatorState, callbacks: Simulat
   const initiatorValid = (body: Record<string, unknown>) =>
     (options.initiatorName === undefined || body.InitiatorName === options.initiatorName) &&
     (options.initiatorPassword === undefined ||
-      state.credentials.decrypt(String(body.SecurityCredential)) === options.initiatorPassword);
+      state.credentials.decrypt(str(body.SecurityCredential)) === options.initiatorPassword);
 
   const paymentRequest = (version: SimulatedPayment['api']) => (ctx: Context) => {
     if (!authorized(state, ctx)) return;
     const body = ctx.request.body as Record<string, unknown>;
-    const phone = String(body.PartyB);
+    const phone = str(body.PartyB);
     const amount = wholeAmount(body.Amount);
     // Either spelling, named in a refusal as it was sent.
     const occasionField = body.Occasion === undefined && body.Occassion !== undefined ? 'Occassion' : 'Occasion';
@@ -50,9 +50,9 @@ export function b2cRoutes(api: Router, state: SimulatorState, callbacks: Simulat
         : []),
       ['InitiatorName', text(body.InitiatorName, 100)],
       ['SecurityCredential', text(body.SecurityCredential, 2048)],
-      ['CommandID', COMMANDS.includes(String(body.CommandID))],
+      ['CommandID', COMMANDS.includes(str(body.CommandID))],
       ['Amount', amount !== undefined],
-      ['PartyA', String(body.PartyA) === b2cShortCode],
+      ['PartyA', str(body.PartyA) === b2cShortCode],
       ['PartyB', isKenyanMobile(`+${phone}`)],
       ['Remarks', text(body.Remarks, 100)],
       ['QueueTimeOutURL', isUrl(body.QueueTimeOutURL)],
@@ -64,7 +64,7 @@ export function b2cRoutes(api: Router, state: SimulatorState, callbacks: Simulat
       return reject(ctx, state.mode.payoutFailWith, `${state.mode.payoutFailWith}.001.01`, 'Simulated failure');
     let originatorConversationId: string;
     if (version === 'v3') {
-      originatorConversationId = String(body.OriginatorConversationID);
+      originatorConversationId = str(body.OriginatorConversationID);
       if (state.originatorIds.has(originatorConversationId))
         return reject(ctx, 400, BAD_REQUEST, 'Bad Request - Duplicate OriginatorConversationID');
     } else {
@@ -79,11 +79,11 @@ export function b2cRoutes(api: Router, state: SimulatorState, callbacks: Simulat
       initiatorValid: initiatorValid(body),
       phone,
       amount,
-      commandId: String(body.CommandID),
-      remarks: String(body.Remarks),
+      commandId: str(body.CommandID),
+      remarks: str(body.Remarks),
       ...(typeof occasion === 'string' && { occasion }),
-      resultUrl: String(body.ResultURL),
-      queueTimeoutUrl: String(body.QueueTimeOutURL),
+      resultUrl: str(body.ResultURL),
+      queueTimeoutUrl: str(body.QueueTimeOutURL),
       receivedAt: new Date().toISOString(),
       state: 'pending',
       resultCode: '',

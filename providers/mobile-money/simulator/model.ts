@@ -194,7 +194,7 @@ export const PROCESSING = '500.001.1001';
  * State is kept in memory and bounded, oldest forgotten first. Not access tokens: a token is
  * valid until it expires, however many are issued, so expired ones are what is dropped.
  */
-export const LIMITS = { records: 1000, callbacks: 500, ids: 10_000 };
+export const LIMITS = { records: 1000, callbacks: 500, ids: 10_000, liveTokens: 10_000 };
 
 const EAT_OFFSET_MS = 3 * 60 * 60 * 1000;
 /** East Africa Time digits, YYYYMMDDHHmmssSSS. */

@@ -35,8 +35,8 @@ export interface SimulatorState {
   defaults(): SimulatorMode;
   /** A receipt number never issued before (`SIM` and seven letters or digits). */
   receipt(): string;
-  /** A fresh access token, valid for the mode's tokenTtlSeconds (expired ones are dropped). */
-  issueToken(): string;
+  /** A fresh access token, or undefined when too many live ones are out (spike arrest). */
+  issueToken(): string | undefined;
 }
 
 export function createSimulatorState(options: MobileMoneySimulatorOptions): SimulatorState {
@@ -79,12 +79,12 @@ export function createSimulatorState(options: MobileMoneySimulatorOptions): Simu
     },
     issueToken() {
       const now = Date.now();
-      // Memory is bounded by expiry, never by count: evicting a live token would break the client
-      // holding it. Oldest first, up to the first live one (after a tokenTtlSeconds change a few
-      // expired ones may wait behind it: still bounded by time).
-      for (const [issued, expiresAt] of state.tokens) {
-        if (expiresAt > now) break;
-        state.tokens.delete(issued);
+      // Memory is bounded by expiry, never by evicting a live token (that would break the client
+      // holding it): every expired one goes, and a flood of live ones is refused (issueToken
+      // answers undefined: the provider's spike arrest).
+      if (state.tokens.size >= LIMITS.liveTokens) {
+        for (const [issued, expiresAt] of state.tokens) if (expiresAt <= now) state.tokens.delete(issued);
+        if (state.tokens.size >= LIMITS.liveTokens) return undefined;
       }
       const token = randomBytes(21).toString('base64url');
       state.tokens.set(token, now + state.mode.tokenTtlSeconds * 1000);

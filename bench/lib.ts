@@ -203,3 +203,75 @@ export async function cpuDuring<T>(
   );
   return { result, cpu };
 }
+
+/** What a loop of requests measured: their rate and latency percentiles (ms). */
+export interface Loop {
+  perSecond: number;
+  p50: number;
+  p99: number;
+  errors: number;
+}
+
+const percentile = (sorted: number[], p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? NaN;
+function summary(latencies: number[], errors: number, ms: number): Loop {
+  const sorted = [...latencies].sort((a, b) => a - b);
+  return {
+    perSecond: latencies.length / (ms / 1000),
+    p50: percentile(sorted, 0.5),
+    p99: percentile(sorted, 0.99),
+    errors,
+  };
+}
+
+/** `op` run back to back by `concurrency` callers for `seconds`. */
+export async function closedLoop(
+  concurrency: number,
+  seconds: number,
+  op: (i: number) => Promise<void>,
+): Promise<Loop> {
+  const latencies: number[] = [];
+  let errors = 0;
+  let next = 0;
+  const started = performance.now();
+  const deadline = started + seconds * 1000;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (performance.now() < deadline) {
+        const at = performance.now();
+        try {
+          await op(next++);
+          latencies.push(performance.now() - at);
+        } catch {
+          errors += 1;
+        }
+      }
+    }),
+  );
+  return summary(latencies, errors, performance.now() - started);
+}
+
+/** `op` started at a fixed rate for `seconds`, however long each takes. */
+export async function openLoop(perSecond: number, seconds: number, op: (i: number) => Promise<void>): Promise<Loop> {
+  const latencies: number[] = [];
+  let errors = 0;
+  const runs: Promise<void>[] = [];
+  const started = performance.now();
+  for (let i = 0; i < perSecond * seconds; i++) {
+    const due = started + (i * 1000) / perSecond;
+    const wait = due - performance.now();
+    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+    const at = performance.now();
+    runs.push(
+      op(i).then(
+        () => void latencies.push(performance.now() - at),
+        () => void (errors += 1),
+      ),
+    );
+  }
+  await Promise.all(runs);
+  return summary(latencies, errors, performance.now() - started);
+}
+
+export const line = (name: string, m: Loop, unit: string) =>
+  `  ${name.padEnd(58)} ${m.perSecond.toFixed(0).padStart(6)} ${unit}/s  p50 ${m.p50.toFixed(0)} ms  p99 ${m.p99.toFixed(0)} ms  errors ${m.errors}`;

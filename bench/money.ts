@@ -10,7 +10,17 @@ import { requestToken } from '../providers/identity/simulator';
 import { freePort } from '../test/support/ports';
 import { workflowIds } from '../workflows/ids';
 import { benchDatabase } from './database';
-import { cpuDuring, pidsMatching, startServer, startService, stopProcess } from './lib';
+import {
+  closedLoop,
+  cpuDuring,
+  line,
+  type Loop,
+  openLoop,
+  pidsMatching,
+  startServer,
+  startService,
+  stopProcess,
+} from './lib';
 
 /**
  * Mobile money end to end, with the service as deployed: the API (api/server.ts) and the worker
@@ -29,73 +39,6 @@ const CONCURRENCY = 16;
 const SECONDS = 8;
 const CUSTOMERS = 64;
 const TASK_QUEUE = 'bench-money';
-
-interface Loop {
-  perSecond: number;
-  p50: number;
-  p99: number;
-  errors: number;
-}
-
-const percentile = (sorted: number[], p: number) =>
-  sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? NaN;
-function summary(latencies: number[], errors: number, ms: number): Loop {
-  const sorted = [...latencies].sort((a, b) => a - b);
-  return {
-    perSecond: latencies.length / (ms / 1000),
-    p50: percentile(sorted, 0.5),
-    p99: percentile(sorted, 0.99),
-    errors,
-  };
-}
-
-/** `op` run back to back by `concurrency` callers for `seconds`. */
-async function closedLoop(concurrency: number, seconds: number, op: (i: number) => Promise<void>): Promise<Loop> {
-  const latencies: number[] = [];
-  let errors = 0;
-  let next = 0;
-  const started = performance.now();
-  const deadline = started + seconds * 1000;
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (performance.now() < deadline) {
-        const at = performance.now();
-        try {
-          await op(next++);
-          latencies.push(performance.now() - at);
-        } catch {
-          errors += 1;
-        }
-      }
-    }),
-  );
-  return summary(latencies, errors, performance.now() - started);
-}
-
-/** `op` started at a fixed rate for `seconds`, however long each takes. */
-async function openLoop(perSecond: number, seconds: number, op: (i: number) => Promise<void>): Promise<Loop> {
-  const latencies: number[] = [];
-  let errors = 0;
-  const runs: Promise<void>[] = [];
-  const started = performance.now();
-  for (let i = 0; i < perSecond * seconds; i++) {
-    const due = started + (i * 1000) / perSecond;
-    const wait = due - performance.now();
-    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
-    const at = performance.now();
-    runs.push(
-      op(i).then(
-        () => void latencies.push(performance.now() - at),
-        () => void (errors += 1),
-      ),
-    );
-  }
-  await Promise.all(runs);
-  return summary(latencies, errors, performance.now() - started);
-}
-
-const line = (name: string, m: Loop, unit: string) =>
-  `  ${name.padEnd(58)} ${m.perSecond.toFixed(0).padStart(6)} ${unit}/s  p50 ${m.p50.toFixed(0)} ms  p99 ${m.p99.toFixed(0)} ms  errors ${m.errors}`;
 
 export async function moneyBench(): Promise<void> {
   const cleanups: (() => Promise<unknown>)[] = [];

@@ -31,3 +31,6 @@ export async function pushShaped(): Promise<{ status: string }> {
   await standIn.settle();
   return { status: 'POSTED' };
 }
+
+/** The bare Temporal start: a workflow that completes at once (what starting an offer is measured against). */
+export async function startedOnly(): Promise<void> {}

@@ -1,0 +1,208 @@
+import { randomUUID } from 'node:crypto';
+import { Client, Connection } from '@temporalio/client';
+import { generateServiceSigningKey } from '../api/auth/service-keys';
+import { loadDevConfig } from '../dev/config';
+import { createDb, migrate } from '../db/knex';
+import { ledgerAccounts } from '../db/ledger/ledger';
+import { DEMO, seedDemoData } from '../db/seeds/demo';
+import { mobileMoneySettings, startDevelopmentProviders } from '../dev/simulators';
+import { startTemporalDevServer } from '../dev/temporal-server';
+import { requestToken } from '../providers/identity/simulator';
+import { freePort } from '../test/support/ports';
+import { benchDatabase } from './database';
+import { closedLoop, line, type Loop, openLoop, startServer, startService, stopProcess } from './lib';
+
+/**
+ * Loans, part 1, with the service as deployed (API and worker each in its own process, Postgres,
+ * a Temporal dev server):
+ *   - Eligibility and terms (POST /v1/accounts/loan/applications/{organization}, each for a new
+ *     borrower: the data read, the offer written, its workflow started): requests per second
+ *     against the bare Temporal start measured in the same run (a workflow that completes at once,
+ *     worker in its own process), at the same concurrency; then p50 and p99 at 20 requests/s.
+ *   - Apply (POST .../partner-b: collateral hold, loan and schedule, disbursement, the loan's
+ *     workflow started) end to end: p50 and p99 at 10 applies/s.
+ */
+const CONCURRENCY = 16;
+const SECONDS = 5;
+const BORROWERS = 6_000;
+const TASK_QUEUE = 'bench-loans';
+const ORG = DEMO.organizations.demo.id;
+
+export async function loansBench(): Promise<void> {
+  const cleanups: (() => Promise<unknown>)[] = [];
+  try {
+    const base = loadDevConfig({ ...process.env, LOG_LEVEL: 'info' });
+    const databaseUrl = await benchDatabase(base.DATABASE_URL, cleanups);
+    const dev = await startDevelopmentProviders({ ...base, ...mobileMoneySettings('http://127.0.0.1:9') });
+    cleanups.push(() => dev.close());
+    const config = dev.config;
+    const db = createDb(databaseUrl, 4);
+    cleanups.push(() => db.destroy());
+    await migrate(db);
+    await seedDemoData(db, dev.seedOptions);
+
+    // Borrowers: KYC approved, a current account with money for collateral, a credit account.
+    const borrowers = Array.from({ length: BORROWERS }, () => ({
+      id: randomUUID(),
+      current: randomUUID(),
+      credit: randomUUID(),
+    }));
+    for (let i = 0; i < borrowers.length; i += 1_000) {
+      const chunk = borrowers.slice(i, i + 1_000);
+      await db('users').insert(chunk.map((b) => ({ id: b.id, organization_id: ORG, email: `${b.id}@bench.test` })));
+      await db('user_access').insert(chunk.map((b) => ({ user_id: b.id, organization_id: ORG, role: 'CUSTOMER' })));
+      await db('kyc_applications').insert(
+        chunk.map((b) => ({
+          id: randomUUID(),
+          organization_id: ORG,
+          user_id: b.id,
+          status: 'APPROVED',
+          outcome: 'PASS',
+        })),
+      );
+      await db('accounts').insert(
+        chunk.flatMap((b) => [
+          { id: b.current, organization_id: ORG, user_id: b.id, type: 'CURRENT', currency: 'KES' },
+          { id: b.credit, organization_id: ORG, user_id: b.id, type: 'CREDIT', currency: 'KES' },
+        ]),
+      );
+    }
+    // A deposit of 200.00 each (balanced COLLECTION entries, written in bulk): what collateral is held from.
+    for (let i = 0; i < borrowers.length; i += 1_000) {
+      const chunk = borrowers.slice(i, i + 1_000);
+      await db.transaction(async (trx) => {
+        const entries = (await trx('journal_entries')
+          .insert(chunk.map(() => ({ transaction_id: randomUUID(), kind: 'COLLECTION', currency: 'KES' })))
+          .returning('id')) as { id: string }[];
+        await trx('ledger_legs').insert(
+          chunk.flatMap((b, j) => [
+            { journal_entry_id: entries[j]!.id, leg: 1, ledger_account: ledgerAccounts.collections, amount: 20_000 },
+            {
+              journal_entry_id: entries[j]!.id,
+              leg: 2,
+              ledger_account: ledgerAccounts.customer(b.current),
+              amount: -20_000,
+            },
+          ]),
+        );
+      });
+    }
+
+    const temporalServer = await startTemporalDevServer({ cliPath: base.TEMPORAL_CLI_PATH });
+    cleanups.push(() => temporalServer.teardown());
+    const connection = await Connection.connect({ address: temporalServer.address });
+    cleanups.push(() => connection.close());
+    const client = new Client({ connection });
+    const port = await freePort();
+    const apiUrl = `http://127.0.0.1:${port}`;
+    const env: NodeJS.ProcessEnv = {
+      DATABASE_URL: databaseUrl,
+      TEMPORAL_ADDRESS: temporalServer.address,
+      TEMPORAL_TASK_QUEUE: TASK_QUEUE,
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      PUBLIC_BASE_URL: apiUrl,
+      AUTH_JWKS_URL: config.AUTH_JWKS_URL,
+      AUTH_ISSUER: config.AUTH_ISSUER,
+      SERVICE_SIGNING_KEY: JSON.stringify(await generateServiceSigningKey()),
+      KYC_PROVIDER_URL: config.KYC_PROVIDER_URL,
+      KYC_PARTNER_ID: config.KYC_PARTNER_ID,
+      KYC_API_KEY: config.KYC_API_KEY,
+      ...mobileMoneySettings('http://127.0.0.1:9'),
+      RATE_LIMIT_CALLER_POINTS: '1000000000',
+      RATE_LIMIT_ORGANIZATION_POINTS: '1000000000',
+      WORKER_METRICS_PORT: String(await freePort()),
+    };
+    const api = await startService('api/server.ts', env, /api listening/);
+    cleanups.push(() => stopProcess(api));
+    const worker = await startService('worker/main.ts', env, /worker running/);
+    cleanups.push(() => stopProcess(worker));
+    const trivial = await startServer<{ ready: boolean }>('trivial-worker.ts', {
+      TEMPORAL_ADDRESS: temporalServer.address,
+      TEMPORAL_TASK_QUEUE: 'bench-trivial',
+    });
+    cleanups.push(() => stopProcess(trivial.child));
+
+    const tokens = new Map<string, string>();
+    const tokenOf = async (id: string) => {
+      let token = tokens.get(id);
+      if (!token) {
+        token = await requestToken(dev.idp.url, 'backend', { sub: id, aud: config.AUTH_AUDIENCE });
+        tokens.set(id, token);
+      }
+      return token;
+    };
+    let nextBorrower = 0;
+    const borrower = () => {
+      const b = borrowers[nextBorrower++];
+      if (!b) throw new Error('out of bench borrowers');
+      return b;
+    };
+    const offer = async (b: (typeof borrowers)[number]) => {
+      const response = await fetch(`${apiUrl}/v1/accounts/loan/applications/${ORG}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${await tokenOf(b.id)}`, 'content-type': 'application/json' },
+        body: '{}',
+      });
+      if (response.status !== 201) throw new Error(`offer answered ${response.status}`);
+      return ((await response.json()) as { id: string }).id;
+    };
+    const apply = async (b: (typeof borrowers)[number], applicationId: string) => {
+      const response = await fetch(`${apiUrl}/v1/accounts/loan/applications/partner-b`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${await tokenOf(b.id)}`, 'content-type': 'application/json' },
+        body: JSON.stringify({
+          application_id: applicationId,
+          loan_amount: 100_000,
+          tenure: { duration: 2, unit: 'WEEKS' },
+          collateral_amount: 10_000,
+        }),
+      });
+      const body = (await response.json()) as { status: string };
+      if (response.status !== 200 || body.status !== 'DISBURSED') throw new Error(`apply answered ${response.status}`);
+    };
+    const eligibility = async () => void (await offer(borrower()));
+    const bare = async () =>
+      void (await client.workflow.start('startedOnly', {
+        taskQueue: 'bench-trivial',
+        workflowId: `bench-trivial-${randomUUID()}`,
+      }));
+    // Tokens first, so the loops measure the service, not the identity provider.
+    await Promise.all(borrowers.slice(0, 4_000).map((b) => tokenOf(b.id)));
+
+    for (const op of [bare, eligibility]) await closedLoop(CONCURRENCY, 1, op); // warm up
+    const rounds: { base: Loop; offers: Loop }[] = [];
+    for (let r = 0; r < 3; r++)
+      rounds.push({
+        base: await closedLoop(CONCURRENCY, SECONDS, bare),
+        offers: await closedLoop(CONCURRENCY, SECONDS, eligibility),
+      });
+    const median = (pick: (x: (typeof rounds)[number]) => Loop) =>
+      [...rounds].map(pick).sort((a, b) => a.perSecond - b.perSecond)[1]!;
+    const b = median((x) => x.base);
+    const o = median((x) => x.offers);
+    console.log(
+      `\nLoan eligibility and terms (offer written, workflow started) vs the bare Temporal start  (${CONCURRENCY} in flight, 3 x ${SECONDS}s rounds, medians)`,
+    );
+    console.log(line('baseline   client.workflow.start of a workflow that completes at once', b, 'starts'));
+    console.log(line('candidate  POST /v1/accounts/loan/applications/{organization}', o, 'offers'));
+    console.log(`  ratio ${(o.perSecond / b.perSecond).toFixed(2)} of the bare start`);
+    console.log(line('at a fixed 20 requests/s for 10 s', await openLoop(20, 10, eligibility), 'offers'));
+
+    // Apply end to end: offers made beforehand (not measured), then taken at a fixed rate.
+    const takers = Array.from({ length: 100 }, () => borrower());
+    const offers = await Promise.all(takers.map((t) => offer(t)));
+    const applied = await openLoop(10, 10, (i) => apply(takers[i]!, offers[i]!));
+    console.log(`\nApply (partner-b): collateral hold, loan and schedule, disbursement, loan workflow started`);
+    console.log(line('at a fixed 10 applies/s for 10 s', applied, 'applies'));
+  } finally {
+    for (const cleanup of cleanups.reverse()) await cleanup().catch(() => {});
+  }
+}
+
+if (require.main === module) {
+  loansBench().catch((error) => {
+    console.error(error);
+    process.exit(1);
+  });
+}

@@ -24,7 +24,7 @@ export function createLoanActivities(deps: ActivityDeps) {
      * first attempt made (the loan id is the application's once accepted).
      */
     async acceptLoanOffer(
-      ref: ApplicationRef & { loanAmount: number; tenure: number; collateralAmount: number },
+      ref: ApplicationRef & { loanAmount: number; tenure: number; collateralAmount: number; acceptedBy: string },
     ): Promise<
       | {
           outcome: 'accepted';
@@ -34,6 +34,7 @@ export function createLoanActivities(deps: ActivityDeps) {
           installments: { position: number; dueDay: number }[];
         }
       | { outcome: 'insufficient_funds'; available: number }
+      | { outcome: 'not_eligible'; reason: string; detail: string }
       | { outcome: 'not_open'; status: string }
     > {
       const application = await findLoanApplication(db, ref.organizationId, ref.applicationId);
@@ -58,10 +59,11 @@ export function createLoanActivities(deps: ActivityDeps) {
           collateralAmount: ref.collateralAmount,
           startDate,
           installments: schedule.installments,
+          acceptedBy: ref.acceptedBy,
         },
         now,
       );
-      if (accepted.outcome === 'insufficient_funds') return accepted;
+      if (accepted.outcome === 'insufficient_funds' || accepted.outcome === 'not_eligible') return accepted;
       if (accepted.outcome === 'not_open') return { outcome: 'not_open', status: accepted.application.status };
       const { loan } = accepted;
       return {

@@ -92,9 +92,10 @@ export function loanApplicationRoutes(deps: AppDeps, workflows: LoanWorkflows): 
   /** The organization and borrower a request acts for, by the user_id rule of spec 4.3. */
   function borrowerOf(ctx: Context, userId: string | undefined, organization?: string) {
     const caller = ctx.state.caller as Caller;
-    const organizationId = organization ?? caller.organizationId;
-    // Another organization's (or an unknown one's) products are not confirmed to exist.
-    if (!organizationId || (caller.organizationId !== null && caller.organizationId !== organizationId))
+    const organizationId = caller.organizationId;
+    // Another organization's (or an unknown one's) products are not confirmed to exist; platform
+    // keys act for no organization here.
+    if (!organizationId || (organization !== undefined && organization !== organizationId))
       throw new ServiceError(ErrorCode.NOT_FOUND, 'No such organization');
     if (caller.scheme === 'user') {
       if (userId !== undefined)
@@ -121,8 +122,9 @@ export function loanApplicationRoutes(deps: AppDeps, workflows: LoanWorkflows): 
     const product = await findProduct(db, borrower.organizationId, productCode);
     if (!product) throw new ServiceError(ErrorCode.NOT_FOUND, 'No such lending product');
     const facts = await borrowerFacts(db, borrower.organizationId, borrower.userId);
-    if (facts.userStatus === null) throw new ServiceError(ErrorCode.NOT_FOUND, 'No such user in the organization');
     if (facts.userStatus === 'WAITING_LIST') throw new ServiceError(ErrorCode.WAITING_LIST);
+    // Unknown, or not an active user (disabled): not confirmed to exist.
+    if (facts.userStatus !== 'ACTIVE') throw new ServiceError(ErrorCode.NOT_FOUND, 'No such user in the organization');
     const who = body.user_id === undefined ? 'user' : 'body.user_id';
     if (!facts.kycApproved)
       throw refusal(who, "The borrower's identity verification is not approved", 'KYC_NOT_APPROVED');
@@ -140,6 +142,8 @@ export function loanApplicationRoutes(deps: AppDeps, workflows: LoanWorkflows): 
       throw refusal(who, `The borrower's limit (${limit}) is below the product's minimum`, 'OVER_LIMIT');
     if (body.loan_amount !== undefined && body.loan_amount > limit)
       throw refusal('body.loan_amount', `Above the borrower's limit of ${limit}`, 'OVER_LIMIT');
+    if (body.loan_amount !== undefined && body.loan_amount < Number(product.min_amount))
+      throw refusal('body.loan_amount', `Below the product's minimum of ${product.min_amount}`, 'BELOW_MINIMUM');
     const [credit, current] = await Promise.all([
       findActiveAccount(db, borrower.organizationId, borrower.userId, 'CREDIT'),
       findActiveAccount(db, borrower.organizationId, borrower.userId, 'CURRENT'),
@@ -149,9 +153,17 @@ export function loanApplicationRoutes(deps: AppDeps, workflows: LoanWorkflows): 
 
     const now = clock.now();
     const live = await findLiveOffer(db, borrower.organizationId, borrower.userId, product.id);
-    if (live && live.expires_at > now && (body.loan_amount ?? limit) === Number(live.loan_amount)) return live;
-    // A live offer on other terms, or past its time (its timer not yet fired): closed, and a new one made.
-    if (live) await expireOffer(db, borrower.organizationId, live.id, now);
+    if (
+      live &&
+      live.expires_at > now &&
+      (body.loan_amount ?? limit) === Number(live.loan_amount) &&
+      (await workflows.offerRunning(live.id))
+    )
+      return live;
+    // A live offer past its time (its timer not yet fired): expired; on other terms, or whose
+    // workflow is gone (it could not be taken): withdrawn. Then a new one is made.
+    if (live && live.expires_at <= now) await expireOffer(db, borrower.organizationId, live.id, now);
+    else if (live) await cancelOffer(db, borrower.organizationId, live.id, now);
     const terms = offerTerms(product);
     const created = await createOffer(db, borrower.organizationId, {
       id: randomUUID(),
@@ -204,6 +216,12 @@ export function loanApplicationRoutes(deps: AppDeps, workflows: LoanWorkflows): 
     if (taken.tenureUnit !== undefined && taken.tenureUnit !== application.tenure_unit)
       throw refusal('body.tenure.unit', `The offer's tenures are in ${application.tenure_unit}`, SubCode.OUT_OF_RANGE);
     const updateId = idempotentExecutionId(ctx) ?? randomUUID();
+    // The same keyed request again, after its first answer was lost: the loan it made.
+    if (application.accepted_by === updateId && application.status !== 'APPROVED') {
+      ctx.status = 200;
+      ctx.body = appliedView(application);
+      return;
+    }
     const outcome =
       application.status === 'APPROVED'
         ? await workflows.acceptOffer(

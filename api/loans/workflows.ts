@@ -1,10 +1,19 @@
 import type { Client } from '@temporalio/client';
-import { WorkflowExecutionAlreadyStartedError, WorkflowUpdateFailedError } from '@temporalio/client';
+import {
+  WorkflowExecutionAlreadyStartedError,
+  WorkflowNotFoundError,
+  WorkflowUpdateFailedError,
+} from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import type { Config } from '../../config';
 import { workflowIds } from '../../workflows/ids';
 import type { loanApplication } from '../../workflows/loans/loan-application';
-import { acceptOfferUpdate, type LoanOfferInput, type OfferAcceptance } from '../../workflows/loans/messages';
+import {
+  acceptOfferUpdate,
+  type LoanOfferInput,
+  LoanOfferError,
+  type OfferAcceptance,
+} from '../../workflows/loans/messages';
 import { AccountId, ApplicationId, OrganizationId, UserId } from '../../workflows/search-attributes';
 
 /**
@@ -34,6 +43,17 @@ export function loanWorkflows(temporal: Client, config: Config) {
       }
     },
 
+    /** Whether the offer's workflow is running (an offer without one could not be taken). */
+    async offerRunning(applicationId: string): Promise<boolean> {
+      try {
+        const run = await temporal.workflow.getHandle(workflowIds.loanApplication(applicationId)).describe();
+        return run.status.name === 'RUNNING';
+      } catch (error) {
+        if (error instanceof WorkflowNotFoundError) return false;
+        throw error;
+      }
+    },
+
     /**
      * Takes the offer; the same `updateId` (from the Idempotency-Key) is one acceptance however
      * often it is sent. Answers the refusal's type and details, or the loan id.
@@ -48,6 +68,9 @@ export function loanWorkflows(temporal: Client, config: Config) {
           .getHandle(workflowIds.loanApplication(applicationId))
           .executeUpdate(acceptOfferUpdate, { args: [taken], updateId });
       } catch (error) {
+        // The run is over (expired, or gone): the offer cannot be taken.
+        if (error instanceof WorkflowNotFoundError)
+          return { refused: LoanOfferError.EXPIRED, message: 'The offer is no longer open' };
         const cause = error instanceof WorkflowUpdateFailedError ? error.cause : undefined;
         if (cause instanceof ApplicationFailure && cause.type)
           return { refused: cause.type, message: cause.message, details: cause.details?.[0] as { path: string } };

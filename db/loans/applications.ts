@@ -23,6 +23,8 @@ export interface LoanApplicationRow {
   collateral_hold_id: string | null;
   total_repayment_amount: string | null;
   loan_id: string | null;
+  /** The acceptance's id (the Update's, from the Idempotency-Key when there was one). */
+  accepted_by: string | null;
   created_at: Date;
   accepted_at: Date | null;
   disbursed_at: Date | null;

@@ -1,9 +1,10 @@
 import type { Knex } from 'knex';
-import { InstallmentStatus, LoanApplicationStatus, LoanStatus } from '../../domain/loans/terms';
+import { borrowingLimit, InstallmentStatus, LoanApplicationStatus, LoanStatus } from '../../domain/loans/terms';
 import type { ScheduledInstallment } from '../../domain/loans/schedule';
 import { lockAccount } from '../accounts/accounts';
+import { isUniqueViolation } from '../knex';
 import { accountBalance, ledgerAccounts, postJournal } from '../ledger/ledger';
-import type { LoanApplicationRow } from './applications';
+import { borrowerFacts, type LoanApplicationRow } from './applications';
 
 /**
  * Loans and their installments (migration 20261123100000_loans). Every money step is one
@@ -49,7 +50,40 @@ export interface InstallmentRow {
 export type Acceptance =
   | { outcome: 'accepted'; application: LoanApplicationRow; loan: LoanRow }
   | { outcome: 'insufficient_funds'; available: number }
+  | { outcome: 'not_eligible'; reason: string; detail: string }
   | { outcome: 'not_open'; application: LoanApplicationRow };
+
+/**
+ * Whether the borrower may take `amount` now: what the offer was made on may have changed since
+ * (a waiting list, KYC, arrears, another loan taken in the meantime, on any product). Read inside
+ * the acceptance's transaction, under the borrower's lock.
+ */
+async function eligibilityNow(
+  trx: Knex.Transaction,
+  application: LoanApplicationRow,
+  amount: number,
+): Promise<{ reason: string; detail: string } | undefined> {
+  const facts = await borrowerFacts(trx, application.organization_id, application.user_id);
+  if (facts.userStatus !== 'ACTIVE') return { reason: 'NOT_ELIGIBLE', detail: 'The borrower is not an active user' };
+  if (!facts.kycApproved)
+    return { reason: 'KYC_NOT_APPROVED', detail: "The borrower's identity verification is not approved" };
+  if (facts.loansInArrears > 0)
+    return { reason: 'IN_ARREARS', detail: 'A loan of the borrower has an overdue installment' };
+  if (facts.loansRunning > 0) return { reason: 'LOAN_RUNNING', detail: 'A loan of the borrower is not repaid yet' };
+  const product = await trx('loan_products')
+    .where({ organization_id: application.organization_id, id: application.product_id })
+    .first('first_loan_limit', 'limit_step', 'max_amount');
+  const limit = borrowingLimit(
+    {
+      firstLoanLimit: Number(product.first_loan_limit),
+      limitStep: Number(product.limit_step),
+      maxAmount: Number(product.max_amount),
+    },
+    facts.loansRepaid,
+  );
+  if (amount > limit) return { reason: 'OVER_LIMIT', detail: `Above the borrower's limit of ${limit}` };
+  return undefined;
+}
 
 /**
  * Takes an open offer: the loan and its schedule are made, the collateral is held on the
@@ -69,90 +103,123 @@ export async function acceptOffer(
     collateralAmount: number;
     startDate: string;
     installments: ScheduledInstallment[];
+    /** The acceptance's own id (the Update's), kept for a retried request to find. */
+    acceptedBy: string;
   },
   now: Date,
 ): Promise<Acceptance> {
-  return db.transaction(async (trx) => {
-    const application: LoanApplicationRow | undefined = await trx('loan_applications')
-      .where({ organization_id: organizationId, id: applicationId })
-      .forUpdate()
-      .first();
-    if (!application) throw new Error(`no loan application ${applicationId}`);
-    if (application.status !== LoanApplicationStatus.APPROVED) {
-      const loan = application.loan_id
-        ? await trx('loans').where({ organization_id: organizationId, id: application.loan_id }).first()
-        : undefined;
-      return loan
-        ? { outcome: 'accepted' as const, application, loan: loan as LoanRow }
-        : { outcome: 'not_open' as const, application };
-    }
-    const current = application.current_account_id;
-    await lockAccount(trx, current);
-    const { available } = await accountBalance(trx, current);
-    if (available < taken.collateralAmount) return { outcome: 'insufficient_funds' as const, available };
+  return db
+    .transaction(async (trx) => acceptInTransaction(trx, organizationId, applicationId, taken, now))
+    .catch((error: unknown) => {
+      // One running loan per borrower is also the database's rule (a unique index).
+      if (isUniqueViolation(error))
+        return {
+          outcome: 'not_eligible' as const,
+          reason: 'LOAN_RUNNING',
+          detail: 'A loan of the borrower is not repaid yet',
+        };
+      throw error;
+    });
+}
 
-    let holdId: string | null = null;
-    if (taken.collateralAmount > 0) {
-      await postJournal(trx, {
-        transactionId: taken.loanId,
-        kind: 'COLLATERAL_HOLD',
-        currency: application.currency,
-        legs: [
-          { account: ledgerAccounts.customer(current), amount: taken.collateralAmount },
-          { account: ledgerAccounts.collateral(current), amount: -taken.collateralAmount },
-        ],
-      });
-      const entry = await trx('journal_entries')
-        .where({ transaction_id: taken.loanId, kind: 'COLLATERAL_HOLD' })
-        .first('id');
-      holdId = (entry as { id: string }).id;
-    }
-    const [loan] = await trx('loans')
-      .insert({
-        id: taken.loanId,
-        organization_id: organizationId,
-        user_id: application.user_id,
-        application_id: application.id,
-        account_id: application.account_id,
-        current_account_id: current,
-        status: LoanStatus.PENDING_DISBURSEMENT,
-        principal: taken.loanAmount,
-        interest: taken.interest,
-        collateral_amount: taken.collateralAmount,
-        collateral_hold_id: holdId,
-        currency: application.currency,
-        tenure_duration: taken.tenure,
-        tenure_unit: application.tenure_unit,
-        start_date: taken.startDate,
-      })
-      .returning('*');
-    await trx('installments').insert(
-      taken.installments.map((installment) => ({
-        organization_id: organizationId,
-        loan_id: taken.loanId,
-        account_id: application.account_id,
-        position: installment.position,
-        due_date: installment.dueDate,
-        principal: installment.principal,
-        interest: installment.interest,
-      })),
-    );
-    const [accepted] = await trx('loan_applications')
-      .where({ id: application.id })
-      .update({
-        status: LoanApplicationStatus.ACCEPTED,
-        loan_amount: taken.loanAmount,
-        tenure_duration: taken.tenure,
-        collateral_amount: taken.collateralAmount,
-        collateral_hold_id: holdId,
-        total_repayment_amount: taken.loanAmount + taken.interest,
-        loan_id: taken.loanId,
-        accepted_at: now,
-        updated_at: now,
-      })
-      .returning('*');
-    return { outcome: 'accepted' as const, application: accepted as LoanApplicationRow, loan: loan as LoanRow };
-  });
+async function acceptInTransaction(
+  trx: Knex.Transaction,
+  organizationId: string,
+  applicationId: string,
+  taken: Parameters<typeof acceptOffer>[3],
+  now: Date,
+): Promise<Acceptance> {
+  const application: LoanApplicationRow | undefined = await trx('loan_applications')
+    .where({ organization_id: organizationId, id: applicationId })
+    .forUpdate()
+    .first();
+  if (!application) throw new Error(`no loan application ${applicationId}`);
+  if (application.status !== LoanApplicationStatus.APPROVED) {
+    const loan = application.loan_id
+      ? await trx('loans').where({ organization_id: organizationId, id: application.loan_id }).first()
+      : undefined;
+    return loan
+      ? { outcome: 'accepted' as const, application, loan: loan as LoanRow }
+      : { outcome: 'not_open' as const, application };
+  }
+  // One acceptance per borrower at a time: the checks below then see every loan taken before.
+  await trx.raw('select pg_advisory_xact_lock(hashtextextended(?, 0))', [
+    `loan-borrower:${organizationId}:${application.user_id}`,
+  ]);
+  const refused = await eligibilityNow(trx, application, taken.loanAmount);
+  if (refused) return { outcome: 'not_eligible' as const, ...refused };
+  const current = application.current_account_id;
+  await lockAccount(trx, current);
+  const { available } = await accountBalance(trx, current);
+  if (available < taken.collateralAmount) return { outcome: 'insufficient_funds' as const, available };
+
+  let holdId: string | null = null;
+  if (taken.collateralAmount > 0) {
+    await postJournal(trx, {
+      transactionId: taken.loanId,
+      kind: 'COLLATERAL_HOLD',
+      currency: application.currency,
+      legs: [
+        { account: ledgerAccounts.customer(current), amount: taken.collateralAmount },
+        { account: ledgerAccounts.collateral(current), amount: -taken.collateralAmount },
+      ],
+    });
+    const entry = await trx('journal_entries')
+      .where({ transaction_id: taken.loanId, kind: 'COLLATERAL_HOLD' })
+      .first('id');
+    holdId = (entry as { id: string }).id;
+  }
+  const [loan] = await trx('loans')
+    .insert({
+      id: taken.loanId,
+      organization_id: organizationId,
+      user_id: application.user_id,
+      application_id: application.id,
+      account_id: application.account_id,
+      current_account_id: current,
+      status: LoanStatus.PENDING_DISBURSEMENT,
+      principal: taken.loanAmount,
+      interest: taken.interest,
+      collateral_amount: taken.collateralAmount,
+      collateral_hold_id: holdId,
+      currency: application.currency,
+      tenure_duration: taken.tenure,
+      tenure_unit: application.tenure_unit,
+      start_date: taken.startDate,
+    })
+    .returning('*');
+  await trx('installments').insert(
+    taken.installments.map((installment) => ({
+      organization_id: organizationId,
+      loan_id: taken.loanId,
+      account_id: application.account_id,
+      position: installment.position,
+      due_date: installment.dueDate,
+      principal: installment.principal,
+      interest: installment.interest,
+    })),
+  );
+  const [accepted] = await trx('loan_applications')
+    .where({ organization_id: organizationId, id: application.id })
+    .update({
+      status: LoanApplicationStatus.ACCEPTED,
+      loan_amount: taken.loanAmount,
+      tenure_duration: taken.tenure,
+      collateral_amount: taken.collateralAmount,
+      collateral_hold_id: holdId,
+      total_repayment_amount: taken.loanAmount + taken.interest,
+      loan_id: taken.loanId,
+      accepted_by: taken.acceptedBy,
+      accepted_at: now,
+      updated_at: now,
+    })
+    .returning('*');
+  // The borrower's other open offers are withdrawn: one loan at a time.
+  await trx('loan_applications')
+    .where({ organization_id: organizationId, user_id: application.user_id, status: LoanApplicationStatus.APPROVED })
+    .whereNot({ id: application.id })
+    .update({ status: LoanApplicationStatus.CANCELLED, updated_at: now });
+  return { outcome: 'accepted' as const, application: accepted as LoanApplicationRow, loan: loan as LoanRow };
 }
 
 /**
@@ -167,6 +234,16 @@ export async function disburseLoan(db: Knex, organizationId: string, loanId: str
       .first();
     if (!loan) throw new Error(`no loan ${loanId}`);
     if (loan.status !== LoanStatus.PENDING_DISBURSEMENT) return loan;
+    // The schedule runs from the disbursement date: paid out on a later day than accepted (a
+    // retry across midnight), every due date moves by as many days.
+    const today = now.toISOString().slice(0, 10);
+    await trx.raw(
+      `update installments i set due_date = i.due_date + (?::date - l.start_date)
+         from loans l
+        where l.id = i.loan_id and l.organization_id = ? and l.id = ? and l.start_date <> ?::date`,
+      [today, organizationId, loan.id, today],
+    );
+    await trx('loans').where({ organization_id: organizationId, id: loan.id }).update({ start_date: today });
     const principal = Number(loan.principal);
     await postJournal(trx, {
       transactionId: loan.id,
@@ -181,7 +258,7 @@ export async function disburseLoan(db: Knex, organizationId: string, loanId: str
       .where({ organization_id: organizationId, id: loan.application_id })
       .update({ status: LoanApplicationStatus.DISBURSED, disbursed_at: now, updated_at: now });
     const [active] = await trx('loans')
-      .where({ id: loan.id })
+      .where({ organization_id: organizationId, id: loan.id })
       .update({ status: LoanStatus.ACTIVE, disbursed_at: now })
       .returning('*');
     return active as LoanRow;
@@ -281,7 +358,9 @@ export async function closeIfRepaid(db: Knex, organizationId: string, loanId: st
           { account: ledgerAccounts.customer(loan.current_account_id), amount: -collateral },
         ],
       });
-    await trx('loans').where({ id: loan.id }).update({ status: LoanStatus.REPAID, closed_at: now });
+    await trx('loans')
+      .where({ organization_id: organizationId, id: loan.id })
+      .update({ status: LoanStatus.REPAID, closed_at: now });
     return true;
   });
 }

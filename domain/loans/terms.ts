@@ -87,10 +87,15 @@ export function acceptanceProblem(
       reason: `The tenure must be one of ${terms.tenures.join(', ')} ${terms.tenureUnit.toLowerCase()}`,
     };
   const needed = requiredCollateral(taken.loanAmount, terms.collateralBasisPoints);
-  if (!Number.isSafeInteger(taken.collateralAmount) || taken.collateralAmount < needed)
+  // At most the loan amount: more would freeze the borrower's money for nothing.
+  if (
+    !Number.isSafeInteger(taken.collateralAmount) ||
+    taken.collateralAmount < needed ||
+    taken.collateralAmount > Math.max(needed, taken.loanAmount)
+  )
     return {
       path: 'body.collateral_amount',
-      reason: `The collateral must be at least ${needed} (${terms.collateralBasisPoints / 100}% of the loan amount)`,
+      reason: `The collateral must be between ${needed} (${terms.collateralBasisPoints / 100}% of the loan amount) and the loan amount`,
     };
   return undefined;
 }

@@ -349,3 +349,87 @@ describe('spec 4.3: the offer and the loan as workflows', () => {
     assert.deepEqual(own.body, { data: [] });
   });
 });
+
+describe('spec 4.3, hostile review: taking an offer re-checks the borrower, and one loan runs at a time', () => {
+  const take = (headers: Record<string, string>, applicationId: string, key?: string) =>
+    applyPartnerB(
+      headers,
+      {
+        application_id: applicationId,
+        loan_amount: 200_000,
+        tenure: { duration: 2, unit: 'WEEKS' },
+        collateral_amount: 20_000,
+      },
+      key,
+    );
+
+  it('two offers on two products taken at once: one loan, the other refused', async () => {
+    const borrower = await newBorrower();
+    const standard = await offerFor(borrower.headers);
+    const partnerA = await offerFor(borrower.headers, '/v1/accounts/loan/applications/partner-a');
+    assert.equal(partnerA.status, 201, partnerA.text);
+    const replies = await Promise.all([
+      take(borrower.headers, standard.body.id),
+      take(borrower.headers, partnerA.body.id),
+    ]);
+    assert.deepEqual(replies.map((r) => r.status).sort(), [200, 400], replies.map((r) => r.text).join(' | '));
+    assert.equal((await harness().db('loans').where({ user_id: borrower.user.id })).length, 1);
+    assert.equal((await take(borrower.headers, partnerA.body.id)).status, 400, 'and not later either');
+  });
+
+  it('an API key taking an offer for a borrower put on the waiting list, or whose KYC was revoked, is refused', async () => {
+    const { db } = harness();
+    const { key } = await createApiKey(db, { organizationId: ORG, permissions: ['loans.write'] });
+    for (const change of [{ users: { status: 'WAITING_LIST' } }, { kyc: { status: 'REJECTED' } }]) {
+      const borrower = await newBorrower();
+      const offer = await offerFor(bearer(key), undefined, { user_id: borrower.user.id });
+      assert.equal(offer.status, 201, offer.text);
+      if ('users' in change) await db('users').where({ id: borrower.user.id }).update(change.users);
+      else await db('kyc_applications').where({ user_id: borrower.user.id }).update(change.kyc);
+      const reply = await take(bearer(key), offer.body.id);
+      assert.equal(reply.status, 400, reply.text);
+      assert.match(reply.body.description, /^(NOT_ELIGIBLE|KYC_NOT_APPROVED): /);
+      assert.equal((await db('loans').where({ user_id: borrower.user.id })).length, 0);
+    }
+  });
+
+  it('a disabled user gets no offer (404); platform keys act for no organization here (404)', async () => {
+    const { db } = harness();
+    const borrower = await newBorrower();
+    await db('users').where({ id: borrower.user.id }).update({ status: 'DISABLED' });
+    const { key } = await createApiKey(db, { organizationId: ORG, permissions: ['loans.write'] });
+    assert.equal((await offerFor(bearer(key), undefined, { user_id: borrower.user.id })).status, 404);
+    const platform = await createApiKey(db, { platform: true, permissions: ['loans.write'] });
+    const other = await newBorrower();
+    assert.equal((await offerFor(bearer(platform.key), undefined, { user_id: other.user.id })).status, 404);
+  });
+
+  it('Idempotency-Key: a retry after the stored answer was lost answers the loan the first request made', async () => {
+    const borrower = await newBorrower();
+    const offer = await offerFor(borrower.headers);
+    const key = randomUUID();
+    const first = await take(borrower.headers, offer.body.id, key);
+    assert.equal(first.status, 200, first.text);
+    // What an API crash after the loan but before the answer was stored leaves: no stored answer.
+    assert.equal(await harness().db('idempotency_keys').where({ key }).delete(), 1);
+    const again = await take(borrower.headers, offer.body.id, key);
+    assert.equal(again.status, 200, again.text);
+    assert.deepEqual(again.body, first.body);
+  });
+
+  it('collateral above the loan amount and an amount asked below the product minimum are refused', async () => {
+    const borrower = await newBorrower({ funds: 5_000_000 });
+    const low = await offerFor(borrower.headers, undefined, { loan_amount: 50 });
+    assert.equal(low.status, 400);
+    assert.match(low.body.description, /^BELOW_MINIMUM: /);
+    const offer = await offerFor(borrower.headers);
+    const greedy = await applyPartnerB(borrower.headers, {
+      application_id: offer.body.id,
+      loan_amount: 200_000,
+      tenure: { duration: 2, unit: 'WEEKS' },
+      collateral_amount: 200_001,
+    });
+    assert.equal(greedy.status, 400);
+    assert.match(greedy.body.description, /^OUT_OF_RANGE: /);
+  });
+});

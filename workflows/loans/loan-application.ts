@@ -2,6 +2,7 @@ import {
   ApplicationFailure,
   allHandlersFinished,
   condition,
+  currentUpdateInfo,
   ParentClosePolicy,
   proxyActivities,
   setHandler,
@@ -38,17 +39,30 @@ export async function loanApplication(input: LoanOfferInput): Promise<string> {
     async (taken) => {
       if (state === 'ACCEPTED' && loanId) return { loanId };
       state = 'ACCEPTING';
-      const accepted = await activities.acceptLoanOffer({ ...ref, ...taken });
-      if (accepted.outcome === 'insufficient_funds') {
+      const accepted = await activities.acceptLoanOffer({
+        loanAmount: taken.loanAmount,
+        tenure: taken.tenure,
+        collateralAmount: taken.collateralAmount,
+        // The Update's id: a retried request (the same Idempotency-Key) finds the loan it made.
+        acceptedBy: currentUpdateInfo()?.id ?? '',
+        ...ref,
+      });
+      if (accepted.outcome === 'insufficient_funds' || accepted.outcome === 'not_eligible') {
         state = 'OPEN';
-        throw ApplicationFailure.nonRetryable(
-          `The current account's available balance (${accepted.available}) is short of the collateral`,
-          LoanOfferError.INSUFFICIENT_FUNDS,
-        );
+        throw accepted.outcome === 'insufficient_funds'
+          ? ApplicationFailure.nonRetryable(
+              `The current account's available balance (${accepted.available}) is short of the collateral`,
+              LoanOfferError.INSUFFICIENT_FUNDS,
+            )
+          : ApplicationFailure.nonRetryable(accepted.detail, accepted.reason);
       }
       if (accepted.outcome === 'not_open') {
-        state = accepted.status === 'EXPIRED' ? 'EXPIRED' : 'ACCEPTED';
-        throw ApplicationFailure.nonRetryable(`The offer is ${accepted.status}`, LoanOfferError.TAKEN);
+        const wasTaken = accepted.status === 'ACCEPTED' || accepted.status === 'DISBURSED';
+        state = wasTaken ? 'ACCEPTED' : 'EXPIRED';
+        throw ApplicationFailure.nonRetryable(
+          `The offer is ${accepted.status}`,
+          wasTaken ? LoanOfferError.TAKEN : LoanOfferError.EXPIRED,
+        );
       }
       const disbursed = await activities.disburseLoan({
         organizationId: input.organizationId,
@@ -75,10 +89,13 @@ export async function loanApplication(input: LoanOfferInput): Promise<string> {
       });
       loanId = accepted.loanId;
       state = 'ACCEPTED';
-      return { loanId };
+      return { loanId: accepted.loanId };
     },
     {
       validator: (taken) => {
+        // Exactly the three terms: nothing else rides along into the activity.
+        if (Object.keys(taken).sort().join() !== 'collateralAmount,loanAmount,tenure')
+          throw ApplicationFailure.nonRetryable('Unexpected acceptance fields', LoanOfferError.INVALID_TERMS);
         if (state === 'EXPIRED' || Date.now() >= Date.parse(input.expiresAt))
           throw ApplicationFailure.nonRetryable('The offer has expired', LoanOfferError.EXPIRED);
         if (state === 'ACCEPTING' || state === 'ACCEPTED')
@@ -94,7 +111,8 @@ export async function loanApplication(input: LoanOfferInput): Promise<string> {
     if (!(await condition(() => state !== 'OPEN', remaining()))) {
       state = 'EXPIRED';
       // Taken in Postgres by an acceptance this run cannot have missed: the expiry changes nothing then.
-      if ((await activities.expireLoanOffer(ref)) !== 'EXPIRED') state = 'ACCEPTED';
+      const status = await activities.expireLoanOffer(ref);
+      if (status === 'ACCEPTED' || status === 'DISBURSED') state = 'ACCEPTED';
       break;
     }
     await condition(() => state !== 'ACCEPTING');

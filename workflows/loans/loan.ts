@@ -34,6 +34,12 @@ export async function loan(input: LoanInput): Promise<string> {
     checked = payments;
     closed = await activities.closeLoanIfRepaid(ref);
   };
+  /** A long life continues as new; a payment that came during the last check is checked first, never dropped. */
+  const continueAsNewIfSuggested = async () => {
+    if (closed || !workflowInfo().continueAsNewSuggested) return;
+    while (!closed && payments !== checked) await checkClosed();
+    if (!closed) await continueAsNew<typeof loan>({ ...input, next: { index, step } });
+  };
 
   while (!closed && index < input.installments.length) {
     const installment = input.installments[index]!;
@@ -41,6 +47,7 @@ export async function loan(input: LoanInput): Promise<string> {
     // A payment wakes the run early to see whether the loan is repaid.
     if (await condition(() => payments !== checked, Math.max(0, at - Date.now()))) {
       await checkClosed();
+      await continueAsNewIfSuggested();
       continue;
     }
     const status = await activities.advanceInstallment({ ...ref, position: installment.position, to: step });
@@ -50,13 +57,13 @@ export async function loan(input: LoanInput): Promise<string> {
       step = 'DUE';
     }
     await checkClosed();
-    if (!closed && workflowInfo().continueAsNewSuggested)
-      await continueAsNew<typeof loan>({ ...input, next: { index, step } });
+    await continueAsNewIfSuggested();
   }
   // Every installment has fallen due: the run waits for the payments that repay the loan.
   while (!closed) {
     await condition(() => payments !== checked);
     await checkClosed();
+    await continueAsNewIfSuggested();
   }
   return 'REPAID';
 }

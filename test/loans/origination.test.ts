@@ -181,7 +181,7 @@ describe('spec 4.3: taking an offer (partner-b and the deprecated apply)', () =>
       'position',
       'status',
     ]);
-    await recordHistory(workflowIds.loanApplication(offer.body.id), 'loanApplication-accepted');
+    await recordHistory(workflowIds.loanApplication(offer.body.id), 'loanApplication-accepted-local-steps');
   });
 
   it('Idempotency-Key: an identical retry replays the answer, a changed body is 409, nothing moves twice', async () => {

@@ -4,7 +4,9 @@ import {
   condition,
   currentUpdateInfo,
   ParentClosePolicy,
+  patched,
   proxyActivities,
+  proxyLocalActivities,
   setHandler,
   startChild,
 } from '@temporalio/workflow';
@@ -19,6 +21,17 @@ const activities = proxyActivities<LoanActivities>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
 });
+/** The acceptance's two money steps run as local activities: the borrower waits on them. */
+const steps = proxyLocalActivities<LoanActivities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
+});
+
+/** Changes made while runs may be in flight; each branch keeps older histories replaying. */
+const PATCHES = {
+  /** The acceptance's steps as local activities (they were activities). */
+  localSteps: 'loan-apply-local-steps',
+} as const;
 
 /**
  * An offer's life (`loan-application/<id>`): open until `expiresAt`, when it expires by itself
@@ -39,7 +52,8 @@ export async function loanApplication(input: LoanOfferInput): Promise<string> {
     async (taken) => {
       if (state === 'ACCEPTED' && loanId) return { loanId };
       state = 'ACCEPTING';
-      const accepted = await activities.acceptLoanOffer({
+      const run = patched(PATCHES.localSteps) ? steps : activities;
+      const accepted = await run.acceptLoanOffer({
         loanAmount: taken.loanAmount,
         tenure: taken.tenure,
         collateralAmount: taken.collateralAmount,
@@ -64,7 +78,7 @@ export async function loanApplication(input: LoanOfferInput): Promise<string> {
           wasTaken ? LoanOfferError.TAKEN : LoanOfferError.EXPIRED,
         );
       }
-      const disbursed = await activities.disburseLoan({
+      const disbursed = await run.disburseLoan({
         organizationId: input.organizationId,
         loanId: accepted.loanId,
       });

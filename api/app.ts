@@ -81,12 +81,18 @@ export function buildApp(deps: AppDeps, options: { extraRoutes?: AnyRoute[] } = 
   routes.push(...installmentRoutes(deps));
   routes.push(...(options.extraRoutes ?? []));
 
-  const parsers = {
-    default: jsonBody(deps.config.BODY_LIMIT),
-    verification: jsonBody(deps.config.BODY_LIMIT_VERIFICATION),
-    callback: jsonBody(deps.config.CALLBACK_BODY_LIMIT),
-    kycCallback: jsonBody(deps.config.KYC_CALLBACK_BODY_LIMIT),
+  /** One JSON body parser per distinct limit; a route's limit follows from its declaration. */
+  const parsers = new Map<number, ReturnType<typeof jsonBody>>();
+  const parserFor = (limit: number) => {
+    if (!parsers.has(limit)) parsers.set(limit, jsonBody(limit));
+    return parsers.get(limit)!;
   };
+  const bodyLimitOf = (route: AnyRoute) =>
+    route.callback
+      ? (route.callback.bodyLimit ?? deps.config.CALLBACK_BODY_LIMIT)
+      : route.bodyLimit === 'verification'
+        ? deps.config.BODY_LIMIT_VERIFICATION
+        : deps.config.BODY_LIMIT;
   const router = new Router();
   for (const route of routes) {
     // Keys are scoped to the caller: an idempotent route must authenticate.
@@ -125,13 +131,7 @@ export function buildApp(deps: AppDeps, options: { extraRoutes?: AnyRoute[] } = 
           ctx.state.checked = checked;
           await next();
         },
-        ...(BODY_METHODS.has(route.method)
-          ? [
-              parsers[
-                callback ? (callback.provider === 'kyc' ? 'kycCallback' : 'callback') : (route.bodyLimit ?? 'default')
-              ],
-            ]
-          : []),
+        ...(BODY_METHODS.has(route.method) ? [parserFor(bodyLimitOf(route))] : []),
         async (ctx) => {
           const checked = ctx.state.checked as ReturnType<typeof checkRequest>;
           const body = checkRequest(

@@ -67,7 +67,12 @@ export interface Route<R extends RequestSchemas = RequestSchemas> {
    * A provider's callback: its own rate limit per source address (not the caller budgets), its
    * own small body limit, and, when the provider's source addresses are configured, only those.
    */
-  callback?: { provider: CallbackProvider; sources: readonly string[] };
+  callback?: {
+    provider: CallbackProvider;
+    sources: readonly string[];
+    /** Its body limit when the provider's callbacks are larger than CALLBACK_BODY_LIMIT. */
+    bodyLimit?: number;
+  };
   /** Verification routes carry base64 images and get the larger body limit. */
   bodyLimit?: 'default' | 'verification';
   /**

@@ -1,18 +1,15 @@
 import { randomUUID } from 'node:crypto';
-import { Client, Connection } from '@temporalio/client';
-import { generateServiceSigningKey } from '../api/auth/service-keys';
 import { loadDevConfig } from '../dev/config';
 import { createDb, migrate } from '../db/knex';
 import { ledgerAccounts } from '../db/ledger/ledger';
 import { DEMO, seedDemoData } from '../db/seeds/demo';
 import { mobileMoneySettings, startDevelopmentProviders } from '../dev/simulators';
-import { startTemporalDevServer } from '../dev/temporal-server';
 import { requestToken } from '../providers/identity/simulator';
-import { freePort } from '../test/support/ports';
 import { workflowIds } from '../workflows/ids';
 import { offerStateQuery } from '../workflows/loans/messages';
 import { benchDatabase } from './database';
-import { closedLoop, line, type Loop, openLoop, startServer, startService, stopProcess } from './lib';
+import { startDeployed } from './deployed';
+import { closedLoop, line, type Loop, openLoop } from './lib';
 
 /**
  * Loans, part 1, with the service as deployed (API and worker each in its own process, Postgres,
@@ -90,40 +87,14 @@ export async function loansBench(): Promise<void> {
       });
     }
 
-    const temporalServer = await startTemporalDevServer({ cliPath: base.TEMPORAL_CLI_PATH });
-    cleanups.push(() => temporalServer.teardown());
-    const connection = await Connection.connect({ address: temporalServer.address });
-    cleanups.push(() => connection.close());
-    const client = new Client({ connection });
-    const port = await freePort();
-    const apiUrl = `http://127.0.0.1:${port}`;
-    const env: NodeJS.ProcessEnv = {
-      DATABASE_URL: databaseUrl,
-      TEMPORAL_ADDRESS: temporalServer.address,
-      TEMPORAL_TASK_QUEUE: TASK_QUEUE,
-      HOST: '127.0.0.1',
-      PORT: String(port),
-      PUBLIC_BASE_URL: apiUrl,
-      AUTH_JWKS_URL: config.AUTH_JWKS_URL,
-      AUTH_ISSUER: config.AUTH_ISSUER,
-      SERVICE_SIGNING_KEY: JSON.stringify(await generateServiceSigningKey()),
-      KYC_PROVIDER_URL: config.KYC_PROVIDER_URL,
-      KYC_PARTNER_ID: config.KYC_PARTNER_ID,
-      KYC_API_KEY: config.KYC_API_KEY,
-      ...mobileMoneySettings('http://127.0.0.1:9'),
-      RATE_LIMIT_CALLER_POINTS: '1000000000',
-      RATE_LIMIT_ORGANIZATION_POINTS: '1000000000',
-      WORKER_METRICS_PORT: String(await freePort()),
-    };
-    const api = await startService('api/server.ts', env, /api listening/);
-    cleanups.push(() => stopProcess(api));
-    const worker = await startService('worker/main.ts', env, /worker running/);
-    cleanups.push(() => stopProcess(worker));
-    const trivial = await startServer<{ ready: boolean }>('trivial-worker.ts', {
-      TEMPORAL_ADDRESS: temporalServer.address,
-      TEMPORAL_TASK_QUEUE: 'bench-trivial',
+    const { client, apiUrl } = await startDeployed({
+      databaseUrl,
+      config,
+      cliPath: base.TEMPORAL_CLI_PATH,
+      taskQueue: TASK_QUEUE,
+      mobileMoney: mobileMoneySettings('http://127.0.0.1:9'),
+      cleanups,
     });
-    cleanups.push(() => stopProcess(trivial.child));
 
     const tokens = new Map<string, string>();
     const tokenOf = async (id: string) => {

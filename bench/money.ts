@@ -1,15 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { Client, Connection } from '@temporalio/client';
-import { generateServiceSigningKey } from '../api/auth/service-keys';
 import { loadDevConfig } from '../dev/config';
 import { createDb, migrate } from '../db/knex';
 import { DEMO, seedDemoData } from '../db/seeds/demo';
 import { mobileMoneySettings, startDevelopmentProviders } from '../dev/simulators';
-import { startTemporalDevServer } from '../dev/temporal-server';
 import { requestToken } from '../providers/identity/simulator';
-import { freePort } from '../test/support/ports';
 import { workflowIds } from '../workflows/ids';
 import { benchDatabase } from './database';
+import { startDeployed } from './deployed';
 import {
   closedLoop,
   cpuDuring,
@@ -85,42 +82,14 @@ export async function moneyBench(): Promise<void> {
       })),
     );
 
-    const temporalServer = await startTemporalDevServer({ cliPath: base.TEMPORAL_CLI_PATH });
-    cleanups.push(() => temporalServer.teardown());
-    const connection = await Connection.connect({ address: temporalServer.address });
-    cleanups.push(() => connection.close());
-    const client = new Client({ connection });
-
-    const port = await freePort();
-    const apiUrl = `http://127.0.0.1:${port}`;
-    const env: NodeJS.ProcessEnv = {
-      DATABASE_URL: databaseUrl,
-      TEMPORAL_ADDRESS: temporalServer.address,
-      TEMPORAL_TASK_QUEUE: TASK_QUEUE,
-      HOST: '127.0.0.1',
-      PORT: String(port),
-      PUBLIC_BASE_URL: apiUrl,
-      AUTH_JWKS_URL: config.AUTH_JWKS_URL,
-      AUTH_ISSUER: config.AUTH_ISSUER,
-      SERVICE_SIGNING_KEY: JSON.stringify(await generateServiceSigningKey()),
-      KYC_PROVIDER_URL: config.KYC_PROVIDER_URL,
-      KYC_PARTNER_ID: config.KYC_PARTNER_ID,
-      KYC_API_KEY: config.KYC_API_KEY,
-      ...mobileMoneySettings(simulator.info.url, simulator.info.certificate),
-      // High enough never to refuse: the benchmark measures the work, not the limits.
-      RATE_LIMIT_CALLER_POINTS: '1000000000',
-      RATE_LIMIT_ORGANIZATION_POINTS: '1000000000',
-      WORKER_METRICS_PORT: String(await freePort()),
-    };
-    const api = await startService('api/server.ts', env, /api listening/);
-    cleanups.push(() => stopProcess(api));
-    const worker = await startService('worker/main.ts', env, /worker running/);
-    cleanups.push(() => stopProcess(worker));
-    const trivial = await startServer<{ ready: boolean }>('trivial-worker.ts', {
-      TEMPORAL_ADDRESS: temporalServer.address,
-      TEMPORAL_TASK_QUEUE: 'bench-trivial',
+    const { client, temporalAddress, apiUrl, env, api, worker } = await startDeployed({
+      databaseUrl,
+      config,
+      cliPath: base.TEMPORAL_CLI_PATH,
+      taskQueue: TASK_QUEUE,
+      mobileMoney: mobileMoneySettings(simulator.info.url, simulator.info.certificate),
+      cleanups,
     });
-    cleanups.push(() => stopProcess(trivial.child));
 
     const tokens = await Promise.all(
       customers.map((c) => requestToken(dev.idp.url, 'backend', { sub: c.id, aud: config.AUTH_AUDIENCE })),
@@ -168,7 +137,7 @@ export async function moneyBench(): Promise<void> {
 
     for (const op of [bare, shaped, pushToPosted]) await closedLoop(CONCURRENCY, 2, op); // warm up
     // CPU by process, to see where a push costs more than a bare run.
-    const temporalPort = temporalServer.address.split(':').at(-1)!;
+    const temporalPort = temporalAddress.split(':').at(-1)!;
     const processes = {
       'Temporal server': () => pidsMatching(`--port ${temporalPort}`),
       Postgres: () => pidsMatching('postgres'),

@@ -11,3 +11,10 @@ export function unstorableText(value: string): string | undefined {
   if (!wellFormed(value)) return 'contains a lone UTF-16 surrogate';
   return undefined;
 }
+
+/**
+ * A JSON value as text, when it is text or a finite number: never String() of a parsed object
+ * (`{"toString": 1}` makes that throw). Undefined for anything else.
+ */
+export const jsonText = (value: unknown): string | undefined =>
+  typeof value === 'string' ? value : typeof value === 'number' && Number.isFinite(value) ? String(value) : undefined;

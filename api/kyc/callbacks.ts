@@ -36,7 +36,8 @@ export function kycCallbackRoutes(deps: AppDeps, workflows: KycWorkflows, metric
           : 'Signed in the Response-Signature and Response-Timestamp headers; the job in SmileID-Job-ID. Not for clients.',
       tags: ['kyc'],
       extension: true,
-      callback: { provider: 'kyc', sources: config.KYC_CALLBACK_SOURCES },
+      // Result callbacks reach 1.5 MB (protocols/kyc-provider.md).
+      callback: { provider: 'kyc', sources: config.KYC_CALLBACK_SOURCES, bodyLimit: config.KYC_CALLBACK_BODY_LIMIT },
       request: { body: z.record(z.string(), z.unknown()) },
       responses: {
         200: { description: 'Received (duplicates and ones for no application of ours too)', schema: Received },

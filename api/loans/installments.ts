@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { findAccountOwner } from '../../db/accounts/accounts';
 import { accountInstallments } from '../../db/loans/loans';
 import { ErrorCode, ServiceError } from '../../domain/errors';
 import { Permission } from '../../domain/rbac';
@@ -52,9 +53,7 @@ export function installmentRoutes(deps: AppDeps): AnyRoute[] {
       async handler(ctx, { params }) {
         const caller = ctx.state.caller as Caller;
         const account = caller.organizationId
-          ? await db('accounts')
-              .where({ organization_id: caller.organizationId, id: params.accountId })
-              .first('user_id')
+          ? await findAccountOwner(db, caller.organizationId, params.accountId)
           : undefined;
         if (!account || (caller.scheme === 'user' && account.user_id !== caller.userId))
           throw new ServiceError(ErrorCode.NOT_FOUND, 'No such account');

@@ -41,3 +41,12 @@ export function findActiveAccount(
     .where({ organization_id: organizationId, user_id: userId, type, status: 'ACTIVE' })
     .first('id', 'currency');
 }
+
+/** Who owns an account of the organization (undefined: no such account there). */
+export async function findAccountOwner(
+  db: Knex,
+  organizationId: string,
+  accountId: string,
+): Promise<{ user_id: string } | undefined> {
+  return db('accounts').where({ organization_id: organizationId, id: accountId }).first('user_id');
+}

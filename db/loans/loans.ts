@@ -153,22 +153,15 @@ async function acceptInTransaction(
   const { available } = await accountBalance(trx, current);
   if (available < taken.collateralAmount) return { outcome: 'insufficient_funds' as const, available };
 
-  let holdId: string | null = null;
-  if (taken.collateralAmount > 0) {
-    await postJournal(trx, {
-      transactionId: taken.loanId,
-      kind: 'COLLATERAL_HOLD',
-      currency: application.currency,
-      legs: [
-        { account: ledgerAccounts.customer(current), amount: taken.collateralAmount },
-        { account: ledgerAccounts.collateral(current), amount: -taken.collateralAmount },
-      ],
-    });
-    const entry = await trx('journal_entries')
-      .where({ transaction_id: taken.loanId, kind: 'COLLATERAL_HOLD' })
-      .first('id');
-    holdId = (entry as { id: string }).id;
-  }
+  const holdId =
+    taken.collateralAmount > 0
+      ? await moveCollateral(trx, 'COLLATERAL_HOLD', {
+          id: taken.loanId,
+          currentAccountId: current,
+          currency: application.currency,
+          amount: taken.collateralAmount,
+        })
+      : null;
   const [loan] = await trx('loans')
     .insert({
       id: taken.loanId,
@@ -228,10 +221,7 @@ async function acceptInTransaction(
  */
 export async function disburseLoan(db: Knex, organizationId: string, loanId: string, now: Date): Promise<LoanRow> {
   return db.transaction(async (trx) => {
-    const loan: LoanRow | undefined = await trx('loans')
-      .where({ organization_id: organizationId, id: loanId })
-      .forUpdate()
-      .first();
+    const loan = await lockLoan(trx, organizationId, loanId);
     if (!loan) throw new Error(`no loan ${loanId}`);
     if (loan.status !== LoanStatus.PENDING_DISBURSEMENT) return loan;
     // The schedule runs from the disbursement date: paid out on a later day than accepted (a
@@ -265,8 +255,35 @@ export async function disburseLoan(db: Knex, organizationId: string, loanId: str
   });
 }
 
-export function findLoan(db: Knex, organizationId: string, loanId: string): Promise<LoanRow | undefined> {
-  return db('loans').where({ organization_id: organizationId, id: loanId }).first();
+/** A loan, locked for the rest of the database transaction (money steps on it go one at a time). */
+async function lockLoan(trx: Knex.Transaction, organizationId: string, loanId: string): Promise<LoanRow | undefined> {
+  return trx('loans').where({ organization_id: organizationId, id: loanId }).forUpdate().first();
+}
+
+/**
+ * Holds a loan's collateral on the borrower's current account, or releases it: one journal
+ * entry, unique per loan and kind. Answers the entry's id (a hold's id is the loan's
+ * collateral_hold_id).
+ */
+async function moveCollateral(
+  trx: Knex.Transaction,
+  kind: 'COLLATERAL_HOLD' | 'COLLATERAL_RELEASE',
+  loan: { id: string; currentAccountId: string; currency: string; amount: number },
+): Promise<string> {
+  const held = ledgerAccounts.collateral(loan.currentAccountId);
+  const available = ledgerAccounts.customer(loan.currentAccountId);
+  const [from, to] = kind === 'COLLATERAL_HOLD' ? [available, held] : [held, available];
+  await postJournal(trx, {
+    transactionId: loan.id,
+    kind,
+    currency: loan.currency,
+    legs: [
+      { account: from, amount: loan.amount },
+      { account: to, amount: -loan.amount },
+    ],
+  });
+  const entry = await trx('journal_entries').where({ transaction_id: loan.id, kind }).first('id');
+  return (entry as { id: string }).id;
 }
 
 /** When each of a loan's installments falls due, in days after the loan's start date, in order. */
@@ -336,10 +353,7 @@ export async function advanceInstallment(
  */
 export async function closeIfRepaid(db: Knex, organizationId: string, loanId: string, now: Date): Promise<boolean> {
   return db.transaction(async (trx) => {
-    const loan: LoanRow | undefined = await trx('loans')
-      .where({ organization_id: organizationId, id: loanId })
-      .forUpdate()
-      .first();
+    const loan = await lockLoan(trx, organizationId, loanId);
     if (!loan) throw new Error(`no loan ${loanId}`);
     if (loan.status === LoanStatus.REPAID) return true;
     const open = await trx('installments')
@@ -349,14 +363,11 @@ export async function closeIfRepaid(db: Knex, organizationId: string, loanId: st
     if (open || loan.status !== LoanStatus.ACTIVE) return false;
     const collateral = Number(loan.collateral_amount);
     if (collateral > 0)
-      await postJournal(trx, {
-        transactionId: loan.id,
-        kind: 'COLLATERAL_RELEASE',
+      await moveCollateral(trx, 'COLLATERAL_RELEASE', {
+        id: loan.id,
+        currentAccountId: loan.current_account_id,
         currency: loan.currency,
-        legs: [
-          { account: ledgerAccounts.collateral(loan.current_account_id), amount: collateral },
-          { account: ledgerAccounts.customer(loan.current_account_id), amount: -collateral },
-        ],
+        amount: collateral,
       });
     await trx('loans')
       .where({ organization_id: organizationId, id: loan.id })

@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
 import { strToU8, zipSync } from 'fflate';
+import { jsonText } from '../../domain/text';
 import { categoryOf, categoryOfV3Status, type ResultCategory } from '../../domain/kyc/result-codes';
 import type { ProviderApiVersion } from '../../domain/kyc/provider-version';
 import { type HttpAnswer, httpsAgentTrusting, request } from '../http';
@@ -114,9 +115,6 @@ const PRODUCT = 'enhanced_document_verification';
 /** v2 zip images packed as files: selfie, ID front, liveness frame, ID back. */
 const IMAGE_FILE_TYPE = { selfie: 0, documentFront: 1, liveness: 4, documentBack: 5 } as const;
 const truthy = (value: unknown) => value === true || value === 'true' || value === 'True';
-/** A string or number from parsed JSON as text (never String() of an object: `{"toString": 1}` throws). */
-const scalar = (value: unknown): string | undefined =>
-  typeof value === 'string' ? value : typeof value === 'number' && Number.isFinite(value) ? String(value) : undefined;
 const isObject = (value: unknown): value is Record<string, unknown> =>
   value !== null && typeof value === 'object' && !Array.isArray(value);
 const E164 = /^\+[1-9]\d{6,14}$/;
@@ -392,7 +390,7 @@ export function createKycProviderClient(options: KycProviderOptions) {
     if (!providerJobId || !V3_JOB_ID.test(providerJobId)) return { state: 'not_found' };
     const response = await withToken(`/v3/status/${encodeURIComponent(providerJobId)}`, {});
     const body = (await response.json().catch(() => undefined)) as unknown;
-    const status = isObject(body) ? scalar(body.status) : undefined;
+    const status = isObject(body) ? jsonText(body.status) : undefined;
     // Only the provider's own word makes a job unknown (a proxy's 404 would expire applications).
     if (response.status === 404 && status === 'not_found') return { state: 'not_found' };
     if (response.status === 202 && status === 'processing') return { state: 'processing' };
@@ -403,10 +401,10 @@ export function createKycProviderClient(options: KycProviderOptions) {
       state: 'final',
       category,
       resultCode: status,
-      resultText: scalar(body.message) ?? '',
+      resultText: jsonText(body.message) ?? '',
       // What the answer names, not what was asked: the caller checks both are the same job and user.
-      providerJobId: scalar(body.job_id),
-      userId: scalar(body.user_id),
+      providerJobId: jsonText(body.job_id),
+      userId: jsonText(body.user_id),
       isFinal: category !== 'PROVISIONAL',
     };
   }
@@ -437,14 +435,14 @@ export function createKycProviderClient(options: KycProviderOptions) {
       throw new KycProviderError('v2 job status: bad response signature', response.status, true);
     if (!truthy(body.job_complete) || typeof body.result !== 'object' || body.result === null)
       return { state: 'processing' };
-    const resultCode = scalar(body.result.ResultCode) ?? '';
+    const resultCode = jsonText(body.result.ResultCode) ?? '';
     const isFinal = body.result.IsFinalResult === undefined ? true : truthy(body.result.IsFinalResult);
     return {
       state: 'final',
       category: categoryOf(resultCode),
       resultCode,
-      resultText: scalar(body.result.ResultText) ?? '',
-      providerJobId: scalar(body.result.SmileJobID),
+      resultText: jsonText(body.result.ResultText) ?? '',
+      providerJobId: jsonText(body.result.SmileJobID),
       userId,
       isFinal,
     };
@@ -542,7 +540,7 @@ export function createKycProviderClient(options: KycProviderOptions) {
         const providerJobId = named && V3_JOB_ID.test(named) ? named : undefined;
         return {
           apiVersion,
-          eventId: `v3:${providerJobId ?? ''}:${scalar(body.status) ?? ''}`,
+          eventId: `v3:${providerJobId ?? ''}:${jsonText(body.status) ?? ''}`,
           providerJobId,
           jobId: text(params[ASSUMED.v3JobReferenceParam]),
           userId: text(headers[names.userId]),
@@ -552,8 +550,8 @@ export function createKycProviderClient(options: KycProviderOptions) {
       const params = isObject(body.PartnerParams) ? body.PartnerParams : {};
       return {
         apiVersion,
-        eventId: `v2:${scalar(body.SmileJobID) ?? ''}:${scalar(body.ResultCode) ?? ''}:${scalar(body.IsFinalResult) ?? 'true'}`,
-        providerJobId: scalar(body.SmileJobID),
+        eventId: `v2:${jsonText(body.SmileJobID) ?? ''}:${jsonText(body.ResultCode) ?? ''}:${jsonText(body.IsFinalResult) ?? 'true'}`,
+        providerJobId: jsonText(body.SmileJobID),
         jobId: text(params.job_id),
         userId: text(params.user_id),
       };

@@ -10,19 +10,7 @@ import { acceptOfferUpdate, type LoanOfferInput } from '../../workflows/loans/me
 import { harness } from '../support/harness';
 import { newBorrower } from '../support/loans';
 import { balanceOf, journalKinds, until } from '../support/money';
-import { freePort } from '../support/ports';
-import { restoreSchedules, spawnService } from '../support/processes';
-
-/** worker/main.ts as its own process on a task queue of its own. */
-async function spawnWorker(taskQueue: string, signingKey: string) {
-  const worker = spawnService('worker/main.ts', {
-    TEMPORAL_TASK_QUEUE: taskQueue,
-    WORKER_METRICS_PORT: String(await freePort()),
-    WORKER_SHUTDOWN_GRACE: '1s',
-    SERVICE_SIGNING_KEY: signingKey,
-  });
-  return { ...worker, running: (timeoutMs = 60_000) => worker.waitFor(/worker running/, timeoutMs) };
-}
+import { restoreSchedules, spawnWorker } from '../support/processes';
 
 describe('durability: the worker process dies in the middle of taking a loan offer', () => {
   after(restoreSchedules);

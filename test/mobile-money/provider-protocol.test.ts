@@ -1,8 +1,5 @@
 import { strict as assert } from 'node:assert';
 import { randomUUID } from 'node:crypto';
-import { once } from 'node:events';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { selfSignedCertificate } from '../../providers/certificates';
 import { parseB2cResult } from '../../providers/mobile-money/callbacks';
 import { createMobileMoneyClient } from '../../providers/mobile-money/client';
@@ -11,6 +8,7 @@ import { securityCredentials } from '../../providers/mobile-money/security-crede
 import { type RunningMobileMoneySimulator, startMobileMoneySimulator } from '../../providers/mobile-money/simulator';
 import { differences, exchange, loadExchanges } from '../contracts/contract';
 import { harness } from '../support/harness';
+import { startCallbackReceiver } from '../support/receiver';
 import {
   fundedCustomer,
   insertStkPushTransaction,
@@ -42,27 +40,17 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('protocol: mobile-money provider rules community clients rely on (B2C paths, SecurityCredential, tokens)', () => {
   const received: { path: string; body: unknown }[] = [];
-  let receiver: Server;
+  let receiver: Awaited<ReturnType<typeof startCallbackReceiver>>;
   let hook = '';
   let sim: RunningMobileMoneySimulator;
 
   before(async () => {
-    receiver = createServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => {
-        received.push({ path: req.url ?? '', body: JSON.parse(Buffer.concat(chunks).toString() || 'null') });
-        res.writeHead(200, { 'content-type': 'application/json' }).end('{"ResultCode":0,"ResultDesc":"Accepted"}');
-      });
-    });
-    receiver.listen(0, '127.0.0.1');
-    await once(receiver, 'listening');
-    hook = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+    receiver = await startCallbackReceiver(received);
+    hook = receiver.url;
     sim = await startMobileMoneySimulator({ ...CREDENTIALS, callbackDelayMs: 20 });
   });
   after(async () => {
     await sim.close();
-    receiver.closeAllConnections();
     receiver.close();
   });
   afterEach(() => sim.control.reset());

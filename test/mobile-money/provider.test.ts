@@ -1,8 +1,5 @@
 import { strict as assert } from 'node:assert';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { once } from 'node:events';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { MalformedCallbackError, parseB2cResult, parseStkCallback } from '../../providers/mobile-money/callbacks';
 import { createMobileMoneyClient } from '../../providers/mobile-money/client';
 import {
@@ -15,6 +12,7 @@ import {
   toWholeShillings,
 } from '../../providers/mobile-money/protocol';
 import { type RunningMobileMoneySimulator, startMobileMoneySimulator } from '../../providers/mobile-money/simulator';
+import { startCallbackReceiver } from '../support/receiver';
 
 /**
  * The mobile-money client against its simulator, over HTTP, with a small server standing in for
@@ -48,31 +46,21 @@ async function rejection(work: () => Promise<unknown>): Promise<MobileMoneyError
 
 describe('protocol: the mobile-money client against its simulator', () => {
   const received: Received[] = [];
-  let receiver: Server;
+  let receiver: Awaited<ReturnType<typeof startCallbackReceiver>>;
   let hook = '';
   let sim: RunningMobileMoneySimulator;
   let options: MobileMoneyClientOptions;
   let client: MobileMoneyClient;
 
   before(async () => {
-    receiver = createServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => {
-        received.push({ path: req.url ?? '', body: JSON.parse(Buffer.concat(chunks).toString() || 'null') });
-        res.writeHead(200, { 'content-type': 'application/json' }).end('{"ResultCode":0,"ResultDesc":"Accepted"}');
-      });
-    });
-    receiver.listen(0, '127.0.0.1');
-    await once(receiver, 'listening');
-    hook = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+    receiver = await startCallbackReceiver(received);
+    hook = receiver.url;
     sim = await startMobileMoneySimulator({ ...CREDENTIALS, ...INITIATOR, callbackDelayMs: 30 });
     options = { ...CREDENTIALS, ...INITIATOR, certificate: sim.certificate, baseUrl: sim.url, timeoutMs: 3_000 };
     client = createMobileMoneyClient(options);
   });
   after(async () => {
     await sim.close();
-    receiver.closeAllConnections();
     receiver.close();
   });
   // Every test starts from the default modes (the simulator is this file's own).

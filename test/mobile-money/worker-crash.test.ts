@@ -6,8 +6,7 @@ import { workflowIds } from '../../workflows/ids';
 import type { StkPushInput } from '../../workflows/mobile-money/messages';
 import { OrganizationId } from '../../workflows/search-attributes';
 import { harness } from '../support/harness';
-import { freePort } from '../support/ports';
-import { restoreSchedules, spawnService } from '../support/processes';
+import { restoreSchedules, spawnWorker } from '../support/processes';
 import {
   balanceOf,
   callbacksRecorded,
@@ -21,17 +20,6 @@ import {
   transactionRow,
   until,
 } from '../support/money';
-
-/** worker/main.ts as its own process on a task queue of its own (see spawnService). */
-async function spawnWorker(taskQueue: string, signingKey: string) {
-  const worker = spawnService('worker/main.ts', {
-    TEMPORAL_TASK_QUEUE: taskQueue,
-    WORKER_METRICS_PORT: String(await freePort()),
-    WORKER_SHUTDOWN_GRACE: '1s',
-    SERVICE_SIGNING_KEY: signingKey,
-  });
-  return { ...worker, running: (timeoutMs = 60_000) => worker.waitFor(/worker running/, timeoutMs) };
-}
 
 describe('durability: the worker process dies in the middle of a push', () => {
   let signingKey = '';

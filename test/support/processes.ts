@@ -4,6 +4,7 @@ import path from 'node:path';
 import { mobileMoneySettings } from '../../dev/simulators';
 import { ensureSchedules } from '../../worker/schedules/index';
 import { harness } from './harness';
+import { freePort } from './ports';
 
 const ROOT = path.resolve(__dirname, '../..');
 
@@ -27,6 +28,9 @@ export function spawnService(entry: string, extraEnv: Record<string, string>) {
       KYC_PROVIDER_URL: config.KYC_PROVIDER_URL!,
       KYC_PARTNER_ID: config.KYC_PARTNER_ID!,
       KYC_API_KEY: config.KYC_API_KEY!,
+      // The simulator's TLS certificate and storage host: a v2 zip upload goes there.
+      ...(config.KYC_PROVIDER_CA && { KYC_PROVIDER_CA: config.KYC_PROVIDER_CA }),
+      ...(config.KYC_UPLOAD_HOSTS && { KYC_UPLOAD_HOSTS: config.KYC_UPLOAD_HOSTS.join(',') }),
       ...mobileMoneySettings(config.MOBILE_MONEY_URL!),
       ...extraEnv,
     },
@@ -62,4 +66,15 @@ export function spawnService(entry: string, extraEnv: Record<string, string>) {
 }
 
 /** A spawned worker points the service's schedules at its own task queue: point them back. */
+/** worker/main.ts as its own process on a task queue of its own (a test kills and restarts it). */
+export async function spawnWorker(taskQueue: string, signingKey: string) {
+  const worker = spawnService('worker/main.ts', {
+    TEMPORAL_TASK_QUEUE: taskQueue,
+    WORKER_METRICS_PORT: String(await freePort()),
+    WORKER_SHUTDOWN_GRACE: '1s',
+    SERVICE_SIGNING_KEY: signingKey,
+  });
+  return { ...worker, running: (timeoutMs = 60_000) => worker.waitFor(/worker running/, timeoutMs) };
+}
+
 export const restoreSchedules = () => ensureSchedules(harness().client, harness().config);

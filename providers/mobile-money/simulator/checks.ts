@@ -1,12 +1,12 @@
+import { jsonText } from '../../../domain/text';
 import type { Context } from 'koa';
 import { BAD_REQUEST, INVALID_TOKEN, requestId } from './model';
 import type { SimulatorState } from './state';
 
-/** Answers as the provider does: `{requestId, errorCode, errorMessage}` with its HTTP status. */
-/** A JSON value as text for checks and records: strings and numbers as they are, anything else empty (never String() of an object). */
-export const str = (value: unknown): string =>
-  typeof value === 'string' ? value : typeof value === 'number' && Number.isFinite(value) ? String(value) : '';
+/** A JSON value as text for checks and records: strings and numbers as they are, anything else empty. */
+export const str = (value: unknown): string => jsonText(value) ?? '';
 
+/** Answers as the provider does: `{requestId, errorCode, errorMessage}` with its HTTP status. */
 export const reject = (ctx: Context, status: number, errorCode: string, errorMessage: string) => {
   ctx.status = status;
   ctx.body = { requestId: requestId(), errorCode, errorMessage };

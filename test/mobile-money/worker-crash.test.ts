@@ -6,6 +6,7 @@ import { workflowIds } from '../../workflows/ids';
 import type { StkPushInput } from '../../workflows/mobile-money/messages';
 import { OrganizationId } from '../../workflows/search-attributes';
 import { harness } from '../support/harness';
+import { recordHistory } from '../support/histories';
 import { restoreSchedules, spawnWorker } from '../support/processes';
 import {
   balanceOf,
@@ -102,6 +103,63 @@ describe('durability: the worker process dies in the middle of a push', () => {
       assert.ok(await ledgerIsBalanced(harness().db));
       await second.stop();
       assert.equal(second.child.exitCode, 0, second.output());
+    } finally {
+      for (const worker of workers)
+        if (worker.child.exitCode === null && worker.child.signalCode === null) worker.child.kill('SIGKILL');
+    }
+  });
+
+  it('a run whose worker was down past its query deadline asks the provider once more before giving up: the refusal, not NO_RESULT', async function () {
+    this.timeout(150_000);
+    const { client, config } = harness();
+    const taskQueue = `stall-${randomBytes(4).toString('hex')}`;
+    const customer = await newCustomer(1); // 1032: cancelled by the user
+    const row = await insertStkPushTransaction(customer, 50_000);
+    const workflowId = workflowIds.stkPush(row.id);
+    // Decided at once, its callback lost: only the status query can tell.
+    await setSimulatorMode({ callbacks: 'lose' });
+
+    const first = await spawnWorker(taskQueue, signingKey);
+    const workers = [first];
+    try {
+      await first.running();
+      const input: StkPushInput = {
+        transactionId: row.id,
+        organizationId: row.organization_id,
+        callbackWaitMs: 1_000,
+        queryIntervalMs: config.STK_PUSH_QUERY_INTERVAL,
+        queryDeadlineMs: 1_000,
+      };
+      const handle = await client.workflow.start('stkPush', {
+        taskQueue,
+        workflowId,
+        args: [input],
+        workflowIdReusePolicy: 'REJECT_DUPLICATE',
+        typedSearchAttributes: [{ key: OrganizationId, value: row.organization_id }],
+      });
+      await until('the push step recorded', async () => {
+        const history = await handle.fetchHistory();
+        return history.events?.some((e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity');
+      });
+      first.child.kill('SIGKILL');
+      await first.exited;
+      // The whole wait, callback and queries, passes while no worker runs.
+      await new Promise((resolve) => setTimeout(resolve, 4_000));
+
+      const second = await spawnWorker(taskQueue, signingKey);
+      workers.push(second);
+      await second.running();
+      assert.deepEqual(await handle.result(), { status: 'FAILED', failureReason: 'CANCELLED_BY_USER' });
+      const pushes = await pushesTo(customer.phone);
+      assert.equal(pushes.length, 1, 'pushed once');
+      assert.equal(pushes[0]!.queries, 1, 'asked once, after the deadline, before giving up');
+      const failed = await transactionRow(row.id);
+      assert.deepEqual(
+        [failed.status, failed.failure_reason, failed.result_code],
+        ['FAILED', 'CANCELLED_BY_USER', '1032'],
+      );
+      await recordHistory(workflowId, 'stkPush-asked-after-deadline');
+      await second.stop();
     } finally {
       for (const worker of workers)
         if (worker.child.exitCode === null && worker.child.signalCode === null) worker.child.kill('SIGKILL');

@@ -1,5 +1,5 @@
 import { condition, patched, proxyLocalActivities, setHandler } from '@temporalio/workflow';
-import type { MobileMoneyActivities } from '../../activities';
+import type { LoanActivities, MobileMoneyActivities } from '../../activities';
 import {
   type MoneyMovementResult,
   stkCallbackSignal,
@@ -20,10 +20,16 @@ const PATCHES = {
   settleInOneStep: 'stk-push-settle-in-one-step',
   /** Only a complete and consistent paid callback settles a push; every other callback makes the run ask the provider. */
   callbacksAreTriggers: 'stk-push-callbacks-are-triggers',
+  /** A run that fell behind its deadline (its worker stalled or was down) asks once more before giving up. */
+  askBeforeGivingUp: 'stk-push-ask-before-giving-up',
 } as const;
 
 const money = proxyLocalActivities<MobileMoneyActivities>({
   startToCloseTimeout: '1 minute',
+  retry: { maximumInterval: '30 seconds' },
+});
+const loans = proxyLocalActivities<LoanActivities>({
+  startToCloseTimeout: '30 seconds',
   retry: { maximumInterval: '30 seconds' },
 });
 
@@ -101,6 +107,13 @@ export async function stkPush(input: StkPushInput): Promise<MoneyMovementResult>
     });
     await money.postCollection(input.transactionId);
   }
+  // A repayment: handed to its loan's run, which allocates it (see handOverRepayment).
+  if (input.repayment)
+    await loans.handOverRepayment({
+      organizationId: input.organizationId!,
+      transactionId: input.transactionId,
+      postedAtMs: Date.now(),
+    });
   return { status: 'POSTED' };
 
   /**
@@ -127,10 +140,19 @@ export async function stkPush(input: StkPushInput): Promise<MoneyMovementResult>
       lastAsk = Date.now();
       const scheduled = lastAsk >= scheduledAsk;
       if (scheduled) scheduledAsk = lastAsk + input.queryIntervalMs;
-      for (const ask of triage.toAsk(scheduled)) {
-        triage.onQueryAnswer(ask, await money.queryStkPush(ask.checkoutRequestId));
-        if (triage.result) break;
-      }
+      await ask(scheduled);
+    }
+    // The loop asks every interval up to the deadline; a run whose tasks ran late (a stalled or
+    // dead worker) may reach the deadline without a recent answer: it asks once more, so no push
+    // is given up without the provider asked since its deadline neared.
+    if (!triage.result && lastAsk < deadline - input.queryIntervalMs && patched(PATCHES.askBeforeGivingUp))
+      await ask(true);
+  }
+
+  async function ask(scheduled: boolean): Promise<void> {
+    for (const pending of triage.toAsk(scheduled)) {
+      triage.onQueryAnswer(pending, await money.queryStkPush(pending.checkoutRequestId));
+      if (triage.result) break;
     }
   }
 

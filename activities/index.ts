@@ -1,3 +1,4 @@
+import type { Client } from '@temporalio/client';
 import type { Knex } from 'knex';
 import type { Config } from '../config';
 import type { Logger } from '../config/logger';
@@ -17,6 +18,8 @@ export interface ActivityDeps {
   providers: Providers;
   logger: Logger;
   clock: Clock;
+  /** To signal another workflow from a step (a repayment handed to its loan's run). */
+  temporal: Client;
 }
 
 /**

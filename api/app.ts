@@ -33,7 +33,9 @@ import { transactionRoutes } from './mobile-money/transactions';
 import { mobileMoneyWorkflows } from './mobile-money/workflows';
 import { loanApplicationRoutes } from './loans/applications';
 import { installmentRoutes } from './loans/installments';
-import { loanWorkflows } from './loans/workflows';
+import { loanServicingRoutes } from './loans/servicing';
+import { installmentTransactionRoutes } from './loans/transactions';
+import { loanServicingWorkflows, loanWorkflows } from './loans/workflows';
 import { checkRequest, invalidParams } from './validation';
 
 export interface BuiltApp {
@@ -78,7 +80,9 @@ export function buildApp(deps: AppDeps, options: { extraRoutes?: AnyRoute[] } = 
   routes.push(...transactionRoutes(deps, transactions));
   routes.push(...mobileMoneyCallbackRoutes(deps, transactions, metrics));
   routes.push(...loanApplicationRoutes(deps, loanWorkflows(deps.temporal, deps.config)));
+  routes.push(...installmentTransactionRoutes(deps));
   routes.push(...installmentRoutes(deps));
+  routes.push(...loanServicingRoutes(deps, loanServicingWorkflows(deps.temporal)));
   routes.push(...(options.extraRoutes ?? []));
 
   /** One JSON body parser per distinct limit; a route's limit follows from its declaration. */

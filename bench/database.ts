@@ -1,7 +1,9 @@
 import { chmod, mkdtemp } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { dropDatabase, ensureDatabase } from '../db/knex';
+import type { Knex } from 'knex';
+import { createDb, dropDatabase, ensureDatabase, migrate } from '../db/knex';
+import { seedDemoData, type SeedOptions } from '../db/seeds/demo';
 import { startEmbeddedPostgres } from '../dev/embedded-postgres';
 import { freePort } from '../test/support/ports';
 
@@ -25,4 +27,17 @@ export async function benchDatabase(
   const admin = adminUrl;
   cleanups.push(() => dropDatabase(admin, databaseName));
   return databaseUrl;
+}
+
+/** The bench database migrated and seeded with the demo data, through a small pool closed by `cleanups`. */
+export async function demoDatabase(
+  databaseUrl: string,
+  seedOptions: SeedOptions,
+  cleanups: (() => Promise<unknown>)[],
+): Promise<Knex> {
+  const db = createDb(databaseUrl, 4);
+  cleanups.push(() => db.destroy());
+  await migrate(db);
+  await seedDemoData(db, seedOptions);
+  return db;
 }

@@ -1,13 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { loadDevConfig } from '../dev/config';
-import { createDb, migrate } from '../db/knex';
-import { ledgerAccounts } from '../db/ledger/ledger';
-import { DEMO, seedDemoData } from '../db/seeds/demo';
+import { DEMO } from '../db/seeds/demo';
 import { mobileMoneySettings, startDevelopmentProviders } from '../dev/simulators';
 import { requestToken } from '../providers/identity/simulator';
 import { workflowIds } from '../workflows/ids';
 import { offerStateQuery } from '../workflows/loans/messages';
-import { benchDatabase } from './database';
+import { benchDatabase, demoDatabase } from './database';
+import { seedBorrowers } from './seed';
 import { startDeployed } from './deployed';
 import { closedLoop, line, type Loop, openLoop } from './lib';
 
@@ -35,10 +34,7 @@ export async function loansBench(): Promise<void> {
     const dev = await startDevelopmentProviders({ ...base, ...mobileMoneySettings('http://127.0.0.1:9') });
     cleanups.push(() => dev.close());
     const config = dev.config;
-    const db = createDb(databaseUrl, 4);
-    cleanups.push(() => db.destroy());
-    await migrate(db);
-    await seedDemoData(db, dev.seedOptions);
+    const db = await demoDatabase(databaseUrl, dev.seedOptions, cleanups);
 
     // Borrowers: KYC approved, a current account with money for collateral, a credit account.
     const borrowers = Array.from({ length: BORROWERS }, () => ({
@@ -46,46 +42,7 @@ export async function loansBench(): Promise<void> {
       current: randomUUID(),
       credit: randomUUID(),
     }));
-    for (let i = 0; i < borrowers.length; i += 1_000) {
-      const chunk = borrowers.slice(i, i + 1_000);
-      await db('users').insert(chunk.map((b) => ({ id: b.id, organization_id: ORG, email: `${b.id}@bench.test` })));
-      await db('user_access').insert(chunk.map((b) => ({ user_id: b.id, organization_id: ORG, role: 'CUSTOMER' })));
-      await db('kyc_applications').insert(
-        chunk.map((b) => ({
-          id: randomUUID(),
-          organization_id: ORG,
-          user_id: b.id,
-          status: 'APPROVED',
-          outcome: 'PASS',
-        })),
-      );
-      await db('accounts').insert(
-        chunk.flatMap((b) => [
-          { id: b.current, organization_id: ORG, user_id: b.id, type: 'CURRENT', currency: 'KES' },
-          { id: b.credit, organization_id: ORG, user_id: b.id, type: 'CREDIT', currency: 'KES' },
-        ]),
-      );
-    }
-    // A deposit of 200.00 each (balanced COLLECTION entries, written in bulk): what collateral is held from.
-    for (let i = 0; i < borrowers.length; i += 1_000) {
-      const chunk = borrowers.slice(i, i + 1_000);
-      await db.transaction(async (trx) => {
-        const entries = (await trx('journal_entries')
-          .insert(chunk.map(() => ({ transaction_id: randomUUID(), kind: 'COLLECTION', currency: 'KES' })))
-          .returning('id')) as { id: string }[];
-        await trx('ledger_legs').insert(
-          chunk.flatMap((b, j) => [
-            { journal_entry_id: entries[j]!.id, leg: 1, ledger_account: ledgerAccounts.collections, amount: 20_000 },
-            {
-              journal_entry_id: entries[j]!.id,
-              leg: 2,
-              ledger_account: ledgerAccounts.customer(b.current),
-              amount: -20_000,
-            },
-          ]),
-        );
-      });
-    }
+    await seedBorrowers(db, ORG, borrowers, 20_000); // 200.00 each
 
     const { client, apiUrl } = await startDeployed({
       databaseUrl,

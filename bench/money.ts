@@ -1,11 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { loadDevConfig } from '../dev/config';
-import { createDb, migrate } from '../db/knex';
-import { DEMO, seedDemoData } from '../db/seeds/demo';
+import { DEMO } from '../db/seeds/demo';
 import { mobileMoneySettings, startDevelopmentProviders } from '../dev/simulators';
 import { requestToken } from '../providers/identity/simulator';
 import { workflowIds } from '../workflows/ids';
-import { benchDatabase } from './database';
+import { benchDatabase, demoDatabase } from './database';
 import { startDeployed } from './deployed';
 import {
   closedLoop,
@@ -52,10 +51,7 @@ export async function moneyBench(): Promise<void> {
     });
     cleanups.push(() => dev.close());
     const config = dev.config;
-    const db = createDb(databaseUrl, 4);
-    cleanups.push(() => db.destroy());
-    await migrate(db);
-    await seedDemoData(db, dev.seedOptions);
+    const db = await demoDatabase(databaseUrl, dev.seedOptions, cleanups);
     const customers = Array.from({ length: CUSTOMERS }, (_, i) => ({
       id: randomUUID(),
       account: randomUUID(),

@@ -5,7 +5,16 @@ import path from 'node:path';
  * `npm run bench`: every benchmark, each printing its ratio against a baseline from the same
  * run. Each runs in a process of its own, so none inherits another's sockets, caches or garbage.
  */
-const BENCHMARKS = ['foundation.ts', 'auth.ts', 'kyc.ts', 'money.ts', 'loans.ts', 'sweep.ts'];
+const BENCHMARKS = [
+  'foundation.ts',
+  'auth.ts',
+  'kyc.ts',
+  'money.ts',
+  'loans.ts',
+  'sweep.ts',
+  'installments.ts',
+  'repayments.ts',
+];
 
 let failed = 0;
 for (const script of BENCHMARKS) {

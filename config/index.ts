@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { authSettings } from './auth';
+import { currentAccountSettings } from './current-account';
 import { kycSettings } from './kyc';
 import { loanSettings } from './loans';
 import { mobileMoneySettings } from './mobile-money';
@@ -19,6 +20,7 @@ export const configShape = {
   ...kycSettings,
   ...mobileMoneySettings,
   ...loanSettings,
+  ...currentAccountSettings,
 };
 export const configSchema = z.object(configShape);
 

@@ -8,4 +8,12 @@ export const loanSettings = {
    * shorten it to run a loan's life in seconds.
    */
   LOAN_DAY_LENGTH: duration('1d'),
+  /**
+   * The repayment-reconciliation schedule: how often it looks for pushes posted on a credit
+   * account and never allocated (a run in flight before repayments existed, anything lost), how
+   * long after posting it leaves them to the loan's run first, and how far back it looks.
+   */
+  REPAYMENT_RECONCILIATION_INTERVAL: duration('10m'),
+  REPAYMENT_RECONCILIATION_GRACE: duration('10m'),
+  REPAYMENT_RECONCILIATION_LOOKBACK: duration('30d'),
 };

@@ -26,6 +26,8 @@ const SECRET_FIELDS = [
   'signature',
   'smileid-api-key',
   'smileid-token',
+  // The SMS gateway's key header.
+  'apiKey',
 ];
 /**
  * Secret field names at the top level and one level down under the usual containers. Explicit

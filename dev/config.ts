@@ -21,6 +21,10 @@ const devSettings = {
   MOBILE_MONEY_SIMULATOR_PORT: port(3103),
   /** Its TLS port (clients that force https). */
   MOBILE_MONEY_SIMULATOR_TLS_PORT: port(3113),
+  /** Ports of the SMS gateway, e-mail provider and bank simulators under npm start. */
+  SMS_SIMULATOR_PORT: port(3104),
+  EMAIL_SIMULATOR_PORT: port(3105),
+  BANK_SIMULATOR_PORT: port(3106),
 };
 
 const devConfigSchema = z.object({ ...configShape, ...devSettings });

@@ -4,6 +4,9 @@ import { type RunningIdentityProvider, startIdentityProvider } from '../provider
 import { type RunningKycSimulator, startKycSimulator } from '../providers/kyc/simulator';
 import { selfSignedCertificate } from '../providers/certificates';
 import { type RunningMobileMoneySimulator, startMobileMoneySimulator } from '../providers/mobile-money/simulator';
+import { type RunningBankSimulator, startBankSimulator } from '../providers/bank/simulator';
+import { type RunningEmailSimulator, startEmailSimulator } from '../providers/email/simulator';
+import { type RunningSmsSimulator, startSmsSimulator } from '../providers/sms/simulator';
 import { devSeedOptions, grantDemoMerchantOverHttp, withDevIdentityProvider } from './identity';
 
 /** Development credentials of the simulated identity-verification provider (never real ones). */
@@ -18,6 +21,12 @@ export const DEV_MOBILE_MONEY = {
   /** Encrypted per payout with the simulator's certificate into the SecurityCredential. */
   initiatorPassword: 'dev-initiator-password-not-a-secret',
 };
+/** And of the simulated SMS gateway, e-mail provider and bank (current-account self-service). */
+export const DEV_CURRENT_ACCOUNT = {
+  sms: { username: 'lending-dev', apiKey: 'dev-sms-api-key-not-a-secret', senderId: 'LENDER' },
+  email: { apiKey: 'SG.dev-email-api-key-not-a-secret', from: 'no-reply@lending-service.test' },
+  bank: { clientId: 'dev-bank-client', clientSecret: 'dev-bank-client-secret-not-a-secret' },
+};
 /** The certificates of the mobile-money simulators this process started, by URL (see mobileMoneySettings). */
 const simulatorCertificates = new Map<string, string>();
 
@@ -29,6 +38,10 @@ export interface DevelopmentProviders {
   kyc?: RunningKycSimulator;
   /** Absent when MOBILE_MONEY_URL names a real provider. */
   mobileMoney?: RunningMobileMoneySimulator;
+  /** Each absent when its URL (SMS_PROVIDER_URL, EMAIL_PROVIDER_URL, BANK_URL) names a real provider. */
+  sms?: RunningSmsSimulator;
+  email?: RunningEmailSimulator;
+  bank?: RunningBankSimulator;
   seedOptions: SeedOptions;
   close(): Promise<void>;
 }
@@ -47,6 +60,9 @@ export async function startDevelopmentProviders(
     kycTlsPort?: number;
     mobileMoneyPort?: number;
     mobileMoneyTlsPort?: number;
+    smsPort?: number;
+    emailPort?: number;
+    bankPort?: number;
   } = {},
 ): Promise<DevelopmentProviders> {
   const idp = await startIdentityProvider({
@@ -72,9 +88,17 @@ export async function startDevelopmentProviders(
         tlsPort: options.mobileMoneyTlsPort,
       });
   if (mobileMoney) simulatorCertificates.set(mobileMoney.url, mobileMoney.certificate);
+  const { sms: smsDev, email: emailDev, bank: bankDev } = DEV_CURRENT_ACCOUNT;
+  const sms = config.SMS_PROVIDER_URL
+    ? undefined
+    : await startSmsSimulator({ ...smsDev, senderIds: [smsDev.senderId], port: options.smsPort });
+  const email = config.EMAIL_PROVIDER_URL
+    ? undefined
+    : await startEmailSimulator({ apiKey: emailDev.apiKey, verifiedSenders: [emailDev.from], port: options.emailPort });
+  const bank = config.BANK_URL ? undefined : await startBankSimulator({ ...bankDev, port: options.bankPort });
   const close = async () => {
     if (mobileMoney) simulatorCertificates.delete(mobileMoney.url);
-    await Promise.all([idp.close(), kyc?.close(), mobileMoney?.close()]);
+    await Promise.all([idp.close(), kyc?.close(), mobileMoney?.close(), sms?.close(), email?.close(), bank?.close()]);
   };
   try {
     await grantDemoMerchantOverHttp(idp);
@@ -94,11 +118,17 @@ export async function startDevelopmentProviders(
         KYC_UPLOAD_HOSTS: ['localhost'],
       }
     : withIdp;
+  const withMobileMoney = mobileMoney
+    ? { ...withKyc, ...mobileMoneySettings(mobileMoney.url, mobileMoney.certificate) }
+    : withKyc;
   return {
-    config: mobileMoney ? { ...withKyc, ...mobileMoneySettings(mobileMoney.url, mobileMoney.certificate) } : withKyc,
+    config: { ...withMobileMoney, ...currentAccountSettings({ sms: sms?.url, email: email?.url, bank: bank?.url }) },
     idp,
     kyc,
     mobileMoney,
+    sms,
+    email,
+    bank,
     seedOptions: devSeedOptions(idp),
     close,
   };
@@ -122,6 +152,24 @@ export function mobileMoneySettings(url: string, certificate?: string) {
     MOBILE_MONEY_INITIATOR_NAME: DEV_MOBILE_MONEY.initiatorName,
     MOBILE_MONEY_INITIATOR_PASSWORD: DEV_MOBILE_MONEY.initiatorPassword,
     MOBILE_MONEY_CERTIFICATE: certificate ?? simulatorCertificates.get(url) ?? unknownCertificate(),
+  };
+}
+
+/**
+ * The configuration that points the service at the current-account simulators (SMS gateway,
+ * e-mail, bank) with the development credentials; a simulator not given keeps its settings.
+ */
+export function currentAccountSettings(urls: { sms?: string; email?: string; bank?: string }) {
+  const { sms, email, bank } = DEV_CURRENT_ACCOUNT;
+  return {
+    ...(urls.sms && {
+      SMS_PROVIDER_URL: urls.sms,
+      SMS_USERNAME: sms.username,
+      SMS_API_KEY: sms.apiKey,
+      SMS_SENDER_ID: sms.senderId,
+    }),
+    ...(urls.email && { EMAIL_PROVIDER_URL: urls.email, EMAIL_API_KEY: email.apiKey, EMAIL_FROM: email.from }),
+    ...(urls.bank && { BANK_URL: urls.bank, BANK_CLIENT_ID: bank.clientId, BANK_CLIENT_SECRET: bank.clientSecret }),
   };
 }
 

@@ -66,6 +66,9 @@ async function main() {
       kycTlsPort: config.KYC_SIMULATOR_TLS_PORT,
       mobileMoneyPort: config.MOBILE_MONEY_SIMULATOR_PORT,
       mobileMoneyTlsPort: config.MOBILE_MONEY_SIMULATOR_TLS_PORT,
+      smsPort: config.SMS_SIMULATOR_PORT,
+      emailPort: config.EMAIL_SIMULATOR_PORT,
+      bankPort: config.BANK_SIMULATOR_PORT,
     });
     stops.push(() => providersDev.close());
     // Providers call back to the API; PUBLIC_BASE_URL says where it is when not set.
@@ -127,7 +130,7 @@ async function main() {
         workflowBundle: await bundleWorkflows(),
         shutdownGraceTimeMs: config.WORKER_SHUTDOWN_GRACE,
       },
-      { config, db, providers, logger, clock: systemClock },
+      { config, db, providers, logger, clock: systemClock, temporal },
     );
     const running = worker.run();
     stops.push(async () => {
@@ -159,6 +162,12 @@ async function main() {
       );
     }
     if (providersDev.kyc || providersDev.mobileMoney) say(`TLS trust      NODE_EXTRA_CA_CERTS=${tlsCertificate}`);
+    // What was texted or e-mailed (codes, links) is read from their control APIs in development.
+    if (providersDev.sms)
+      say(`SMS gateway    ${providersDev.sms.url}  (simulator; sent: ${providersDev.sms.url}/_control/messages)`);
+    if (providersDev.email)
+      say(`E-mail         ${providersDev.email.url}  (simulator; sent: ${providersDev.email.url}/_control/messages)`);
+    if (providersDev.bank) say(`Bank           ${providersDev.bank.url}  (simulator)`);
     say('ready (Ctrl-C stops everything)');
     await running; // a worker that dies on its own takes the service down with it
     if (!stopping) throw new Error('worker stopped unexpectedly');

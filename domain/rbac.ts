@@ -12,6 +12,8 @@ export const Permission = {
   KYC_WRITE: 'kyc.write',
   LOANS_READ: 'loans.read',
   LOANS_WRITE: 'loans.write',
+  /** Operators' servicing corrections: reversing a repayment, waiving amounts owed. */
+  LOANS_SERVICE: 'loans.service',
   TRANSACTIONS_WRITE: 'transactions.write',
   AGENTS_READ: 'agents.read',
   FINANCING_READ: 'financing.read',
@@ -41,9 +43,10 @@ export const ROLE_GRANTS = {
     Permission.ACCOUNTS_WRITE,
     Permission.KYC_READ,
     Permission.LOANS_READ,
+    Permission.LOANS_SERVICE,
   ),
-  /** Operations staff of one organization: may run its expiry sweep and read KYC status. */
-  INTERNAL: org(Permission.ACCOUNTS_WRITE, Permission.KYC_READ),
+  /** Operations staff of one organization: may run its expiry sweep, read KYC status and correct loans. */
+  INTERNAL: org(Permission.ACCOUNTS_WRITE, Permission.KYC_READ, Permission.LOANS_SERVICE),
   /** Platform operators: every organization. */
   PLATFORM_ADMIN: platform(
     Permission.ACCOUNTS_READ,

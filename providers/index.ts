@@ -1,4 +1,10 @@
 import type { Config } from '../config';
+import { createBankClient } from './bank/client';
+import type { BankClient } from './bank/protocol';
+import { createEmailClient } from './email/client';
+import type { EmailClient } from './email/protocol';
+import { createSmsClient } from './sms/client';
+import type { SmsClient } from './sms/protocol';
 import { createKycProviderClient, type KycProviderClient } from './kyc/client';
 import { createMobileMoneyClient } from './mobile-money/client';
 import { configuredCertificate } from './mobile-money/security-credential';
@@ -11,6 +17,10 @@ import type { MobileMoneyClient } from './mobile-money/protocol';
 export interface Providers {
   kyc: KycProviderClient;
   mobileMoney: MobileMoneyClient;
+  /** Current-account self-service's providers: present once configured (npm start and the tests run simulators). */
+  sms?: SmsClient;
+  email?: EmailClient;
+  bank?: BankClient;
 }
 
 /** The named settings, or an error naming the missing ones (npm start and the tests run simulators). */
@@ -52,5 +62,37 @@ export function createProviders(config: Config): Providers {
       initiatorPassword: mm.MOBILE_MONEY_INITIATOR_PASSWORD,
       certificate: configuredCertificate(config),
     }),
+    ...currentAccountProviders(config),
   };
+}
+
+/** The SMS gateway, e-mail and bank clients, each once its URL is set (then its credentials are required). */
+function currentAccountProviders(config: Config): Pick<Providers, 'sms' | 'email' | 'bank'> {
+  const providers: Pick<Providers, 'sms' | 'email' | 'bank'> = {};
+  if (config.SMS_PROVIDER_URL) {
+    const sms = required(config, ['SMS_USERNAME', 'SMS_API_KEY']);
+    providers.sms = createSmsClient({
+      baseUrl: config.SMS_PROVIDER_URL,
+      username: sms.SMS_USERNAME,
+      apiKey: sms.SMS_API_KEY,
+      senderId: config.SMS_SENDER_ID,
+    });
+  }
+  if (config.EMAIL_PROVIDER_URL) {
+    const email = required(config, ['EMAIL_API_KEY', 'EMAIL_FROM']);
+    providers.email = createEmailClient({
+      baseUrl: config.EMAIL_PROVIDER_URL,
+      apiKey: email.EMAIL_API_KEY,
+      from: { email: email.EMAIL_FROM },
+    });
+  }
+  if (config.BANK_URL) {
+    const bank = required(config, ['BANK_CLIENT_ID', 'BANK_CLIENT_SECRET']);
+    providers.bank = createBankClient({
+      baseUrl: config.BANK_URL,
+      clientId: bank.BANK_CLIENT_ID,
+      clientSecret: bank.BANK_CLIENT_SECRET,
+    });
+  }
+  return providers;
 }

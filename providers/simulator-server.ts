@@ -54,6 +54,43 @@ export class SimulatorTimers {
 /** The control API's router: every route under /_control. */
 export const controlRouter = () => new Router({ prefix: '/_control' });
 
+/**
+ * A simulator's fault modes on its control API: `GET /mode`, `PATCH /mode` (a partial mode,
+ * checked by `schema`; 400 otherwise) and `POST /reset` (the defaults back, and `onReset` to
+ * forget what was sent). Answers the live mode.
+ */
+export function faultModes<M extends object>(
+  control: Router,
+  schema: { safeParse(value: unknown): { success: true; data: Partial<M> } | { success: false; error: Error } },
+  defaults: M,
+  onReset: () => void,
+): { readonly current: M } {
+  let mode = { ...defaults };
+  control.get('/mode', (ctx) => {
+    ctx.body = mode;
+  });
+  control.patch('/mode', (ctx) => {
+    const parsed = schema.safeParse(ctx.request.body);
+    if (!parsed.success) {
+      ctx.status = 400;
+      ctx.body = { message: parsed.error.message };
+      return;
+    }
+    mode = { ...mode, ...parsed.data };
+    ctx.body = mode;
+  });
+  control.post('/reset', (ctx) => {
+    mode = { ...defaults };
+    onReset();
+    ctx.status = 204;
+  });
+  return {
+    get current() {
+      return mode;
+    },
+  };
+}
+
 export interface SimulatorServerOptions {
   /** 0 or absent: a free port. */
   port?: number;

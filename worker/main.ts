@@ -36,7 +36,7 @@ async function main() {
       workflowBundle: await bundleWorkflows(),
       shutdownGraceTimeMs: config.WORKER_SHUTDOWN_GRACE,
     },
-    { config, db, providers: createProviders(config), logger, clock: systemClock },
+    { config, db, providers: createProviders(config), logger, clock: systemClock, temporal },
   );
   logger.info({ taskQueue: config.TEMPORAL_TASK_QUEUE }, 'worker running');
   try {

@@ -21,4 +21,5 @@ export const scheduleIds = {
   kycExpirySweep: 'kyc-expiry-sweep',
   callbackRetention: 'callback-retention',
   idempotencyKeyPurge: 'idempotency-key-purge',
+  repaymentReconciliation: 'repayment-reconciliation',
 };

@@ -10,3 +10,4 @@ export { sendMoney } from './mobile-money/send-money';
 export { stkPush } from './mobile-money/stk-push';
 export { loan } from './loans/loan';
 export { loanApplication } from './loans/loan-application';
+export { repaymentReconciliation } from './loans/repayment-reconciliation';

@@ -1,7 +1,27 @@
 import { randomUUID } from 'node:crypto';
 import { expireOffer, findLoanApplication } from '../../db/loans/applications';
 import { acceptOffer, advanceInstallment, closeIfRepaid, disburseLoan, installmentDueDays } from '../../db/loans/loans';
+import {
+  applyRepayment,
+  chargePenalty,
+  penaltyTermsOf,
+  repaymentTarget,
+  reverseRepayment,
+  unallocatedRepayments,
+  waive,
+} from '../../db/loans/servicing';
 import { flatRateSchedule } from '../../domain/loans/schedule';
+import { WorkflowNotFoundError } from '@temporalio/client';
+import { workflowIds } from '../../workflows/ids';
+import {
+  paymentAppliedSignal,
+  repaymentSignal,
+  type ReversalRequest,
+  type WaiverRequest,
+} from '../../workflows/loans/messages';
+
+/** How often a hand-over tries the target loan's run before allocating the repayment itself. */
+const HANDOVER_ATTEMPTS = 5;
 import type { ActivityDeps } from '../index';
 
 /** Which application or loan an activity works on; everything else is read from Postgres. */
@@ -16,7 +36,17 @@ interface LoanRef {
 
 /** The loans area's activities: each one database transaction, safe to run twice. */
 export function createLoanActivities(deps: ActivityDeps) {
-  const { db, clock } = deps;
+  const { db, clock, temporal } = deps;
+  /** Tells a loan's run that a step elsewhere repaid it (it closes the loan); a closed run needs nothing. */
+  const tellRepaid = async (loanIds: string[]) => {
+    for (const loanId of loanIds)
+      await temporal.workflow
+        .getHandle(workflowIds.loan(loanId))
+        .signal(paymentAppliedSignal)
+        .catch((error: unknown) => {
+          if (!(error instanceof WorkflowNotFoundError)) throw error;
+        });
+  };
   return {
     /**
      * Takes the offer: the schedule is priced on the offer's terms from today, then the loan,
@@ -92,6 +122,78 @@ export function createLoanActivities(deps: ActivityDeps) {
 
     closeLoanIfRepaid(ref: LoanRef): Promise<boolean> {
       return closeIfRepaid(db, ref.organizationId, ref.loanId, clock.now());
+    },
+
+    /**
+     * A posted push on a credit account is a repayment: handed to the run of the account's oldest
+     * open loan (`loan/<id>`, signal `repayment`), which allocates it. A run that closed in between
+     * refuses the signal and the next loan is chosen; with no open loan (or one that keeps closing
+     * under it) the push is allocated here and the loans it repaid are told. Run again, it hands
+     * over again: the run takes a push once, and its allocation is unique per push.
+     */
+    async handOverRepayment(ref: { organizationId: string; transactionId: string; postedAtMs: number }) {
+      for (let attempt = 0; attempt < HANDOVER_ATTEMPTS; attempt++) {
+        const loanId = await repaymentTarget(db, ref.organizationId, ref.transactionId);
+        if (!loanId) break;
+        try {
+          await temporal.workflow
+            .getHandle(workflowIds.loan(loanId))
+            .signal(repaymentSignal, { transactionId: ref.transactionId, postedAtMs: ref.postedAtMs });
+          return { handedTo: loanId };
+        } catch (error) {
+          if (!(error instanceof WorkflowNotFoundError)) throw error;
+        }
+      }
+      const applied = await applyRepayment(
+        db,
+        ref.organizationId,
+        { transactionId: ref.transactionId, loanId: null },
+        clock.now(),
+      );
+      if (applied.outcome === 'applied') await tellRepaid(applied.repaid);
+      return { handedTo: null };
+    },
+
+    /** Allocates a posted push on a credit account to what the account owes (once per push). */
+    applyRepayment(ref: { organizationId: string; loanId: string | null; transactionId: string }) {
+      return applyRepayment(
+        db,
+        ref.organizationId,
+        { transactionId: ref.transactionId, loanId: ref.loanId },
+        clock.now(),
+      );
+    },
+
+    reverseRepayment(ref: LoanRef & ReversalRequest) {
+      return reverseRepayment(db, ref.organizationId, ref, clock.now());
+    },
+
+    waive(ref: LoanRef & WaiverRequest) {
+      return waive(db, ref.organizationId, ref, clock.now());
+    },
+
+    loanPenaltyTerms(ref: LoanRef) {
+      return penaltyTermsOf(db, ref.organizationId, ref.loanId);
+    },
+
+    /** Posted credit-account pushes never allocated, posted between `lookbackMs` and `graceMs` ago (at most `limit`). */
+    unallocatedRepayments(input: { graceMs: number; lookbackMs: number; limit: number }) {
+      const now = clock.now().getTime();
+      return unallocatedRepayments(
+        db,
+        { from: new Date(now - input.lookbackMs), to: new Date(now - input.graceMs) },
+        input.limit,
+      );
+    },
+
+    /** One period's penalty charge (once per loan and period), on what was owed at `dueAtMs`. */
+    chargePenalty(ref: LoanRef & { chargeId: string; period: number; dueAtMs: number }) {
+      return chargePenalty(
+        db,
+        ref.organizationId,
+        { chargeId: ref.chargeId, loanId: ref.loanId, period: ref.period, dueAt: new Date(ref.dueAtMs) },
+        clock.now(),
+      );
     },
   };
 }

@@ -2,6 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import type { Context } from 'koa';
 import { z } from 'zod';
 import { findActiveAccount } from '../../db/accounts/accounts';
+import { availableCredit, openCreditLine } from '../../db/loans/credit-lines';
 import {
   borrowerFacts,
   createOffer,
@@ -19,7 +20,7 @@ import { Permission } from '../../domain/rbac';
 import { LoanOfferError } from '../../workflows/loans/messages';
 import type { Caller } from '../auth/caller';
 import type { AppDeps } from '../deps';
-import { idempotentExecutionId } from '../middleware/idempotency';
+import { IdempotencyKeyHeader, idempotentExecutionId } from '../middleware/idempotency';
 import { type AnyRoute, defineRoute, type RouteAuth } from '../route';
 import {
   appliedView,
@@ -49,6 +50,20 @@ const OfferRequest = z
   })
   .meta({ id: 'LoanOfferRequest' });
 
+/** The organization form may name which of the organization's products (its standard loan unless told). */
+const OrganizationOfferRequest = OfferRequest.extend({
+  product: z
+    .string()
+    .regex(/^[a-z0-9][a-z0-9-]{0,63}$/)
+    .optional()
+    .meta({
+      description:
+        "The code of one of the organization's products: `standard` (the default, a weekly flat-rate loan), `revolving` (a " +
+        'revolving credit line: the offer is one draw of at most the available credit; each draw taken opens a cycle with its ' +
+        'own installments), or another the lender set up; an unknown code is 404',
+    }),
+}).meta({ id: 'LoanOrganizationOfferRequest' });
+
 const Apply = z
   .strictObject({
     loan_amount: z.number().int().positive().meta({ description: 'Minor units, within the offer’s terms_range' }),
@@ -71,8 +86,6 @@ const PartnerBApply = z
     collateral_amount: z.number().int().min(0),
   })
   .meta({ id: 'LoanPartnerBApplyRequest' });
-
-const IdempotencyHeader = z.object({ 'idempotency-key': z.string().max(255).optional() });
 
 const NOT_ELIGIBLE =
   'not eligible, the description starting with why: KYC_NOT_APPROVED, IN_ARREARS (a loan has an overdue installment), ' +
@@ -129,27 +142,43 @@ export function loanApplicationRoutes(deps: AppDeps, workflows: LoanWorkflows): 
     if (!facts.kycApproved)
       throw refusal(who, "The borrower's identity verification is not approved", 'KYC_NOT_APPROVED');
     if (facts.loansInArrears > 0) throw refusal(who, 'A loan of the borrower has an overdue installment', 'IN_ARREARS');
-    if (facts.loansRunning > 0) throw refusal(who, 'A loan of the borrower is not repaid yet', 'LOAN_RUNNING');
-    const limit = borrowingLimit(
-      {
-        firstLoanLimit: Number(product.first_loan_limit),
-        limitStep: Number(product.limit_step),
-        maxAmount: Number(product.max_amount),
-      },
-      facts.loansRepaid,
-    );
-    if (limit < Number(product.min_amount))
-      throw refusal(who, `The borrower's limit (${limit}) is below the product's minimum`, 'OVER_LIMIT');
-    if (body.loan_amount !== undefined && body.loan_amount > limit)
-      throw refusal('body.loan_amount', `Above the borrower's limit of ${limit}`, 'OVER_LIMIT');
-    if (body.loan_amount !== undefined && body.loan_amount < Number(product.min_amount))
-      throw refusal('body.loan_amount', `Below the product's minimum of ${product.min_amount}`, 'BELOW_MINIMUM');
+    const revolving = product.product_type === 'REVOLVING_CREDIT';
+    // Term loans run one at a time; revolving draws run beside each other within the line's limit.
+    if ((revolving ? facts.termLoansRunning : facts.loansRunning) > 0)
+      throw refusal(who, 'A loan of the borrower is not repaid yet', 'LOAN_RUNNING');
     const [credit, current] = await Promise.all([
       findActiveAccount(db, borrower.organizationId, borrower.userId, 'CREDIT'),
       findActiveAccount(db, borrower.organizationId, borrower.userId, 'CURRENT'),
     ]);
     if (!credit || !current)
       throw refusal(who, 'The borrower needs an active current and credit account', 'NO_ACCOUNT');
+    const limit = revolving
+      ? await availableCredit(
+          db,
+          borrower.organizationId,
+          await openCreditLine(db, borrower.organizationId, {
+            userId: borrower.userId,
+            productId: product.id,
+            accountId: credit.id,
+            creditLimit: Number(product.credit_limit),
+            currency: product.currency,
+          }),
+        )
+      : borrowingLimit(
+          {
+            firstLoanLimit: Number(product.first_loan_limit),
+            limitStep: Number(product.limit_step),
+            maxAmount: Number(product.max_amount),
+          },
+          facts.loansRepaid,
+        );
+    const what = revolving ? 'available credit' : 'limit';
+    if (limit < Number(product.min_amount))
+      throw refusal(who, `The borrower's ${what} (${limit}) is below the product's minimum`, 'OVER_LIMIT');
+    if (body.loan_amount !== undefined && body.loan_amount > limit)
+      throw refusal('body.loan_amount', `Above the borrower's ${what} of ${limit}`, 'OVER_LIMIT');
+    if (body.loan_amount !== undefined && body.loan_amount < Number(product.min_amount))
+      throw refusal('body.loan_amount', `Below the product's minimum of ${product.min_amount}`, 'BELOW_MINIMUM');
 
     const now = clock.now();
     const live = await findLiveOffer(db, borrower.organizationId, borrower.userId, product.id);
@@ -260,7 +289,7 @@ export function loanApplicationRoutes(deps: AppDeps, workflows: LoanWorkflows): 
       auth: LENDING,
       request: code
         ? { body: OfferRequest }
-        : { params: z.object({ organization: z.string().min(1).max(255) }), body: OfferRequest },
+        : { params: z.object({ organization: z.string().min(1).max(255) }), body: OrganizationOfferRequest },
       responses: {
         201: { description: 'A new offer', schema: code ? PartnerAOffer : OrganizationOffer },
         200: { description: 'The open offer', schema: code ? PartnerAOffer : OrganizationOffer },
@@ -271,7 +300,8 @@ export function loanApplicationRoutes(deps: AppDeps, workflows: LoanWorkflows): 
       },
       async handler(ctx, input) {
         const params = (input as { params?: { organization: string } }).params;
-        const row = await offer(ctx, code ?? 'standard', input.body, params?.organization);
+        const product = (input.body as { product?: string }).product;
+        const row = await offer(ctx, code ?? product ?? 'standard', input.body, params?.organization);
         ctx.body = code ? partnerAOfferView(row) : organizationOfferView(row);
       },
     });
@@ -289,7 +319,7 @@ export function loanApplicationRoutes(deps: AppDeps, workflows: LoanWorkflows): 
     tags: ['loans'],
     auth: LENDING,
     idempotent: true,
-    request: { headers: IdempotencyHeader, body: PartnerBApply },
+    request: { headers: IdempotencyKeyHeader, body: PartnerBApply },
     responses: { 200: { description: 'The loan application, DISBURSED', schema: AppliedLoan } },
     errors: { BAD_REQUEST: APPLY_REFUSED, NOT_FOUND: 'no such loan application of the caller' },
     async handler(ctx, { body }) {
@@ -311,7 +341,7 @@ export function loanApplicationRoutes(deps: AppDeps, workflows: LoanWorkflows): 
     deprecated: true,
     deprecation: { successor: partnerB.path },
     request: {
-      headers: IdempotencyHeader,
+      headers: IdempotencyKeyHeader,
       params: z.object({ application_id: z.string().min(1).max(255) }),
       body: Apply,
     },

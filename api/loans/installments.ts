@@ -1,11 +1,10 @@
 import { z } from 'zod';
-import { findAccountOwner } from '../../db/accounts/accounts';
 import { accountInstallments } from '../../db/loans/loans';
-import { ErrorCode, ServiceError } from '../../domain/errors';
 import { Permission } from '../../domain/rbac';
 import type { Caller } from '../auth/caller';
 import type { AppDeps } from '../deps';
 import { type AnyRoute, defineRoute } from '../route';
+import { readableAccount } from './accounts';
 
 const Components = z.strictObject({
   principal: z.number().int(),
@@ -51,13 +50,8 @@ export function installmentRoutes(deps: AppDeps): AnyRoute[] {
         NOT_FOUND: 'no such account of the caller (another organization’s or another user’s is not confirmed)',
       },
       async handler(ctx, { params }) {
-        const caller = ctx.state.caller as Caller;
-        const account = caller.organizationId
-          ? await findAccountOwner(db, caller.organizationId, params.accountId)
-          : undefined;
-        if (!account || (caller.scheme === 'user' && account.user_id !== caller.userId))
-          throw new ServiceError(ErrorCode.NOT_FOUND, 'No such account');
-        const rows = await accountInstallments(db, caller.organizationId!, params.accountId);
+        const organizationId = await readableAccount(db, ctx.state.caller as Caller, params.accountId);
+        const rows = await accountInstallments(db, organizationId, params.accountId);
         const components = (principal: number, interest: number, penalties: number) => ({
           principal,
           interest,

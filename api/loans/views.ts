@@ -49,6 +49,15 @@ export const OrganizationOffer = z
     standard_interest_rate: Rate,
     terms_range: TermsRange,
     penalty_terms: z.strictObject({ ...penalty, max_charge_days: z.number().int() }),
+    credit_limit: z
+      .number()
+      .int()
+      .optional()
+      .meta({
+        description:
+          'REVOLVING_CREDIT only: the line’s limit (minor units); loan_amount is then what is available now, the limit less the ' +
+          'principal its open cycles still owe',
+      }),
   })
   .meta({ id: 'LoanApplicationOrganizationOffer' });
 
@@ -122,6 +131,7 @@ export function organizationOfferView(row: LoanApplicationRow): z.infer<typeof O
     standard_interest_rate: rate(row.terms.standardInterest),
     terms_range: termsRange(row),
     penalty_terms: { ...penaltyTerms(row), max_charge_days: row.terms.penalty.maxChargeDays },
+    ...(row.terms.creditLimit !== undefined && { credit_limit: row.terms.creditLimit }),
   };
 }
 

@@ -12,7 +12,12 @@ import {
   acceptOfferUpdate,
   type LoanOfferInput,
   LoanOfferError,
+  LoanServicingError,
   type OfferAcceptance,
+  type ReversalRequest,
+  reverseRepaymentUpdate,
+  waiveUpdate,
+  type WaiverRequest,
 } from '../../workflows/loans/messages';
 import { AccountId, ApplicationId, OrganizationId, UserId } from '../../workflows/search-attributes';
 
@@ -79,5 +84,35 @@ export function loanWorkflows(temporal: Client, config: Config) {
     },
   };
 }
+
+/** A servicing Update's answer: the event it made (or had made), or why it was refused. */
+export type ServicingAnswer = { eventId: string } | { refused: string; message: string };
+
+/** Runs a servicing Update on a loan's run; a run that has ended is a closed loan. */
+async function servicingUpdate(run: () => Promise<{ eventId: string }>): Promise<ServicingAnswer> {
+  try {
+    return await run();
+  } catch (error) {
+    if (error instanceof WorkflowNotFoundError)
+      return { refused: LoanServicingError.LOAN_CLOSED, message: 'The loan is closed' };
+    const cause = error instanceof WorkflowUpdateFailedError ? error.cause : undefined;
+    if (cause instanceof ApplicationFailure && cause.type) return { refused: cause.type, message: cause.message };
+    throw error;
+  }
+}
+
+/** Operators' corrections, through the loan's own run (`loan/<id>`), which serialises them with its payments and charges. */
+export function loanServicingWorkflows(temporal: Client) {
+  const handle = (loanId: string) => temporal.workflow.getHandle(workflowIds.loan(loanId));
+  return {
+    reverseRepayment: (loanId: string, request: ReversalRequest) =>
+      servicingUpdate(() =>
+        handle(loanId).executeUpdate(reverseRepaymentUpdate, { args: [request], updateId: request.reversalId }),
+      ),
+    waive: (loanId: string, request: WaiverRequest) =>
+      servicingUpdate(() => handle(loanId).executeUpdate(waiveUpdate, { args: [request], updateId: request.waiverId })),
+  };
+}
+export type LoanServicingWorkflows = ReturnType<typeof loanServicingWorkflows>;
 
 export type LoanWorkflows = ReturnType<typeof loanWorkflows>;

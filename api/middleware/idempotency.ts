@@ -1,6 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Context } from 'koa';
+import { z } from 'zod';
 import type { Config } from '../../config';
 import type { Logger } from '../../config/logger';
 import type { Clock } from '../../domain/clock';
@@ -31,6 +32,15 @@ import { acquireKey, findKey, type KeyRow, releaseKey, renewKey, storeAnswer } f
 export const IDEMPOTENCY_HEADER = 'idempotency-key';
 export const IDEMPOTENCY_KEY_MAX_LENGTH = 255;
 export const REPLAYED_HEADER = 'Idempotent-Replayed';
+
+/** The request-headers schema of an idempotent route: the optional key, at most 255 characters. */
+export const IdempotencyKeyHeader = z.object({
+  [IDEMPOTENCY_HEADER]: z
+    .string()
+    .max(IDEMPOTENCY_KEY_MAX_LENGTH)
+    .optional()
+    .meta({ description: 'At most 255 characters; see the Idempotency-Key section of the document' }),
+});
 /** Headers that belong to the answer and are stored and replayed with its body. */
 const STORED_HEADERS = ['Location'];
 

@@ -2,6 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import type { Context } from 'koa';
 import { z } from 'zod';
 import { accountBalance } from '../../db/ledger/ledger';
+import { accountOutstanding } from '../../db/loans/servicing';
 import {
   createTransaction,
   findOwnAccount,
@@ -21,7 +22,7 @@ import {
 } from '../../domain/mobile-money/transaction';
 import { Permission } from '../../domain/rbac';
 import type { Caller } from '../auth/caller';
-import { idempotentExecutionId } from '../middleware/idempotency';
+import { IdempotencyKeyHeader, idempotentExecutionId } from '../middleware/idempotency';
 import type { AppDeps } from '../deps';
 import { type AnyRoute, defineRoute, type RouteAuth } from '../route';
 import type { MobileMoneyWorkflows, MoneyMovement as Movement } from './workflows';
@@ -36,7 +37,7 @@ export const Money = z
   })
   .meta({ id: 'Money' });
 
-const Transaction = z
+export const Transaction = z
   .object({
     id: z.uuid(),
     resource_id: z.string().meta({ description: 'trx_<opaque>' }),
@@ -68,14 +69,21 @@ const Transaction = z
     failed_at: z.string().nullable(),
     details: z
       .object({
-        type: z.enum(['PAYBILL', 'BUY_GOODS', 'B2C']),
-        direction: z.enum(['COLLECTION', 'PAYOUT']),
+        type: z.enum(['PAYBILL', 'BUY_GOODS', 'B2C', 'REVERSAL', 'WAIVER']),
+        direction: z.enum(['COLLECTION', 'PAYOUT', 'ADJUSTMENT']),
         account_id: z.uuid(),
         paybill_number: z.string().optional(),
         till_number: z.string().optional(),
         account_reference: z.string().optional(),
+        reverses_id: z.uuid().optional().meta({ description: 'A REVERSAL: the repayment it reverses' }),
+        loan_id: z.uuid().optional().meta({ description: 'A WAIVER: the loan whose amounts were forgiven' }),
+        reason: z.string().optional().meta({ description: "A REVERSAL or WAIVER: the operator's reason" }),
       })
-      .meta({ description: 'How the money moves: a paybill or Buy Goods (till) push prompt, or a B2C payout' }),
+      .meta({
+        description:
+          'How the money moves: a paybill or Buy Goods (till) push prompt, or a B2C payout; in the installment transaction ' +
+          "lists also an operator's REVERSAL of a repayment or WAIVER of amounts owed (direction ADJUSTMENT, no provider involved)",
+      }),
   })
   .meta({ id: 'Transaction' });
 
@@ -90,13 +98,6 @@ const MoneyMovement = z.strictObject({
         'International format with the leading plus and country code; the provider carries Kenyan mobile numbers (+2547…, +2541…)',
     }),
 });
-const IdempotencyHeader = z.object({
-  'idempotency-key': z
-    .string()
-    .max(255)
-    .optional()
-    .meta({ description: 'At most 255 characters; see the Idempotency-Key section of the document' }),
-});
 
 const PAYER: RouteAuth = { schemes: ['user'], permission: Permission.TRANSACTIONS_WRITE, refuseWaitingList: true };
 /** What both money-moving POSTs share: the payer, Idempotency-Key, the body, a 201 with the transaction. */
@@ -104,12 +105,13 @@ const MONEY_MOVEMENT = {
   tags: ['transactions'],
   auth: PAYER,
   idempotent: true as const,
-  request: { headers: IdempotencyHeader, body: MoneyMovement },
+  request: { headers: IdempotencyKeyHeader, body: MoneyMovement },
   responses: { 201: { description: 'The transaction, PENDING', schema: Transaction } },
   errors: {
     BAD_REQUEST:
       'no such active account of the caller, another currency, an amount that is not a whole number of shillings or over the limit, a number the provider does not carry, ' +
-      "a deposit from a number other than the owner's, a payout from a credit account, or an available balance short of the amount and fee (INSUFFICIENT_FUNDS)",
+      "a deposit from a number other than the owner's, a repayment on a credit account that owes nothing (NOTHING_OWED) or above what it owes " +
+      '(OVER_OUTSTANDING), a payout from a credit account, or an available balance short of the amount and fee (INSUFFICIENT_FUNDS)',
   },
 };
 const READER: RouteAuth = {
@@ -202,13 +204,18 @@ export function transactionRoutes(deps: AppDeps, workflows: MobileMoneyWorkflows
     const id = idempotentExecutionId(ctx);
     const caller = ctx.state.caller as Caller;
     const row = id === undefined ? undefined : await findTransactionWithOwner(db, caller.organizationId, id);
-    if (row) await accept(ctx, row, start);
+    if (row) await accept(ctx, row, start, row.account_type === 'CREDIT');
     return row !== undefined;
   }
 
   /** Starts the transaction's workflow and answers 201 with it, PENDING. */
-  async function accept(ctx: Context, row: TransactionRow, start: (transaction: Movement) => Promise<void>) {
-    await start({ transactionId: row.id, organizationId: row.organization_id, accountId: row.account_id });
+  async function accept(
+    ctx: Context,
+    row: TransactionRow,
+    start: (transaction: Movement) => Promise<void>,
+    repayment = false,
+  ) {
+    await start({ transactionId: row.id, organizationId: row.organization_id, accountId: row.account_id, repayment });
     ctx.status = 201;
     ctx.set('Location', `/v1/transactions/${row.id}`);
     ctx.body = transactionView(row);
@@ -235,7 +242,22 @@ export function transactionRoutes(deps: AppDeps, workflows: MobileMoneyWorkflows
             SubCode.NOT_ALLOWED,
           );
         }
-        await accept(ctx, await create(ctx, account, 'STK_PUSH', body), workflows.startStkPush);
+        // A push on a credit account is a loan repayment once posted (allocated by the loan's run):
+        // at most what is owed, rounded up to the shilling the provider moves.
+        const repayment = account.type === 'CREDIT';
+        if (repayment) {
+          const owed = await accountOutstanding(db, account.organization_id, account.id);
+          if (owed === 0)
+            throw badField(
+              'body.account_id',
+              'NOTHING_OWED: no loan on the credit account owes anything',
+              SubCode.NOT_ALLOWED,
+            );
+          const most = Math.ceil(owed / MINOR_PER_SHILLING) * MINOR_PER_SHILLING;
+          if (body.amount.value > most)
+            throw badField('body.amount.value', `OVER_OUTSTANDING: at most ${most} is owed`, SubCode.OUT_OF_RANGE);
+        }
+        await accept(ctx, await create(ctx, account, 'STK_PUSH', body), workflows.startStkPush, repayment);
       },
     }),
     defineRoute({

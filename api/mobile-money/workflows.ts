@@ -64,6 +64,7 @@ export function mobileMoneyWorkflows(temporal: Client, config: Config) {
               callbackWaitMs: config.STK_PUSH_CALLBACK_WAIT,
               queryIntervalMs: config.STK_PUSH_QUERY_INTERVAL,
               queryDeadlineMs: config.STK_PUSH_QUERY_DEADLINE,
+              ...(transaction.repayment && { repayment: true }),
             },
           ],
         }),
@@ -96,4 +97,6 @@ export interface MoneyMovement {
   transactionId: string;
   organizationId: string;
   accountId: string;
+  /** A push on a credit account: a loan repayment once posted. */
+  repayment?: boolean;
 }

@@ -21,6 +21,13 @@ export const ledgerAccounts = {
   /** Interest a borrower owes us, recognised at disbursement (flat rate: known from the start). */
   interestReceivable: (loanId: string) => `loan-interest:${loanId}`,
   interestIncome: 'income:loan-interest',
+  /** Penalties charged on a loan and not yet paid (an asset of ours). */
+  penaltyReceivable: (loanId: string) => `loan-penalty:${loanId}`,
+  penaltyIncome: 'income:loan-penalties',
+  /** Penalties and interest an operator forgave. */
+  waiversExpense: 'expense:loan-waivers',
+  /** Reversed repayments: money owed back to the payer. */
+  reversalsPayable: 'payable:repayment-reversals',
   /** Clearing: money collected through push prompts. */
   collections: 'mobile-money:collections',
   /** Clearing: money sent through B2C. */
@@ -36,7 +43,18 @@ export interface Leg {
 
 /** Per transaction (a loan's id for a loan's own entries), at most one entry of each kind. */
 export type JournalKind =
-  'COLLECTION' | 'HOLD' | 'PAYOUT' | 'RELEASE' | 'COLLATERAL_HOLD' | 'COLLATERAL_RELEASE' | 'DISBURSEMENT';
+  | 'COLLECTION'
+  | 'HOLD'
+  | 'PAYOUT'
+  | 'RELEASE'
+  | 'COLLATERAL_HOLD'
+  | 'COLLATERAL_RELEASE'
+  | 'DISBURSEMENT'
+  | 'INTEREST'
+  | 'REPAYMENT'
+  | 'REVERSAL'
+  | 'WAIVER'
+  | 'PENALTY';
 
 const JOURNAL_KINDS: readonly JournalKind[] = [
   'COLLECTION',
@@ -46,6 +64,11 @@ const JOURNAL_KINDS: readonly JournalKind[] = [
   'COLLATERAL_HOLD',
   'COLLATERAL_RELEASE',
   'DISBURSEMENT',
+  'INTEREST',
+  'REPAYMENT',
+  'REVERSAL',
+  'WAIVER',
+  'PENALTY',
 ];
 const CURRENCY = /^[A-Z]{3}$/;
 /** ledger_legs.leg is a smallint. */

@@ -53,10 +53,16 @@ export interface BorrowerFacts {
   kycApproved: boolean;
   loansInArrears: number;
   loansRunning: number;
+  /** Running loans that are not revolving-credit draws. */
+  termLoansRunning: number;
   loansRepaid: number;
 }
 
-export async function borrowerFacts(db: Knex, organizationId: string, userId: string): Promise<BorrowerFacts> {
+export async function borrowerFacts(
+  db: Knex | Knex.Transaction,
+  organizationId: string,
+  userId: string,
+): Promise<BorrowerFacts> {
   const { rows } = await db.raw<{ rows: Record<string, unknown>[] }>(
     `select
        (select u.status from users u
@@ -69,7 +75,11 @@ export async function borrowerFacts(db: Knex, organizationId: string, userId: st
        (select count(*) from loans l
          where l.organization_id = :org and l.user_id = :user and l.status in ('PENDING_DISBURSEMENT', 'ACTIVE')) as running,
        (select count(*) from loans l
-         where l.organization_id = :org and l.user_id = :user and l.status = 'REPAID' and l.arrears_at is null) as repaid`,
+         where l.organization_id = :org and l.user_id = :user and l.status in ('PENDING_DISBURSEMENT', 'ACTIVE')
+           and l.credit_line_id is null) as term_running,
+       (select count(*) from loans l
+         where l.organization_id = :org and l.user_id = :user and l.status = 'REPAID' and l.arrears_at is null
+           and l.credit_line_id is null) as repaid`,
     { org: organizationId, user: userId },
   );
   const row = rows[0]!;
@@ -78,6 +88,7 @@ export async function borrowerFacts(db: Knex, organizationId: string, userId: st
     kycApproved: row.kyc_approved === true,
     loansInArrears: Number(row.in_arrears),
     loansRunning: Number(row.running),
+    termLoansRunning: Number(row.term_running),
     loansRepaid: Number(row.repaid),
   };
 }

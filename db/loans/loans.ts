@@ -5,6 +5,7 @@ import { lockAccount } from '../accounts/accounts';
 import { isUniqueViolation } from '../knex';
 import { accountBalance, ledgerAccounts, postJournal } from '../ledger/ledger';
 import { borrowerFacts, type LoanApplicationRow } from './applications';
+import { availableCredit, type CreditLine, openCreditLine } from './credit-lines';
 
 /**
  * Loans and their installments (migration 20261123100000_loans). Every money step is one
@@ -30,6 +31,8 @@ export interface LoanRow {
   disbursed_at: Date | null;
   arrears_at: Date | null;
   closed_at: Date | null;
+  /** A revolving-credit draw's line (null for a term loan). */
+  credit_line_id: string | null;
 }
 
 export interface InstallmentRow {
@@ -69,6 +72,14 @@ async function eligibilityNow(
     return { reason: 'KYC_NOT_APPROVED', detail: "The borrower's identity verification is not approved" };
   if (facts.loansInArrears > 0)
     return { reason: 'IN_ARREARS', detail: 'A loan of the borrower has an overdue installment' };
+  if (application.terms.productType === 'REVOLVING_CREDIT') {
+    // A draw: term loans still run one at a time, and the draw must fit the line's available credit.
+    if (facts.termLoansRunning > 0)
+      return { reason: 'LOAN_RUNNING', detail: 'A loan of the borrower is not repaid yet' };
+    const available = await availableCredit(trx, application.organization_id, await creditLineOf(trx, application));
+    if (amount > available) return { reason: 'OVER_LIMIT', detail: `Above the available credit of ${available}` };
+    return undefined;
+  }
   if (facts.loansRunning > 0) return { reason: 'LOAN_RUNNING', detail: 'A loan of the borrower is not repaid yet' };
   const product = await trx('loan_products')
     .where({ organization_id: application.organization_id, id: application.product_id })
@@ -83,6 +94,17 @@ async function eligibilityNow(
   );
   if (amount > limit) return { reason: 'OVER_LIMIT', detail: `Above the borrower's limit of ${limit}` };
   return undefined;
+}
+
+/** The borrower's credit line on a revolving offer's product. */
+function creditLineOf(trx: Knex.Transaction, application: LoanApplicationRow): Promise<CreditLine> {
+  return openCreditLine(trx, application.organization_id, {
+    userId: application.user_id,
+    productId: application.product_id,
+    accountId: application.account_id,
+    creditLimit: application.terms.creditLimit ?? 0,
+    currency: application.currency,
+  });
 }
 
 /**
@@ -179,6 +201,8 @@ async function acceptInTransaction(
       tenure_duration: taken.tenure,
       tenure_unit: application.tenure_unit,
       start_date: taken.startDate,
+      credit_line_id:
+        application.terms.productType === 'REVOLVING_CREDIT' ? (await creditLineOf(trx, application)).id : null,
     })
     .returning('*');
   await trx('installments').insert(
@@ -244,6 +268,18 @@ export async function disburseLoan(db: Knex, organizationId: string, loanId: str
         { account: ledgerAccounts.customer(loan.current_account_id), amount: -principal },
       ],
     });
+    // Flat interest is owed in full from the disbursement: recognised with it.
+    const interest = Number(loan.interest);
+    if (interest > 0)
+      await postJournal(trx, {
+        transactionId: loan.id,
+        kind: 'INTEREST',
+        currency: loan.currency,
+        legs: [
+          { account: ledgerAccounts.interestReceivable(loan.id), amount: interest },
+          { account: ledgerAccounts.interestIncome, amount: -interest },
+        ],
+      });
     await trx('loan_applications')
       .where({ organization_id: organizationId, id: loan.application_id })
       .update({ status: LoanApplicationStatus.DISBURSED, disbursed_at: now, updated_at: now });
@@ -330,6 +366,11 @@ export async function advanceInstallment(
 ): Promise<InstallmentStatus | undefined> {
   return db.transaction(async (trx) => {
     const from = to === 'DUE' ? [InstallmentStatus.UPCOMING] : [InstallmentStatus.UPCOMING, InstallmentStatus.DUE];
+    // What time says is kept apart from PAID: a reversed payment puts the installment back there.
+    await trx('installments')
+      .where({ organization_id: organizationId, loan_id: loanId, position })
+      .whereIn('schedule_status', from)
+      .update({ schedule_status: to });
     const changed = await trx('installments')
       .where({ organization_id: organizationId, loan_id: loanId, position })
       .whereIn('status', from)
@@ -353,6 +394,12 @@ export async function advanceInstallment(
  */
 export async function closeIfRepaid(db: Knex, organizationId: string, loanId: string, now: Date): Promise<boolean> {
   return db.transaction(async (trx) => {
+    // Under the account's lock, as every servicing step: a reversal cannot reopen what this closes.
+    const account: { account_id: string } | undefined = await trx('loans')
+      .where({ organization_id: organizationId, id: loanId })
+      .first('account_id');
+    if (!account) throw new Error(`no loan ${loanId}`);
+    await lockAccount(trx, account.account_id);
     const loan = await lockLoan(trx, organizationId, loanId);
     if (!loan) throw new Error(`no loan ${loanId}`);
     if (loan.status === LoanStatus.REPAID) return true;

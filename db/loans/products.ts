@@ -31,9 +31,11 @@ export interface LoanProductRow {
   penalty_grace_period_days: number;
   penalty_max_charge_days: number;
   offer_ttl_ms: string;
+  /** REVOLVING_CREDIT only: the line's limit. */
+  credit_limit: string | null;
 }
 
-/** The organization's product with this code (`standard`, `partner-a`, `partner-b`). */
+/** The organization's product with this code (`standard`, `partner-a`, `partner-b`, `revolving`). */
 export function findProduct(db: Knex, organizationId: string, code: string): Promise<LoanProductRow | undefined> {
   return db('loan_products').where({ organization_id: organizationId, code }).first();
 }
@@ -66,5 +68,6 @@ export function offerTerms(product: LoanProductRow): OfferTerms {
       gracePeriodDays: product.penalty_grace_period_days,
       maxChargeDays: product.penalty_max_charge_days,
     },
+    ...(product.credit_limit !== null && { creditLimit: Number(product.credit_limit) }),
   };
 }

@@ -129,7 +129,7 @@ export function findTransactionWithOwner(
   db: Knex,
   organizationId: string | null,
   idOrResourceId: string,
-): Promise<(TransactionRow & { owner_id: string }) | undefined> {
+): Promise<(TransactionRow & { owner_id: string; account_type: string }) | undefined> {
   const query = db('transactions')
     .join('accounts', 'accounts.id', 'transactions.account_id')
     .where(
@@ -138,9 +138,10 @@ export function findTransactionWithOwner(
         : { 'transactions.id': idOrResourceId },
     );
   if (organizationId !== null) query.where('transactions.organization_id', organizationId);
-  return query.first<(TransactionRow & { owner_id: string }) | undefined>(
+  return query.first<(TransactionRow & { owner_id: string; account_type: string }) | undefined>(
     'transactions.*',
     'accounts.user_id as owner_id',
+    'accounts.type as account_type',
   );
 }
 

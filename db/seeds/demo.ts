@@ -52,11 +52,18 @@ const product = (code: string, name: string, terms: { bps: number; tenures: numb
   penalty_grace_period_days: 3,
   penalty_max_charge_days: 90,
   offer_ttl_ms: 24 * 3_600_000,
+  credit_limit: null as number | null,
 });
 const LOAN_PRODUCTS = [
   product('standard', 'Standard loan', { bps: 250, tenures: [1, 2, 3, 4], max: 5_000_000 }),
   product('partner-a', 'Partner A weekly loan', { bps: 300, tenures: [1, 2, 3, 4], max: 3_000_000 }),
   product('partner-b', 'Partner B weekly loan', { bps: 275, tenures: [1, 2, 4, 8], max: 5_000_000 }),
+  // Revolving credit: a KES 20,000 line; each draw (at most what is available) repays weekly.
+  {
+    ...product('revolving', 'Revolving credit line', { bps: 250, tenures: [1, 2, 4], max: 2_000_000 }),
+    product_type: 'REVOLVING_CREDIT',
+    credit_limit: 2_000_000,
+  },
 ];
 
 const DEMO_ORG = 'org-demo-lender';

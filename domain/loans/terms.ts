@@ -23,6 +23,8 @@ export interface OfferTerms {
     gracePeriodDays: number;
     maxChargeDays: number;
   };
+  /** REVOLVING_CREDIT: the credit line's limit; each draw is a cycle of its own. */
+  creditLimit?: number;
 }
 
 /** Loan application statuses: APPROVED (an offer) → ACCEPTED → DISBURSED, or EXPIRED, or CANCELLED. */

@@ -4,11 +4,10 @@ import { createApiKey } from '../../api/auth/api-keys';
 import { DEMO } from '../../db/seeds/demo';
 import { ledgerIsBalanced } from '../../db/ledger/ledger';
 import { workflowIds } from '../../workflows/ids';
-import { paymentAppliedSignal } from '../../workflows/loans/messages';
 import { harness } from '../support/harness';
 import { recordHistory } from '../support/histories';
 import { assertDeprecated, call } from '../support/http';
-import { applyPartnerB, newBorrower, offerFor } from '../support/loans';
+import { applyPartnerB, newBorrower, offerFor, repayAll } from '../support/loans';
 import { balanceOf, fund, journalKinds, until } from '../support/money';
 import { bearer } from '../support/tokens';
 
@@ -154,7 +153,7 @@ describe('spec 4.3: taking an offer (partner-b and the deprecated apply)', () =>
     // 3,000.00 in, 1,000.00 held, 10,000.00 disbursed: 12,000.00 available, 13,000.00 in all.
     assert.deepEqual(await balanceOf(borrower.current), { balance: 1_300_000, held: 100_000, available: 1_200_000 });
     const loanId = (await harness().db('loan_applications').where({ id: offer.body.id }).first()).loan_id as string;
-    assert.deepEqual(await journalKinds(loanId), ['COLLATERAL_HOLD', 'DISBURSEMENT']);
+    assert.deepEqual(await journalKinds(loanId), ['COLLATERAL_HOLD', 'DISBURSEMENT', 'INTEREST']);
     assert.ok(await ledgerIsBalanced(harness().db));
 
     const schedule = await call('GET', `/v1/accounts/${borrower.credit}/installments`, { headers: borrower.headers });
@@ -309,24 +308,17 @@ describe('spec 4.3: the offer and the loan as workflows', () => {
       15_000,
     );
     assert.ok((await db('loans').where({ id: loanId }).first()).arrears_at, 'the loan went into arrears');
-    // Paid in full (part 2 brings repayments; here the rows say so), then the run is told.
-    await db('installments')
-      .where({ loan_id: loanId })
-      .update({
-        status: 'PAID',
-        principal_paid: db.raw('principal'),
-        interest_paid: db.raw('interest'),
-      });
-    await harness().client.workflow.getHandle(workflowIds.loan(loanId)).signal(paymentAppliedSignal);
+    // Repaid by pushes on the credit account (again if a penalty fell due in the meantime).
+    await repayAll(borrower);
     await until(
       'the loan repaid',
       async () => (await db('loans').where({ id: loanId }).first()).status === 'REPAID',
       15_000,
     );
-    assert.deepEqual(await journalKinds(loanId), ['COLLATERAL_HOLD', 'COLLATERAL_RELEASE', 'DISBURSEMENT']);
+    assert.deepEqual(await journalKinds(loanId), ['COLLATERAL_HOLD', 'COLLATERAL_RELEASE', 'DISBURSEMENT', 'INTEREST']);
     const balance = await balanceOf(borrower.current);
     assert.equal(balance.held, 0, 'the collateral is released');
-    await recordHistory(workflowIds.loan(loanId), 'loan-repaid');
+    await recordHistory(workflowIds.loan(loanId), 'loan-overdue-repaid-by-push');
   });
 
   it("another organization's account, or another user's, is 404 for installments", async () => {

@@ -77,7 +77,7 @@ describe('durability: the worker process dies in the middle of taking a loan off
       assert.equal(loans.length, 1, 'one loan');
       assert.equal(answer.loanId, loans[0].id);
       assert.equal(await handle.result(), 'ACCEPTED');
-      assert.deepEqual(await journalKinds(answer.loanId), ['COLLATERAL_HOLD', 'DISBURSEMENT'], 'each once');
+      assert.deepEqual(await journalKinds(answer.loanId), ['COLLATERAL_HOLD', 'DISBURSEMENT', 'INTEREST'], 'each once');
       // 1,000.00 in, 500.00 held, 5,000.00 disbursed.
       assert.deepEqual(await balanceOf(borrower.current), { balance: 600_000, held: 50_000, available: 550_000 });
       assert.equal((await db('loan_applications').where({ id: offer.id }).first()).status, 'DISBURSED');

@@ -4,6 +4,7 @@ import { workflowIds } from '../../workflows/ids';
 import { harness } from '../support/harness';
 import { recordHistory } from '../support/histories';
 import { call, type Reply } from '../support/http';
+import { allocated, newBorrower, takeLoan } from '../support/loans';
 import {
   balanceOf,
   callbacksRecorded,
@@ -187,15 +188,18 @@ describe('spec 4.4: POST /v1/transactions/mobilemoney/stk-push', () => {
       await assertRefusedBeforeAnything(reply, customer, stranger, /account owner's registered number/);
     });
 
-    it('a credit-account repayment from any payer number: 201, and POSTED to the credit account', async () => {
-      const customer = await newCustomer(0);
+    it('a credit-account repayment from any payer number: 201, POSTED to the credit account and passed on to the loan', async () => {
+      const customer = await newBorrower({ funds: 100_000 });
+      await takeLoan(customer, { amount: 100_000, tenure: 2 });
+      const current = await balanceOf(customer.current);
       const payer = payerNumber(0);
       const created = await pushAccepted(customer, { account: customer.credit, phone: payer, amount: 25_000 });
       const done = await settled(customer.headers, created.id);
       assert.equal(done.status, 'POSTED', JSON.stringify(done));
       assert.equal(done.details.account_id, customer.credit);
-      assert.deepEqual(await balanceOf(customer.credit), { balance: 25_000, held: 0, available: 25_000 });
-      assert.deepEqual(await balanceOf(customer.current), { balance: 0, held: 0, available: 0 });
+      await allocated(created.id);
+      assert.deepEqual(await balanceOf(customer.credit), { balance: 0, held: 0, available: 0 });
+      assert.deepEqual(await balanceOf(customer.current), current, 'the current account is not touched');
       const pushes = await pushesTo(payer);
       assert.equal(pushes.length, 1, 'the payer number was pushed');
       assert.deepEqual(await pushesTo(customer.phone), [], "the owner's number was not");

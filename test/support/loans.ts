@@ -1,8 +1,10 @@
+import { strict as assert } from 'node:assert';
 import { randomUUID } from 'node:crypto';
+import { accountOutstanding, inconsistentLoans } from '../../db/loans/servicing';
 import { DEMO } from '../../db/seeds/demo';
 import { harness } from './harness';
 import { call, type Reply } from './http';
-import { fund, newCustomer } from './money';
+import { fund, money, newCustomer, payerNumber, settled, stkPush, until } from './money';
 
 /**
  * A fresh borrower of the demo organization: a customer with a current and a credit account,
@@ -47,3 +49,84 @@ export const applyPartnerB = (
     headers: { ...headers, ...(idempotencyKey && { 'Idempotency-Key': idempotencyKey }) },
     json: body,
   });
+
+/** The loan an offer became. */
+export async function loanOf(applicationId: string): Promise<string> {
+  const row = await harness().db('loan_applications').where({ id: applicationId }).first('loan_id');
+  assert.ok(row?.loan_id, `application ${applicationId} has no loan`);
+  return row.loan_id as string;
+}
+
+/** A product of the demo organization for one test, the standard one's terms with `overrides`. */
+export async function testProduct(overrides: Record<string, unknown>): Promise<string> {
+  const { db } = harness();
+  const code = `t-${randomUUID().slice(0, 8)}`;
+  const {
+    id: _id,
+    created_at: _created,
+    ...standard
+  } = await db('loan_products').where({ organization_id: DEMO.organizations.demo.id, code: 'standard' }).first();
+  await db('loan_products').insert({ ...standard, code, name: `Test ${code}`, ...overrides });
+  return code;
+}
+
+/** Takes an offer on `product` (standard unless told) and waits for the disbursed loan. */
+export async function takeLoan(
+  borrower: { headers: Record<string, string> },
+  taken: { product?: string; amount: number; tenure: number; unit?: 'WEEKS' | 'DAYS'; collateral?: number },
+) {
+  const offer = await offerFor(borrower.headers, undefined, taken.product ? { product: taken.product } : {});
+  assert.equal(offer.status, 201, offer.text);
+  const applied = await applyPartnerB(borrower.headers, {
+    application_id: offer.body.id,
+    loan_amount: taken.amount,
+    tenure: { duration: taken.tenure, unit: taken.unit ?? 'WEEKS' },
+    collateral_amount: taken.collateral ?? Math.ceil(taken.amount / 10),
+  });
+  assert.equal(applied.status, 200, applied.text);
+  return { offer: offer.body, applied: applied.body, loanId: await loanOf(offer.body.id) };
+}
+
+/**
+ * A repayment: a push on the borrower's credit account from any payer number, POSTED, then
+ * allocated by the loan's run (its event recorded). Answers the push's transaction.
+ */
+export async function repay(
+  borrower: { headers: Record<string, string>; credit: string },
+  amount: number,
+  options: { idempotencyKey?: string } = {},
+) {
+  const pushed = await stkPush(
+    borrower.headers,
+    { account_id: borrower.credit, amount: money(amount), mobile_number: payerNumber(0) },
+    options.idempotencyKey,
+  );
+  assert.equal(pushed.status, 201, pushed.text);
+  const posted = await settled(borrower.headers, pushed.body.id);
+  assert.equal(posted.status, 'POSTED', JSON.stringify(posted));
+  await allocated(pushed.body.id);
+  return posted;
+}
+
+/** Waits until a posted repayment has been allocated (its event exists). */
+export function allocated(transactionId: string, timeoutMs = 20_000) {
+  return until(
+    `repayment ${transactionId} allocated`,
+    async () => (await harness().db('loan_transactions').where({ id: transactionId }).first()) !== undefined,
+    timeoutMs,
+  );
+}
+
+/** Every disbursed loan whose ledger balance differs from its schedule's outstanding total (none expected). */
+export const ledgerMismatches = () => inconsistentLoans(harness().db);
+
+/** Repays everything the credit account owes (rounded up to the shilling), again if a penalty fell due meanwhile. */
+export async function repayAll(borrower: { headers: Record<string, string>; credit: string }) {
+  const { db } = harness();
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const owed = await accountOutstanding(db, DEMO.organizations.demo.id, borrower.credit);
+    if (owed === 0) return;
+    await repay(borrower, Math.ceil(owed / 100) * 100);
+  }
+  assert.fail('still owing after three repayments');
+}

@@ -189,13 +189,14 @@ export async function until<T>(
   what: string,
   check: () => Promise<T | undefined | null | false> | T | undefined | null | false,
   timeoutMs = 10_000,
+  intervalMs = 50,
 ): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();
     if (value) return value;
     if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
 }
 
@@ -258,7 +259,14 @@ export async function pushAccepted(
 /** The mobile-money activities over the run's database and providers, to run a step directly (as a rerun would). */
 export function mobileMoneyActivities() {
   const { db, config, logger, deps } = harness();
-  return createMobileMoneyActivities({ db, config, logger, clock: systemClock, providers: deps.providers });
+  return createMobileMoneyActivities({
+    db,
+    config,
+    logger,
+    clock: systemClock,
+    providers: deps.providers,
+    temporal: deps.temporal,
+  });
 }
 
 /** provider_callbacks_refused_total of an API instance (the test API by default) for one reason, from /metrics. */

@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import { spawn } from 'node:child_process';
 import path from 'node:path';
-import { mobileMoneySettings } from '../../dev/simulators';
+import { currentAccountSettings, mobileMoneySettings } from '../../dev/simulators';
 import { ensureSchedules } from '../../worker/schedules/index';
 import { harness } from './harness';
 import { freePort } from './ports';
@@ -32,6 +32,11 @@ export function spawnService(entry: string, extraEnv: Record<string, string>) {
       ...(config.KYC_PROVIDER_CA && { KYC_PROVIDER_CA: config.KYC_PROVIDER_CA }),
       ...(config.KYC_UPLOAD_HOSTS && { KYC_UPLOAD_HOSTS: config.KYC_UPLOAD_HOSTS.join(',') }),
       ...mobileMoneySettings(config.MOBILE_MONEY_URL!),
+      ...currentAccountSettings({
+        sms: config.SMS_PROVIDER_URL,
+        email: config.EMAIL_PROVIDER_URL,
+        bank: config.BANK_URL,
+      }),
       ...extraEnv,
     },
     stdio: 'pipe',

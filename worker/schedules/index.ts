@@ -22,6 +22,9 @@ export async function ensureSchedules(client: Client, config: Config): Promise<v
       { retentionMs: config.CALLBACK_RETENTION },
     ]),
     every(scheduleIds.idempotencyKeyPurge, config.IDEMPOTENCY_PURGE_INTERVAL, 'idempotencyKeyPurge', []),
+    every(scheduleIds.repaymentReconciliation, config.REPAYMENT_RECONCILIATION_INTERVAL, 'repaymentReconciliation', [
+      { graceMs: config.REPAYMENT_RECONCILIATION_GRACE, lookbackMs: config.REPAYMENT_RECONCILIATION_LOOKBACK },
+    ]),
   ];
   for (const schedule of schedules) {
     const handle = client.schedule.getHandle(schedule.scheduleId);

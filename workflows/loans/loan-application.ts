@@ -98,6 +98,7 @@ export async function loanApplication(input: LoanOfferInput): Promise<string> {
             anchorMs: Math.floor(disbursed.disbursedAtMs / input.dayMs) * input.dayMs,
             dayMs: input.dayMs,
             installments: accepted.installments,
+            penalty: input.terms.penalty,
           },
         ],
       });

@@ -1,4 +1,5 @@
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import type { PenaltyTerms } from '../../domain/loans/allocation';
 import type { OfferTerms } from '../../domain/loans/terms';
 
 /**
@@ -43,10 +44,54 @@ export interface LoanInput {
   dayMs: number;
   /** Each installment's due date as days after the start date. */
   installments: { position: number; dueDay: number }[];
-  /** Where a continued run picks up: the index of the next installment and the step it awaits. */
-  next?: { index: number; step: 'DUE' | 'OVERDUE' };
+  /** The offer's penalty terms (runs started before penalties read them when they need them). */
+  penalty?: PenaltyTerms;
+  /**
+   * Where a continued run picks up: the index of the next installment and the step it awaits,
+   * then (every installment fallen due) the next penalty period.
+   */
+  next?: { index: number; step: 'DUE' | 'OVERDUE'; penalty?: number };
 }
 
-/** Part 2's repayments arrive here: the run checks whether the loan is repaid. */
+/** A servicing step applied elsewhere touched this loan (another cycle's repayment, a waiver): the run checks whether it is repaid. */
 export const paymentAppliedSignal = defineSignal('paymentApplied');
-export const loanStateQuery = defineQuery<{ closed: boolean; next?: { position: number; step: string } }>('loanState');
+/** A POSTED push on the loan's credit account, for this run to allocate (the stk-push run sends it). */
+export const repaymentSignal = defineSignal<[Repayment]>('repayment');
+export interface Repayment {
+  transactionId: string;
+  /** When the push was posted (the stk-push run's clock): penalties due before it are charged first. */
+  postedAtMs?: number;
+}
+export const loanStateQuery = defineQuery<{
+  closed: boolean;
+  next?: { position: number; step: string };
+  penalty?: number;
+}>('loanState');
+
+/** An operator reverses a repayment that paid this loan: offsetting allocation records, never an update. */
+export interface ReversalRequest {
+  reversalId: string;
+  resourceId: string;
+  repaymentId: string;
+  reason: string;
+  by: string;
+}
+/** An operator forgives part of the loan's penalties and interest. */
+export interface WaiverRequest {
+  waiverId: string;
+  resourceId: string;
+  amount: number;
+  reason: string;
+  by: string;
+}
+export const reverseRepaymentUpdate = defineUpdate<{ eventId: string }, [ReversalRequest]>('reverseRepayment');
+export const waiveUpdate = defineUpdate<{ eventId: string }, [WaiverRequest]>('waive');
+
+/** The servicing Updates' refusals (the API maps them to its errors). */
+export const LoanServicingError = {
+  NOT_FOUND: 'NOT_FOUND',
+  LOAN_CLOSED: 'LOAN_CLOSED',
+  OVER_WAIVABLE: 'OVER_WAIVABLE',
+  NOTHING_ALLOCATED: 'NOTHING_ALLOCATED',
+  INVALID: 'INVALID',
+} as const;

@@ -11,6 +11,8 @@ export interface StkPushInput {
   /** Then: how often to ask, and for how long before giving the push up (FAILED, NO_RESULT). */
   queryIntervalMs: number;
   queryDeadlineMs: number;
+  /** A push on a credit account: once POSTED it is a repayment, handed to the loan's run (absent before repayments). */
+  repayment?: boolean;
 }
 
 /**

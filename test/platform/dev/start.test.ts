@@ -99,6 +99,9 @@ async function startService(
       KYC_SIMULATOR_TLS_PORT: await freePort(),
       MOBILE_MONEY_SIMULATOR_PORT: await freePort(),
       MOBILE_MONEY_SIMULATOR_TLS_PORT: await freePort(),
+      SMS_SIMULATOR_PORT: await freePort(),
+      EMAIL_SIMULATOR_PORT: await freePort(),
+      BANK_SIMULATOR_PORT: await freePort(),
     };
     const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir, LOG_LEVEL: 'warn' };
     for (const [name, port] of Object.entries(ports)) env[name] = String(port);
@@ -153,6 +156,9 @@ describe('npm start: the whole service with embedded defaults', () => {
       assert.match(output, new RegExp(`API +http://127.0.0.1:${ports.PORT}`));
       assert.match(output, new RegExp(`Temporal UI +http://127.0.0.1:${ports.TEMPORAL_UI_PORT}`));
       assert.match(output, new RegExp(`Mobile money +http://127.0.0.1:${ports.MOBILE_MONEY_SIMULATOR_PORT}`));
+      assert.match(output, new RegExp(`SMS gateway +http://127.0.0.1:${ports.SMS_SIMULATOR_PORT}`));
+      assert.match(output, new RegExp(`E-mail +http://127.0.0.1:${ports.EMAIL_SIMULATOR_PORT}`));
+      assert.match(output, new RegExp(`Bank +http://127.0.0.1:${ports.BANK_SIMULATOR_PORT}`));
       // The KYC simulator's TLS address answers with the certificate npm start wrote for SDKs to trust.
       assert.match(output, new RegExp(`KYC provider .*https://127.0.0.1:${ports.KYC_SIMULATOR_TLS_PORT}`));
       const tls = /TLS trust +NODE_EXTRA_CA_CERTS=(\S+)/.exec(output);

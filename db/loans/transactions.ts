@@ -1,0 +1,239 @@
+import type { Knex } from 'knex';
+import type { TransactionRow } from '../mobile-money/transactions';
+
+/**
+ * The lending account's transaction events and their allocation records, read for the two
+ * installment transaction lists (spec 4.3). Pages are keyset queries on the events' `seq`
+ * (newest first), never OFFSET: `after` reads older events than the cursor, `before` newer
+ * ones; a page costs the same wherever it sits in a long history.
+ */
+export interface EventRow {
+  id: string;
+  seq: string;
+  resource_id: string;
+  account_id: string;
+  kind: 'REPAYMENT' | 'REVERSAL' | 'WAIVER';
+  reverses_id: string | null;
+  loan_id: string | null;
+  amount: string;
+  currency: string;
+  reason: string | null;
+  created_at: Date;
+  /** The push, for a repayment. */
+  push: TransactionRow | null;
+}
+
+export interface AllocationRow {
+  id: string;
+  event_id: string;
+  seq: string;
+  installment_id: string;
+  loan_id: string;
+  position: number;
+  allocated_amount: string;
+  principal_amount: string;
+  interest_amount: string;
+  arrears_amount: string;
+  effect: string;
+  source: string;
+  allocated_at: Date;
+}
+
+export interface PageQuery {
+  size: number;
+  /** Exclusive bounds on seq: `after` pages towards older events, `before` towards newer. */
+  after?: bigint;
+  before?: bigint;
+}
+
+export interface Page<T> {
+  rows: T[];
+  /** Whether older rows exist past the page's last, and newer ones before its first. */
+  older: boolean;
+  newer: boolean;
+}
+
+/** One keyset page of `base` (already filtered) by seq, newest first, with both neighbours known. */
+async function keysetPage<T extends { seq: string }>(
+  base: () => Knex.QueryBuilder,
+  seqColumn: string,
+  page: PageQuery,
+  select: (q: Knex.QueryBuilder) => Knex.QueryBuilder,
+): Promise<Page<T>> {
+  const towardsNewer = page.before !== undefined;
+  const q = base();
+  if (page.after !== undefined) q.where(seqColumn, '<', page.after.toString());
+  if (page.before !== undefined) q.where(seqColumn, '>', page.before.toString());
+  const fetched: T[] = await select(q.orderBy(seqColumn, towardsNewer ? 'asc' : 'desc').limit(page.size + 1));
+  const more = fetched.length > page.size;
+  const rows = fetched.slice(0, page.size);
+  if (towardsNewer) rows.reverse();
+  if (rows.length === 0) return { rows, older: false, newer: false };
+  // The other neighbour: one probe past the page's far end, ordered so it walks the index from there.
+  const probe = async (op: '<' | '>', seq: string) =>
+    (await base()
+      .where(seqColumn, op, seq)
+      .orderBy(seqColumn, op === '>' ? 'asc' : 'desc')
+      .first(seqColumn)) !== undefined;
+  const older = towardsNewer ? await probe('<', rows.at(-1)!.seq) : more;
+  const newer = towardsNewer ? more : await probe('>', rows[0]!.seq);
+  return { rows, older, newer };
+}
+
+/** The push's fields the Transaction view reads (never the whole row: it holds the callback token). */
+const PUSH = `case when t.id is null then null else json_build_object(
+  'id', t.id, 'resource_id', t.resource_id, 'status', t.status, 'mobilemoney_transaction_id', t.mobilemoney_transaction_id,
+  'amount', t.amount, 'fee_amount', t.fee_amount, 'currency', t.currency, 'failure_reason', t.failure_reason,
+  'transacted_at', t.transacted_at, 'confirmed_at', t.confirmed_at, 'posted_at', t.posted_at, 'failed_at', t.failed_at,
+  'details', t.details) end as push`;
+const EVENT = `json_build_object('id', e.id, 'seq', e.seq::text, 'resource_id', e.resource_id, 'account_id', e.account_id,
+  'kind', e.kind, 'reverses_id', e.reverses_id, 'loan_id', e.loan_id, 'amount', e.amount::text, 'currency', e.currency,
+  'reason', e.reason, 'created_at', e.created_at) as event`;
+
+const eventColumns = (db: Knex) => [
+  'e.id',
+  'e.seq',
+  'e.resource_id',
+  'e.account_id',
+  'e.kind',
+  'e.reverses_id',
+  'e.loan_id',
+  'e.amount',
+  'e.currency',
+  'e.reason',
+  'e.created_at',
+  db.raw(PUSH),
+];
+
+/** A page of an account's events, each with its allocation records (in position order). */
+export async function accountEventsPage(
+  db: Knex,
+  organizationId: string,
+  accountId: string,
+  page: PageQuery,
+): Promise<Page<EventRow & { allocations: AllocationRow[] }>> {
+  const result = await keysetPage<EventRow>(
+    () => db('loan_transactions as e').where({ 'e.organization_id': organizationId, 'e.account_id': accountId }),
+    'e.seq',
+    page,
+    (q) => q.leftJoin('transactions as t', 't.id', 'e.transaction_id').select(eventColumns(db)),
+  );
+  const allocations: AllocationRow[] =
+    result.rows.length === 0
+      ? []
+      : await db('installment_allocations')
+          .where({ organization_id: organizationId })
+          .whereIn(
+            'event_id',
+            result.rows.map((r) => r.id),
+          )
+          .orderBy([{ column: 'loan_id' }, { column: 'position' }]);
+  return {
+    ...result,
+    rows: result.rows.map((row) => ({
+      ...row,
+      push: reviveDates(row.push),
+      allocations: allocations.filter((a) => a.event_id === row.id),
+    })),
+  };
+}
+
+/** A page of one installment's allocation records, each with its event. */
+export async function installmentAllocationsPage(
+  db: Knex,
+  organizationId: string,
+  installmentId: string,
+  page: PageQuery,
+): Promise<Page<AllocationRow & { event: EventRow }>> {
+  const result = await keysetPage<AllocationRow & { event: Record<string, unknown>; push: unknown }>(
+    () =>
+      db('installment_allocations as a').where({
+        'a.organization_id': organizationId,
+        'a.installment_id': installmentId,
+      }),
+    'a.seq',
+    page,
+    (q) =>
+      q
+        .join('loan_transactions as e', 'e.id', 'a.event_id')
+        .leftJoin('transactions as t', 't.id', 'e.transaction_id')
+        .select('a.*', db.raw(EVENT), db.raw(PUSH)),
+  );
+  return {
+    ...result,
+    rows: result.rows.map((row) => {
+      const { event, push, ...allocation } = row;
+      return {
+        ...allocation,
+        event: {
+          ...(event as unknown as EventRow),
+          created_at: new Date(event.created_at as string),
+          push: reviveDates(push),
+        },
+      };
+    }),
+  };
+}
+
+/** A push read as JSON carries its timestamps as strings. */
+function reviveDates(push: unknown): TransactionRow | null {
+  if (!push) return null;
+  const row = push as Record<string, unknown>;
+  for (const key of ['transacted_at', 'confirmed_at', 'posted_at', 'failed_at'])
+    if (typeof row[key] === 'string') row[key] = new Date(row[key]);
+  return row as unknown as TransactionRow;
+}
+
+/** An installment of the account (undefined: not this account's, or not the organization's). */
+export function findAccountInstallment(
+  db: Knex,
+  organizationId: string,
+  accountId: string,
+  installmentId: string,
+): Promise<{ id: string } | undefined> {
+  return db('installments')
+    .where({ organization_id: organizationId, account_id: accountId, id: installmentId })
+    .first('id');
+}
+
+/** One event of the account with its allocation records (undefined: not this account's). */
+export async function findAccountEvent(
+  db: Knex,
+  organizationId: string,
+  accountId: string,
+  eventId: string,
+): Promise<(EventRow & { allocations: AllocationRow[] }) | undefined> {
+  const event: EventRow | undefined = await db('loan_transactions as e')
+    .leftJoin('transactions as t', 't.id', 'e.transaction_id')
+    .where({ 'e.organization_id': organizationId, 'e.account_id': accountId, 'e.id': eventId })
+    .first(eventColumns(db));
+  if (!event) return undefined;
+  const allocations: AllocationRow[] = await db('installment_allocations')
+    .where({ organization_id: organizationId, event_id: event.id })
+    .orderBy([{ column: 'loan_id' }, { column: 'position' }]);
+  return { ...event, push: reviveDates(event.push), allocations };
+}
+
+/** The loans a repayment paid that are still ACTIVE (their runs take a reversal). */
+export async function activeLoansPaidBy(db: Knex, organizationId: string, eventId: string): Promise<string[]> {
+  const rows: { id: string }[] = await db('loans as l')
+    .where({ 'l.organization_id': organizationId, 'l.status': 'ACTIVE' })
+    .whereExists((q) =>
+      q.select(1).from('installment_allocations as a').where('a.event_id', eventId).whereRaw('a.loan_id = l.id'),
+    )
+    .orderBy('l.created_at')
+    .select('l.id');
+  return rows.map((r) => r.id);
+}
+
+/** A loan on the account (a term loan or a revolving cycle), undefined when it is not the account's. */
+export function findAccountLoan(
+  db: Knex,
+  organizationId: string,
+  accountId: string,
+  loanId: string,
+): Promise<{ id: string; status: string; currency: string } | undefined> {
+  return db('loans')
+    .where({ organization_id: organizationId, account_id: accountId, id: loanId })
+    .first('id', 'status', 'currency');
+}

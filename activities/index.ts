@@ -8,6 +8,7 @@ import { createCallbackActivities } from './platform/callback-retention';
 import { createIdempotencyPurgeActivities } from './platform/idempotency-purge';
 import { createKycActivities } from './kyc/verification';
 import { createKycSweepActivities } from './kyc/expiry-sweep';
+import { createCurrentAccountActivities } from './current-account/index';
 import { createLoanActivities } from './loans/index';
 import { createMobileMoneyActivities } from './mobile-money/index';
 
@@ -32,6 +33,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createKycSweepActivities(deps),
     ...createMobileMoneyActivities(deps),
     ...createLoanActivities(deps),
+    ...createCurrentAccountActivities(deps),
     ...createCallbackActivities(deps),
     ...createIdempotencyPurgeActivities(deps),
   };
@@ -42,5 +44,6 @@ export type Activities = ReturnType<typeof createActivities>;
 export type KycActivities = ReturnType<typeof createKycActivities> & ReturnType<typeof createKycSweepActivities>;
 export type MobileMoneyActivities = ReturnType<typeof createMobileMoneyActivities>;
 export type LoanActivities = ReturnType<typeof createLoanActivities>;
+export type CurrentAccountActivities = ReturnType<typeof createCurrentAccountActivities>;
 export type PlatformActivities = ReturnType<typeof createCallbackActivities> &
   ReturnType<typeof createIdempotencyPurgeActivities>;

@@ -36,6 +36,10 @@ import { installmentRoutes } from './loans/installments';
 import { loanServicingRoutes } from './loans/servicing';
 import { installmentTransactionRoutes } from './loans/transactions';
 import { loanServicingWorkflows, loanWorkflows } from './loans/workflows';
+import { activationRoutes } from './current-account/activation';
+import { emailVerificationRoutes } from './current-account/email';
+import { phoneChangeRoutes } from './current-account/phone';
+import { selfServiceWorkflows } from './current-account/workflows';
 import { checkRequest, invalidParams } from './validation';
 
 export interface BuiltApp {
@@ -83,6 +87,10 @@ export function buildApp(deps: AppDeps, options: { extraRoutes?: AnyRoute[] } = 
   routes.push(...installmentTransactionRoutes(deps));
   routes.push(...installmentRoutes(deps));
   routes.push(...loanServicingRoutes(deps, loanServicingWorkflows(deps.temporal)));
+  const selfService = selfServiceWorkflows(deps.temporal, deps.config);
+  routes.push(...activationRoutes(deps, selfService));
+  routes.push(...emailVerificationRoutes(deps, selfService));
+  routes.push(...phoneChangeRoutes(deps, selfService));
   routes.push(...(options.extraRoutes ?? []));
 
   /** One JSON body parser per distinct limit; a route's limit follows from its declaration. */

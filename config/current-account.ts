@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { optionalUrl } from './fields';
+import { duration, optionalUrl, positiveInt } from './fields';
 
 /**
  * Current-account self-service: the providers it talks to (simulators under npm start and the
@@ -26,4 +26,28 @@ export const currentAccountSettings = {
   BANK_CLIENT_ID: z.string().min(1).optional(),
   /** Secret: the bank's OAuth client secret. */
   BANK_CLIENT_SECRET: z.string().min(1).optional(),
+
+  /**
+   * Secret: the key one-time codes are stored under (HMAC-SHA256); the API and the worker share
+   * it. Without it (or without the SMS gateway and the bank) self-service answers 503.
+   */
+  OTP_HMAC_SECRET: z.string().min(32, 'at least 32 characters').optional(),
+  /** How long a one-time code can be used. */
+  OTP_TTL: duration('5m'),
+  /** Wrong codes allowed per code; the next wrong one rejects the activation or change. */
+  OTP_MAX_ATTEMPTS: positiveInt(5),
+  /** How soon after a code another may be asked for. */
+  OTP_RESEND_COOLDOWN: duration('60s'),
+  /** Codes sent per user, and per destination (number or address), in any hour: 429 beyond. */
+  OTP_SENDS_PER_HOUR_PER_USER: positiveInt(5),
+  OTP_SENDS_PER_HOUR_PER_DESTINATION: positiveInt(5),
+  /** How long an activation waits for its code to be confirmed before it is REJECTED (EXPIRED). */
+  ACTIVATION_TTL: duration('1h'),
+  /** How long a mobile-number change waits for each of its two codes. */
+  PHONE_CHANGE_TTL: duration('30m'),
+  /** How long an e-mail verification link can be used. */
+  EMAIL_VERIFICATION_TTL: duration('24h'),
+  /** How often the bank is asked about an onboarding or a number change it is still deciding, and for how long. */
+  BANK_STATUS_POLL_INTERVAL: duration('1m'),
+  BANK_DECISION_DEADLINE: duration('7d'),
 };

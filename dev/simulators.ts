@@ -26,6 +26,8 @@ export const DEV_CURRENT_ACCOUNT = {
   sms: { username: 'lending-dev', apiKey: 'dev-sms-api-key-not-a-secret', senderId: 'LENDER' },
   email: { apiKey: 'SG.dev-email-api-key-not-a-secret', from: 'no-reply@lending-service.test' },
   bank: { clientId: 'dev-bank-client', clientSecret: 'dev-bank-client-secret-not-a-secret' },
+  /** One-time codes are kept as HMACs under this key (the API and the worker share it). */
+  otpHmacSecret: 'dev-otp-hmac-secret-not-a-secret-0123456789',
 };
 /** The certificates of the mobile-money simulators this process started, by URL (see mobileMoneySettings). */
 const simulatorCertificates = new Map<string, string>();
@@ -122,7 +124,12 @@ export async function startDevelopmentProviders(
     ? { ...withKyc, ...mobileMoneySettings(mobileMoney.url, mobileMoney.certificate) }
     : withKyc;
   return {
-    config: { ...withMobileMoney, ...currentAccountSettings({ sms: sms?.url, email: email?.url, bank: bank?.url }) },
+    config: {
+      ...withMobileMoney,
+      ...currentAccountSettings({ sms: sms?.url, email: email?.url, bank: bank?.url }),
+      // A key given in the environment wins over the development one.
+      OTP_HMAC_SECRET: config.OTP_HMAC_SECRET ?? DEV_CURRENT_ACCOUNT.otpHmacSecret,
+    },
     idp,
     kyc,
     mobileMoney,
@@ -160,9 +167,10 @@ export function mobileMoneySettings(url: string, certificate?: string) {
  * e-mail, bank) with the development credentials; a simulator not given keeps its settings.
  */
 export function currentAccountSettings(urls: { sms?: string; email?: string; bank?: string }) {
-  const { sms, email, bank } = DEV_CURRENT_ACCOUNT;
+  const { sms, email, bank, otpHmacSecret } = DEV_CURRENT_ACCOUNT;
   return {
     ...(urls.sms && {
+      OTP_HMAC_SECRET: otpHmacSecret,
       SMS_PROVIDER_URL: urls.sms,
       SMS_USERNAME: sms.username,
       SMS_API_KEY: sms.apiKey,

@@ -14,6 +14,10 @@ export const workflowIds = {
   loanApplication: (applicationId: string) => `loan-application/${applicationId}`,
   /** A loan's life, from disbursement to closing. */
   loan: (loanId: string) => `loan/${loanId}`,
+  /** Current-account self-service: one run per activation, verification and change, owning its codes. */
+  accountActivation: (activationId: string) => `account-activation/${activationId}`,
+  emailVerification: (verificationId: string) => `email-verification/${verificationId}`,
+  phoneChange: (changeId: string) => `phone-change/${changeId}`,
 };
 
 /** Schedule ids: the schedule's own runs get a timestamp suffix, so they are never business keys. */

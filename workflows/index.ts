@@ -11,3 +11,6 @@ export { stkPush } from './mobile-money/stk-push';
 export { loan } from './loans/loan';
 export { loanApplication } from './loans/loan-application';
 export { repaymentReconciliation } from './loans/repayment-reconciliation';
+export { accountActivation } from './current-account/account-activation';
+export { emailVerification } from './current-account/email-verification';
+export { phoneChange } from './current-account/phone-change';

@@ -1,0 +1,315 @@
+import { ApplicationFailure } from '@temporalio/common';
+import { completeActivation, recordActivationStatus } from '../../db/current-account/activations';
+import { endEmailVerification, markEmailVerified, recordLinkSent } from '../../db/current-account/email-verifications';
+import { recordOtpSend } from '../../db/current-account/otp-sends';
+import { completePhoneChange, recordPhoneChangeStatus } from '../../db/current-account/phone-changes';
+import { emailConfirmUrl } from '../../domain/current-account/links';
+import { newLinkToken, newOtp, type OtpPurpose, otpDigest, tokenDigest } from './codes';
+import { BankError, type MobileNumberChange, type Onboarding } from '../../providers/bank/protocol';
+import { EmailError } from '../../providers/email/protocol';
+import { SmsError } from '../../providers/sms/protocol';
+import type { ActivityDeps } from '../index';
+import { onboardingRequest } from './onboarding';
+
+/** Failure types the self-service workflows act on. */
+export const SelfServiceFailure = {
+  /** The code or link could not be sent and retrying will not help (a refused number or address). */
+  NOT_SENT: 'NOT_SENT',
+  /** The provider is not configured: the run cannot go on. */
+  NOT_CONFIGURED: 'NOT_CONFIGURED',
+} as const;
+
+/** A bank decision as the workflows see it: a refusal is an answer, not an error. */
+export type BankDecision =
+  | { status: 'DONE'; customerId?: string; accountNumber?: string }
+  | { status: 'PENDING' }
+  | { status: 'REFUSED'; code: string };
+
+const notConfigured = (what: string) =>
+  ApplicationFailure.nonRetryable(`${what} is not configured`, SelfServiceFailure.NOT_CONFIGURED);
+
+/** A bank answer or error as a decision; transient and indeterminate errors are thrown (the step is retried). */
+function decided<T extends Onboarding | MobileNumberChange>(read: (answer: T) => BankDecision) {
+  return async (call: () => Promise<T>): Promise<BankDecision> => {
+    try {
+      return read(await call());
+    } catch (error) {
+      if (error instanceof BankError && !error.details.transient && !error.details.indeterminate && error.details.code)
+        return { status: 'REFUSED', code: error.details.code };
+      throw error;
+    }
+  };
+}
+const onboardingDecision = decided<Onboarding>((answer) =>
+  answer.status === 'ACTIVE'
+    ? { status: 'DONE', customerId: answer.bankCustomerId, accountNumber: answer.accountNumber }
+    : { status: 'PENDING' },
+);
+const changeDecision = decided<MobileNumberChange>((answer) =>
+  answer.status === 'COMPLETED' ? { status: 'DONE' } : { status: 'PENDING' },
+);
+
+/**
+ * Steps of the current-account self-service workflows (activation, e-mail verification,
+ * mobile-number change): sending codes and links, the bank's onboarding and number change, and
+ * the rows that project each run's state. Codes are made here and leave only in the message: the
+ * workflow gets their HMAC. Nothing here logs a code, a token, a number or an address.
+ */
+export function createCurrentAccountActivities(deps: ActivityDeps) {
+  const { db, config, providers, clock } = deps;
+  const secret = () =>
+    config.OTP_HMAC_SECRET ??
+    (() => {
+      throw notConfigured('OTP_HMAC_SECRET');
+    })();
+  const bank = () =>
+    providers.bank ??
+    (() => {
+      throw notConfigured('The bank');
+    })();
+  const minutes = Math.max(1, Math.round(config.OTP_TTL / 60_000));
+
+  /** Where a code for `purpose` goes, read from the run's own row (no number or address travels in a history). */
+  async function destinationOf(
+    organizationId: string,
+    purpose: OtpPurpose,
+    referenceId: string,
+  ): Promise<{ userId: string; channel: 'SMS' | 'EMAIL'; to: string }> {
+    if (purpose === 'ACTIVATION') {
+      const row = await db('current_account_activations as a')
+        .join('users as u', 'u.id', 'a.user_id')
+        .where({ 'a.organization_id': organizationId, 'a.id': referenceId })
+        .first('u.id as user_id', 'u.phone_number');
+      if (!row?.phone_number)
+        throw ApplicationFailure.nonRetryable('the user has no mobile number', SelfServiceFailure.NOT_SENT);
+      return { userId: row.user_id, channel: 'SMS', to: row.phone_number };
+    }
+    const row = await db('phone_changes as c')
+      .join('users as u', 'u.id', 'c.user_id')
+      .where({ 'c.organization_id': organizationId, 'c.id': referenceId })
+      .first('u.id as user_id', 'u.email', 'c.old_phone_number', 'c.new_phone_number', 'c.authorization_channel');
+    if (!row) throw ApplicationFailure.nonRetryable('no such phone change', SelfServiceFailure.NOT_SENT);
+    if (purpose === 'PHONE_CHANGE_CONFIRMATION')
+      return { userId: row.user_id, channel: 'SMS', to: row.new_phone_number };
+    return row.authorization_channel === 'EMAIL'
+      ? { userId: row.user_id, channel: 'EMAIL', to: row.email }
+      : { userId: row.user_id, channel: 'SMS', to: row.old_phone_number };
+  }
+
+  const TEXTS: Record<OtpPurpose, string> = {
+    ACTIVATION: 'to activate your current account',
+    PHONE_CHANGE_AUTHORIZATION: 'to authorize changing your mobile number',
+    PHONE_CHANGE_CONFIRMATION: 'to confirm this number as your new mobile number',
+  };
+
+  /** A refusal no retry can change stops the run's sending (NOT_SENT); anything else is retried. */
+  function sendFailure(error: unknown): never {
+    if (
+      (error instanceof SmsError || error instanceof EmailError) &&
+      !error.details.transient &&
+      !error.details.indeterminate
+    )
+      throw ApplicationFailure.nonRetryable(error.message, SelfServiceFailure.NOT_SENT);
+    throw error;
+  }
+
+  return {
+    /**
+     * Makes a code for `purpose`, sends it (SMS, or e-mail for an owner authorization by e-mail)
+     * and records the send; answers its digest and when it went. Run again, it sends a new code:
+     * only the last one returned to the run is valid.
+     */
+    async sendOtp(input: { organizationId: string; purpose: OtpPurpose; referenceId: string }) {
+      const { userId, channel, to } = await destinationOf(input.organizationId, input.purpose, input.referenceId);
+      const code = newOtp();
+      const digest = otpDigest(secret(), input.purpose, input.referenceId, code);
+      const text = `${code} is your code ${TEXTS[input.purpose]}. It expires in ${minutes} minutes. Never share it.`;
+      let messageId: string;
+      try {
+        if (channel === 'SMS') {
+          if (!providers.sms) throw notConfigured('The SMS gateway');
+          messageId = (await providers.sms.send({ to, message: text })).messageId;
+        } else {
+          if (!providers.email) throw notConfigured('E-mail');
+          messageId = (await providers.email.send({ to, subject: 'Your verification code', text })).messageId;
+        }
+      } catch (error) {
+        sendFailure(error);
+      }
+      const sentAt = clock.now();
+      await recordOtpSend(db, {
+        organizationId: input.organizationId,
+        userId,
+        purpose: input.purpose,
+        referenceId: input.referenceId,
+        channel,
+        destination: to,
+        providerMessageId: messageId,
+        sentAt,
+      });
+      return { digest, sentAtMs: sentAt.getTime() };
+    },
+
+    async recordActivation(input: {
+      organizationId: string;
+      activationId: string;
+      status: 'AWAITING_OTP' | 'ONBOARDING' | 'REJECTED';
+      reason?: string;
+    }) {
+      const at = clock.now();
+      await recordActivationStatus(
+        db,
+        input.organizationId,
+        input.activationId,
+        input.status === 'REJECTED'
+          ? { status: 'REJECTED', at, reason: input.reason ?? 'REJECTED' }
+          : { status: input.status, at },
+      );
+    },
+
+    /** Opens the account at the bank with the user's KYC subject (our activation id is the bank's reference). */
+    async onboardAtBank(input: { organizationId: string; activationId: string }): Promise<BankDecision> {
+      const request = await onboardingRequest(db, input.organizationId, input.activationId);
+      if ('refused' in request) return { status: 'REFUSED', code: request.refused };
+      return onboardingDecision(async () => {
+        try {
+          return await bank().onboard(request);
+        } catch (error) {
+          // The bank may have acted on a submission it did not answer: its status read tells.
+          if (!(error instanceof BankError) || !error.details.indeterminate) throw error;
+          return bank().onboardingStatus(input.activationId);
+        }
+      });
+    },
+
+    async onboardingStatus(input: { organizationId: string; activationId: string }): Promise<BankDecision> {
+      return onboardingDecision(() => bank().onboardingStatus(input.activationId));
+    },
+
+    async completeActivation(input: {
+      organizationId: string;
+      activationId: string;
+      customerId: string;
+      accountNumber?: string;
+    }) {
+      await completeActivation(
+        db,
+        input.organizationId,
+        input.activationId,
+        { customerId: input.customerId, accountNumber: input.accountNumber ?? null },
+        clock.now(),
+      );
+    },
+
+    /** Makes the link's token, e-mails it, and keeps its hash; answers the digest and when it went. */
+    async sendVerificationLink(input: { organizationId: string; verificationId: string; ttlMs: number }) {
+      const row = await db('email_verifications')
+        .where({ organization_id: input.organizationId, id: input.verificationId })
+        .first('user_id', 'email');
+      if (!row) throw ApplicationFailure.nonRetryable('no such e-mail verification', SelfServiceFailure.NOT_SENT);
+      if (!providers.email) throw notConfigured('E-mail');
+      const token = newLinkToken();
+      const digest = tokenDigest(token);
+      const link = `${emailConfirmUrl(config.PUBLIC_BASE_URL, input.verificationId)}?token=${token}`;
+      const sentAt = clock.now();
+      const expiresAt = new Date(sentAt.getTime() + input.ttlMs);
+      // Kept before it is sent: a link in someone's inbox always has its hash here.
+      await recordLinkSent(db, input.organizationId, input.verificationId, {
+        tokenHash: Buffer.from(digest, 'hex'),
+        at: sentAt,
+        expiresAt,
+      });
+      let messageId: string;
+      try {
+        messageId = (
+          await providers.email.send({
+            to: row.email,
+            subject: 'Verify your e-mail address',
+            text: `Open this link to verify your e-mail address: ${link}\nIt expires at ${expiresAt.toISOString()}.`,
+            html: `<p><a href="${link}">Verify your e-mail address</a></p><p>The link expires at ${expiresAt.toISOString()}.</p>`,
+          })
+        ).messageId;
+      } catch (error) {
+        sendFailure(error);
+      }
+      await recordOtpSend(db, {
+        organizationId: input.organizationId,
+        userId: row.user_id,
+        purpose: 'EMAIL_VERIFICATION',
+        referenceId: input.verificationId,
+        channel: 'EMAIL',
+        destination: row.email,
+        providerMessageId: messageId,
+        sentAt,
+      });
+      return { digest, sentAtMs: sentAt.getTime() };
+    },
+
+    async markEmailVerified(input: { organizationId: string; verificationId: string }) {
+      await markEmailVerified(db, input.organizationId, input.verificationId, clock.now());
+    },
+
+    async endEmailVerification(input: {
+      organizationId: string;
+      verificationId: string;
+      status: 'EXPIRED' | 'FAILED';
+      reason?: string;
+    }) {
+      await endEmailVerification(db, input.organizationId, input.verificationId, {
+        status: input.status,
+        reason: input.reason,
+        at: clock.now(),
+      });
+    },
+
+    async recordPhoneChange(input: {
+      organizationId: string;
+      changeId: string;
+      status: 'AWAITING_AUTHORIZATION' | 'AWAITING_CONFIRMATION' | 'PROCESSING' | 'REJECTED';
+      reason?: string;
+    }) {
+      const at = clock.now();
+      await recordPhoneChangeStatus(
+        db,
+        input.organizationId,
+        input.changeId,
+        input.status === 'REJECTED'
+          ? { status: 'REJECTED', at, reason: input.reason ?? 'REJECTED' }
+          : { status: input.status, at },
+      );
+    },
+
+    /** Asks the bank to change the number (our change id is its reference). */
+    async changeNumberAtBank(input: { organizationId: string; changeId: string }): Promise<BankDecision> {
+      const row = await db('phone_changes as c')
+        .join('accounts as a', 'a.id', 'c.account_id')
+        .where({ 'c.organization_id': input.organizationId, 'c.id': input.changeId })
+        .first('c.new_phone_number', 'a.bank_customer_id');
+      if (!row?.bank_customer_id) return { status: 'REFUSED', code: 'CUSTOMER_NOT_FOUND' };
+      const ids = { reference: input.changeId, bankCustomerId: row.bank_customer_id as string };
+      return changeDecision(async () => {
+        try {
+          return await bank().changeMobileNumber({ ...ids, newMobileNumber: row.new_phone_number });
+        } catch (error) {
+          if (!(error instanceof BankError) || !error.details.indeterminate) throw error;
+          return bank().mobileNumberChangeStatus(ids);
+        }
+      });
+    },
+
+    async numberChangeStatus(input: { organizationId: string; changeId: string }): Promise<BankDecision> {
+      const account = await db('phone_changes as c')
+        .join('accounts as a', 'a.id', 'c.account_id')
+        .where({ 'c.organization_id': input.organizationId, 'c.id': input.changeId })
+        .first('a.bank_customer_id');
+      if (!account?.bank_customer_id) return { status: 'REFUSED', code: 'CUSTOMER_NOT_FOUND' };
+      return changeDecision(() =>
+        bank().mobileNumberChangeStatus({ reference: input.changeId, bankCustomerId: account.bank_customer_id }),
+      );
+    },
+
+    async completePhoneChange(input: { organizationId: string; changeId: string }) {
+      return completePhoneChange(db, input.organizationId, input.changeId, clock.now());
+    },
+  };
+}

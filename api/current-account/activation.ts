@@ -1,0 +1,222 @@
+import type { Context } from 'koa';
+import { z } from 'zod';
+import { provisionedSubject } from '../../activities/current-account/onboarding';
+import {
+  type ActivationRow,
+  createActivation,
+  dropInitializingActivation,
+  findActivation,
+  findCurrentAccount,
+  findLatestActivation,
+} from '../../db/current-account/activations';
+import { findUser } from '../../db/kyc/subjects';
+import { otpDigest } from '../../activities/current-account/codes';
+import { ErrorCode, ServiceError } from '../../domain/errors';
+import type { AppDeps } from '../deps';
+import { type AnyRoute, defineRoute } from '../route';
+import { answerOf, iso, OTP_ERRORS, OtpBody, requireSelfService, SELF, self, withinSendLimits } from './common';
+import type { SelfServiceWorkflows } from './workflows';
+
+export const Activation = z
+  .object({
+    id: z.uuid(),
+    status: z.enum(['INITIALIZING', 'AWAITING_OTP', 'ONBOARDING', 'COMPLETED', 'REJECTED']).meta({
+      description: 'INITIALIZING → AWAITING_OTP → ONBOARDING → COMPLETED, or REJECTED (see rejection_reason)',
+    }),
+    created_at: z.iso.datetime(),
+    otp_confirmed_at: z.iso.datetime().nullable(),
+    completed_at: z.iso.datetime().nullable(),
+    rejection_reason: z
+      .string()
+      .nullable()
+      .meta({
+        description:
+          'Set when REJECTED: OTP_ATTEMPTS_EXHAUSTED, EXPIRED (the code was not confirmed in time), OTP_NOT_SENT, ' +
+          'SUBJECT_NOT_PROVISIONED, BANK_<the bank’s refusal: DUPLICATE_CUSTOMER, ID_MISMATCH, INVALID_DOCUMENT, UNDERAGE, ' +
+          'VALIDATION_ERROR>, BANK_NO_DECISION, BANK_UNAVAILABLE',
+      }),
+    current_verification: z
+      .object({ channel: z.enum(['SMS']).meta({ description: 'Where the code went: SMS to the user’s mobile' }) })
+      .nullable(),
+    resource_id: z.string().meta({ description: 'act_<32 hex digits>' }),
+    rejected_at: z.iso.datetime().nullable().meta({ description: 'Extension: when it was REJECTED' }),
+  })
+  .meta({ id: 'CurrentAccountActivation' });
+
+const view = (row: ActivationRow): z.infer<typeof Activation> => ({
+  id: row.id,
+  status: row.status,
+  created_at: iso(row.created_at)!,
+  otp_confirmed_at: iso(row.otp_confirmed_at),
+  completed_at: iso(row.completed_at),
+  rejection_reason: row.rejection_reason,
+  current_verification: row.status === 'INITIALIZING' ? null : { channel: row.channel as 'SMS' },
+  resource_id: `act_${row.id.replace(/-/g, '')}`,
+  rejected_at: iso(row.rejected_at),
+});
+
+const NO_ACTIVATION = 'the caller has no current account, or never started an activation';
+const TAG = ['current account'];
+const SUCCESSOR = '/v1/user/accounts/current/activation/otp/confirm';
+
+/**
+ * Current-account activation (spec 4.7): start (extension), the caller's most recent activation,
+ * the code's confirmation (its successor path and the deprecated one) and resend (extension).
+ * The activation's run owns the code; this module sends it the digest of what was typed.
+ */
+export function activationRoutes(deps: AppDeps, workflows: SelfServiceWorkflows): AnyRoute[] {
+  const { db, clock, config } = deps;
+
+  async function latest(ctx: Context): Promise<ActivationRow> {
+    const { organizationId, userId } = self(ctx);
+    const account = await findCurrentAccount(db, organizationId, userId);
+    const row = account ? await findLatestActivation(db, organizationId, userId) : undefined;
+    if (!row) throw new ServiceError(ErrorCode.NOT_FOUND, 'No current-account activation');
+    return row;
+  }
+  async function reread(ctx: Context, id: string) {
+    const { organizationId, userId } = self(ctx);
+    ctx.body = view((await findActivation(db, organizationId, userId, id))!);
+  }
+  async function confirm(ctx: Context, row: ActivationRow, code: string) {
+    const secret = requireSelfService(deps, ['sms', 'bank']);
+    answerOf(await workflows.confirmActivation(row.id, otpDigest(secret, 'ACTIVATION', row.id, code)));
+    await reread(ctx, row.id);
+  }
+
+  const confirmRoute = {
+    method: 'post' as const,
+    tags: TAG,
+    auth: SELF,
+    request: { body: OtpBody },
+    responses: { 200: { description: 'The activation, ONBOARDING or beyond', schema: Activation } },
+    errors: { ...OTP_ERRORS, NOT_FOUND: NO_ACTIVATION },
+  };
+
+  return [
+    defineRoute({
+      method: 'post',
+      path: '/v1/user/accounts/current/activation',
+      operationId: 'startCurrentAccountActivation',
+      summary: 'Start activating the caller’s current account (extension)',
+      description:
+        'Sends a code by SMS to the caller’s mobile and answers the activation, INITIALIZING (201). While one is open ' +
+        '(INITIALIZING, AWAITING_OTP, ONBOARDING) it is answered instead (200). Needs a current account that is not active ' +
+        'yet and a provisioned KYC subject: an APPROVED KYC verification with a full name, date of birth, an ID card, alien ' +
+        'card or passport with its number, and its images (404 otherwise, as spec 7 says for no provisioned subject).',
+      extension: true,
+      tags: TAG,
+      auth: SELF,
+      responses: {
+        201: { description: 'Started', schema: Activation },
+        200: { description: 'The open activation', schema: Activation },
+      },
+      errors: {
+        NOT_FOUND: 'no current account, or no provisioned KYC subject',
+        BAD_REQUEST: 'the current account is already active, or the caller has no mobile number',
+        TOO_MANY_REQUESTS: 'too many codes sent to the caller or the number in the last hour (Retry-After)',
+        SERVICE_UNAVAILABLE: 'self-service is not configured',
+      },
+      async handler(ctx) {
+        requireSelfService(deps, ['sms', 'bank']);
+        const ids = self(ctx);
+        const account = await findCurrentAccount(db, ids.organizationId, ids.userId);
+        if (!account) throw new ServiceError(ErrorCode.NOT_FOUND, 'No current account');
+        const open = await findLatestActivation(db, ids.organizationId, ids.userId);
+        if (open && ['INITIALIZING', 'AWAITING_OTP', 'ONBOARDING'].includes(open.status)) {
+          ctx.body = view(open);
+          return;
+        }
+        if (account.status !== 'PENDING_ACTIVATION')
+          throw new ServiceError(ErrorCode.BAD_REQUEST, 'The current account is already active');
+        const subject = await provisionedSubject(db, ids.organizationId, ids.userId);
+        if ('missing' in subject)
+          throw new ServiceError(ErrorCode.NOT_FOUND, `No provisioned KYC subject (${subject.missing} missing)`);
+        const user = await findUser(db, ids.organizationId, ids.userId);
+        if (!user?.phone_number) throw new ServiceError(ErrorCode.BAD_REQUEST, 'The caller has no mobile number');
+        const now = clock.now();
+        await withinSendLimits(db, config, ids, [user.phone_number], now);
+        const { row, created } = await createActivation(db, ids.organizationId, ids.userId, account.id, now);
+        if (created) {
+          try {
+            await workflows.startActivation({ activationId: row.id, ...ids });
+          } catch (error) {
+            await dropInitializingActivation(db, ids.organizationId, row.id);
+            throw error;
+          }
+        }
+        ctx.status = created ? 201 : 200;
+        ctx.body = view(row);
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/v1/user/accounts/current/activation',
+      operationId: 'getCurrentAccountActivation',
+      summary: 'The caller’s most recent current-account activation, in any state',
+      description: 'To resume the OTP step, or read the outcome, without the activation id.',
+      tags: TAG,
+      auth: SELF,
+      responses: { 200: { description: 'The activation', schema: Activation } },
+      errors: { NOT_FOUND: NO_ACTIVATION },
+      async handler(ctx) {
+        ctx.body = view(await latest(ctx));
+      },
+    }),
+    defineRoute({
+      ...confirmRoute,
+      path: SUCCESSOR,
+      operationId: 'confirmCurrentAccountActivationOtp',
+      summary: 'Confirm the activation code (extension; the successor of the deprecated confirm path)',
+      description:
+        'Confirms the code of the caller’s most recent activation. A wrong code is 400 with the attempts left; the last ' +
+        'wrong one rejects the activation (REJECTED, OTP_ATTEMPTS_EXHAUSTED); an expired code is 400 (resend for another).',
+      extension: true,
+      async handler(ctx, { body }) {
+        await confirm(ctx, await latest(ctx), body.otp_code);
+      },
+    }),
+    defineRoute({
+      ...confirmRoute,
+      path: '/v1/me/current-account/activations/{activationId}/otp/confirm',
+      operationId: 'confirmCurrentAccountActivationOtpDeprecated',
+      summary: `Confirm the activation code (deprecated: use POST ${SUCCESSOR})`,
+      deprecated: true,
+      deprecation: { successor: SUCCESSOR },
+      request: { params: z.object({ activationId: z.uuid() }), body: OtpBody },
+      async handler(ctx, { params, body }) {
+        const { organizationId, userId } = self(ctx);
+        const row = await findActivation(db, organizationId, userId, params.activationId);
+        if (!row) throw new ServiceError(ErrorCode.NOT_FOUND, 'No such activation');
+        await confirm(ctx, row, body.otp_code);
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/v1/user/accounts/current/activation/otp/resend',
+      operationId: 'resendCurrentAccountActivationOtp',
+      summary: 'Send another activation code (extension)',
+      description:
+        'A new code replaces the previous one (with a fresh count of attempts). Refused within the cool-down after the last ' +
+        'code, and beyond the hourly limits per user and per number: 429 with Retry-After.',
+      extension: true,
+      tags: TAG,
+      auth: SELF,
+      responses: { 200: { description: 'The activation, AWAITING_OTP', schema: Activation } },
+      errors: {
+        NOT_FOUND: NO_ACTIVATION,
+        BAD_REQUEST: 'the activation is not awaiting a code',
+        TOO_MANY_REQUESTS: 'within the cool-down, or beyond the hourly limits (Retry-After)',
+      },
+      async handler(ctx) {
+        requireSelfService(deps, ['sms', 'bank']);
+        const row = await latest(ctx);
+        const ids = self(ctx);
+        const user = await findUser(db, ids.organizationId, ids.userId);
+        await withinSendLimits(db, config, ids, user?.phone_number ? [user.phone_number] : [], clock.now());
+        answerOf(await workflows.resendActivationCode(row.id));
+        await reread(ctx, row.id);
+      },
+    }),
+  ];
+}

@@ -1,0 +1,114 @@
+import { allHandlersFinished, ApplicationFailure, condition, setHandler } from '@temporalio/workflow';
+import { type ActivationInput, confirmOtpUpdate, OtpRefusal, resendOtpUpdate, selfServiceStateQuery } from './messages';
+import { OtpChallenge } from './otp-challenge';
+import { bankDecision, bankSteps, failureType, record, send } from './steps';
+
+type Status = 'INITIALIZING' | 'AWAITING_OTP' | 'ONBOARDING' | 'COMPLETED' | 'REJECTED';
+
+const notAwaited = (status: string) =>
+  ApplicationFailure.create({
+    type: OtpRefusal.NOT_AWAITED,
+    message: `The activation is ${status}`,
+    nonRetryable: true,
+  });
+
+/**
+ * A current-account activation (`account-activation/<id>`): a code by SMS to the user's mobile,
+ * confirmed through the confirmOtp Update (its validator refuses a malformed or expired code at
+ * once, leaving no trace; its handler counts a wrong one and rejects the activation when the
+ * attempts are used up), resent on request after a cool-down; then the bank opens the account
+ * with the user's KYC subject, and the current account is ACTIVE (COMPLETED). Every end is
+ * recorded on the activation's row, which the API reads. Rejection reasons: OTP_ATTEMPTS_EXHAUSTED,
+ * EXPIRED, OTP_NOT_SENT, BANK_<the bank's refusal code>, BANK_NO_DECISION, BANK_UNAVAILABLE.
+ */
+export async function accountActivation(input: ActivationInput): Promise<{ status: Status; reason?: string }> {
+  const ref = { organizationId: input.organizationId, activationId: input.activationId };
+  const code = new OtpChallenge(input.otp);
+  let status: Status = 'INITIALIZING';
+  let rejection: string | undefined;
+
+  setHandler(selfServiceStateQuery, () => ({ status, attempts: code.attempts, expiresAtMs: code.expiresAt }));
+  setHandler(
+    confirmOtpUpdate,
+    async ({ digest }) => {
+      const answer = code.submit(digest);
+      if (answer.outcome === 'ACCEPTED') {
+        status = 'ONBOARDING';
+        await record.recordActivation({ ...ref, status: 'ONBOARDING' });
+      } else if (answer.outcome === 'LOCKED') {
+        status = 'REJECTED';
+        rejection = 'OTP_ATTEMPTS_EXHAUSTED';
+        await record.recordActivation({ ...ref, status: 'REJECTED', reason: rejection });
+      }
+      return answer;
+    },
+    {
+      validator: ({ digest }) => {
+        if (status !== 'AWAITING_OTP') throw notAwaited(status);
+        const refusal = code.refusal(digest, Date.now());
+        if (refusal) throw refusal;
+      },
+    },
+  );
+  setHandler(
+    resendOtpUpdate,
+    () =>
+      code.resend(async () => {
+        const sent = await send.sendOtp({
+          organizationId: ref.organizationId,
+          purpose: 'ACTIVATION',
+          referenceId: ref.activationId,
+        });
+        code.issued(sent);
+        await record.recordActivation({ ...ref, status: 'AWAITING_OTP' });
+        return { sentAtMs: sent.sentAtMs };
+      }),
+    {
+      validator: () => {
+        if (status !== 'AWAITING_OTP') throw notAwaited(status);
+        const refusal = code.resendRefusal(Date.now());
+        if (refusal) throw refusal;
+      },
+    },
+  );
+
+  const reject = async (reason: string) => {
+    status = 'REJECTED';
+    rejection = reason;
+    code.close();
+    await record.recordActivation({ ...ref, status: 'REJECTED', reason });
+    return { status, reason };
+  };
+
+  try {
+    code.issued(
+      await send.sendOtp({ organizationId: ref.organizationId, purpose: 'ACTIVATION', referenceId: ref.activationId }),
+    );
+  } catch (error) {
+    failureType(error); // refused for good, or out of retries: either way no code went out
+    return reject('OTP_NOT_SENT');
+  }
+  status = 'AWAITING_OTP';
+  await record.recordActivation({ ...ref, status: 'AWAITING_OTP' });
+
+  // The code confirmed (or the attempts used up) before the activation's deadline; each handler's
+  // own write done before the run moves on, so the row never goes backwards.
+  const decided = await condition(() => status !== 'AWAITING_OTP', input.ttlMs);
+  await condition(allHandlersFinished);
+  if (!decided) return reject('EXPIRED');
+  if ((status as Status) === 'REJECTED') return { status, reason: rejection };
+
+  const bank = bankSteps(input.bank);
+  const decision = await bankDecision(
+    input.bank,
+    () => bank.onboardAtBank(ref),
+    () => bank.onboardingStatus(ref),
+  );
+  if (decision.status === 'DONE' && decision.customerId) {
+    await record.completeActivation({ ...ref, customerId: decision.customerId, accountNumber: decision.accountNumber });
+    status = 'COMPLETED';
+    return { status };
+  }
+  if (decision.status === 'REFUSED') return reject(`BANK_${decision.code}`);
+  return reject(`BANK_${decision.status === 'UNAVAILABLE' ? 'UNAVAILABLE' : 'NO_DECISION'}`);
+}

@@ -1,0 +1,65 @@
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  proxyActivities,
+  proxyLocalActivities,
+  sleep,
+} from '@temporalio/workflow';
+import type { CurrentAccountActivities } from '../../activities';
+import type { BankDecision } from '../../activities/current-account';
+import type { BankPolling } from './messages';
+
+/**
+ * What the self-service workflows share: their steps, and the bank's decision awaited.
+ *
+ * Projection writes are local activities (short database writes, safe to rerun). Codes, links and
+ * bank calls are activities with retries: a provider's hiccup costs a retry, not the run.
+ */
+export const record = proxyLocalActivities<CurrentAccountActivities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { maximumInterval: '30 seconds' },
+});
+
+/** Sending a code or a link: a few tries (a user waits for it); a refused destination is final (NOT_SENT). */
+export const send = proxyActivities<CurrentAccountActivities>({
+  startToCloseTimeout: '1 minute',
+  retry: { initialInterval: '1 second', maximumInterval: '10 seconds', maximumAttempts: 5 },
+});
+
+/** The bank's steps, retried until the run's bank deadline. */
+export const bankSteps = (polling: BankPolling) =>
+  proxyActivities<CurrentAccountActivities>({
+    startToCloseTimeout: '1 minute',
+    scheduleToCloseTimeout: polling.deadlineMs,
+    retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
+  });
+
+/** Why a step that failed for good failed: its failure type, or UNAVAILABLE when it ran out of retries. */
+export function failureType(error: unknown): string {
+  if (!(error instanceof ActivityFailure)) throw error;
+  return error.cause instanceof ApplicationFailure && error.cause.type ? error.cause.type : 'UNAVAILABLE';
+}
+
+/**
+ * The bank's decision on a submission, asking about a PENDING one every interval until the
+ * deadline: DONE, REFUSED, or NO_DECISION; UNAVAILABLE when the bank could not be reached in time.
+ */
+export async function bankDecision(
+  polling: BankPolling,
+  submit: () => Promise<BankDecision>,
+  read: () => Promise<BankDecision>,
+): Promise<BankDecision | { status: 'NO_DECISION' | 'UNAVAILABLE' }> {
+  const deadline = Date.now() + polling.deadlineMs;
+  try {
+    let decision = await submit();
+    while (decision.status === 'PENDING') {
+      if (Date.now() + polling.intervalMs > deadline) return { status: 'NO_DECISION' };
+      await sleep(polling.intervalMs);
+      decision = await read();
+    }
+    return decision;
+  } catch (error) {
+    failureType(error);
+    return { status: 'UNAVAILABLE' };
+  }
+}

@@ -26,12 +26,14 @@ export async function accountActivation(input: ActivationInput): Promise<{ statu
   const code = new OtpChallenge(input.otp);
   let status: Status = 'INITIALIZING';
   let rejection: string | undefined;
+  const sendCode = () =>
+    send.sendOtp({ organizationId: ref.organizationId, purpose: 'ACTIVATION', referenceId: ref.activationId });
 
   setHandler(selfServiceStateQuery, () => ({ status, attempts: code.attempts, expiresAtMs: code.expiresAt }));
   setHandler(
     confirmOtpUpdate,
     async ({ digest }) => {
-      const answer = code.submit(digest);
+      const answer = await code.submit(digest);
       if (answer.outcome === 'ACCEPTED') {
         status = 'ONBOARDING';
         await record.recordActivation({ ...ref, status: 'ONBOARDING' });
@@ -53,13 +55,7 @@ export async function accountActivation(input: ActivationInput): Promise<{ statu
   setHandler(
     resendOtpUpdate,
     () =>
-      code.resend(async () => {
-        const sent = await send.sendOtp({
-          organizationId: ref.organizationId,
-          purpose: 'ACTIVATION',
-          referenceId: ref.activationId,
-        });
-        code.issued(sent);
+      code.send(sendCode).then(async (sent) => {
         await record.recordActivation({ ...ref, status: 'AWAITING_OTP' });
         return { sentAtMs: sent.sentAtMs };
       }),
@@ -80,15 +76,14 @@ export async function accountActivation(input: ActivationInput): Promise<{ statu
     return { status, reason };
   };
 
+  // Awaiting from the moment the code is on its way: it may reach the user before the step's result reaches the run.
+  status = 'AWAITING_OTP';
   try {
-    code.issued(
-      await send.sendOtp({ organizationId: ref.organizationId, purpose: 'ACTIVATION', referenceId: ref.activationId }),
-    );
+    await code.send(sendCode);
   } catch (error) {
     failureType(error); // refused for good, or out of retries: either way no code went out
     return reject('OTP_NOT_SENT');
   }
-  status = 'AWAITING_OTP';
   await record.recordActivation({ ...ref, status: 'AWAITING_OTP' });
 
   // The code confirmed (or the attempts used up) before the activation's deadline; each handler's

@@ -22,7 +22,7 @@ export async function emailVerification(input: EmailVerificationInput): Promise<
   setHandler(
     confirmEmailUpdate,
     async ({ digest }) => {
-      const answer = link.submit(digest);
+      const answer = await link.submit(digest);
       if (answer.outcome === 'ACCEPTED') {
         status = 'VERIFIED';
         await record.markEmailVerified(ref);
@@ -46,14 +46,15 @@ export async function emailVerification(input: EmailVerificationInput): Promise<
     },
   );
 
+  status = 'SENT'; // from the moment the link is on its way (it may be used before the step's result arrives)
   try {
-    link.issued(await send.sendVerificationLink({ ...ref, ttlMs: input.ttlMs }));
+    await link.send(() => send.sendVerificationLink({ ...ref, ttlMs: input.ttlMs }));
   } catch (error) {
     failureType(error);
+    status = 'FAILED';
     await record.endEmailVerification({ ...ref, status: 'FAILED', reason: 'EMAIL_NOT_SENT' });
-    return { status: 'FAILED' };
+    return { status };
   }
-  status = 'SENT';
   const used = await condition(() => status !== 'SENT', input.ttlMs);
   await condition(allHandlersFinished);
   if (!used) {

@@ -1,4 +1,4 @@
-import { ApplicationFailure } from '@temporalio/workflow';
+import { ApplicationFailure, condition } from '@temporalio/workflow';
 import { type OtpAnswer, type OtpLimits, OtpRefusal } from './messages';
 
 const DIGEST = /^[0-9a-f]{64}$/;
@@ -17,24 +17,34 @@ const refuse = (type: string, message: string, details?: unknown) =>
 /**
  * One code a run waits for: its digest, lifetime, attempts and resend cool-down. Deterministic
  * (workflow time only); the run keeps it, so the code's state is in its history and survives
- * any worker. Used by the validators (refusal, resendRefusal: no state changes, a refused
- * submission leaves no trace) and the handlers (submit, issued).
+ * any worker. The validators ask `refusal` and `resendRefusal` (no state changes: a refused
+ * submission leaves no trace); the handlers `submit`; the run sends codes through `send`.
+ *
+ * A code can reach the user before its sending step's result reaches the run: a submission
+ * arriving while a code is being sent waits for it in the handler, then is judged against it.
  */
 export class OtpChallenge {
   private digest: string | undefined;
   private sentAtMs = Number.NEGATIVE_INFINITY;
   private expiresAtMs = 0;
-  private resending = false;
+  private sending = 0;
   attempts = 0;
 
   constructor(private readonly limits: OtpLimits) {}
 
-  /** A code was sent: it replaces the previous one, with a fresh count of attempts. */
-  issued(sent: { digest: string; sentAtMs: number }): void {
-    this.digest = sent.digest;
-    this.sentAtMs = sent.sentAtMs;
-    this.expiresAtMs = sent.sentAtMs + this.limits.ttlMs;
-    this.attempts = 0;
+  /** Sends a code: it replaces the previous one, with a fresh count of attempts. */
+  async send<T extends { digest: string; sentAtMs: number }>(sending: () => Promise<T>): Promise<T> {
+    this.sending += 1;
+    try {
+      const sent = await sending();
+      this.digest = sent.digest;
+      this.sentAtMs = sent.sentAtMs;
+      this.expiresAtMs = sent.sentAtMs + this.limits.ttlMs;
+      this.attempts = 0;
+      return sent;
+    } finally {
+      this.sending -= 1;
+    }
   }
 
   /** No code can be used any more (accepted, locked, or the run moved on). */
@@ -49,13 +59,19 @@ export class OtpChallenge {
   /** Why a submission is refused before it is looked at (an Update validator throws it). */
   refusal(digest: unknown, nowMs: number): ApplicationFailure | undefined {
     if (typeof digest !== 'string' || !DIGEST.test(digest)) return refuse(OtpRefusal.MALFORMED, 'Not a code digest');
+    if (this.sending > 0) return undefined; // judged once the code being sent is known
     if (this.digest === undefined) return refuse(OtpRefusal.NOT_AWAITED, 'No code is awaited');
     if (nowMs >= this.expiresAtMs) return refuse(OtpRefusal.EXPIRED, 'The code has expired: ask for a new one');
     return undefined;
   }
 
   /** A submission the validator let through: accepted (single use), or a wrong one counted. */
-  submit(digest: string): OtpAnswer {
+  async submit(digest: string): Promise<OtpAnswer> {
+    if (this.sending > 0) {
+      await condition(() => this.sending === 0);
+      const refusal = this.refusal(digest, Date.now());
+      if (refusal) throw refusal;
+    }
     if (this.digest !== undefined && sameDigest(digest, this.digest)) {
       this.close();
       return { outcome: 'ACCEPTED' };
@@ -67,20 +83,12 @@ export class OtpChallenge {
     return { outcome: 'LOCKED' };
   }
 
-  /** Why a resend is refused now: nothing awaited, one already on its way, or within the cool-down. */
+  /** Why a resend is refused now: nothing sent yet, one on its way, or within the cool-down. */
   resendRefusal(nowMs: number): ApplicationFailure | undefined {
-    if (this.digest === undefined && this.sentAtMs === Number.NEGATIVE_INFINITY)
+    if (this.sentAtMs === Number.NEGATIVE_INFINITY && this.sending === 0)
       return refuse(OtpRefusal.NOT_AWAITED, 'No code has been sent yet');
-    const retryAfterMs = Math.max(this.sentAtMs + this.limits.resendCooldownMs - nowMs, this.resending ? 1_000 : 0);
+    const retryAfterMs = Math.max(this.sentAtMs + this.limits.resendCooldownMs - nowMs, this.sending > 0 ? 1_000 : 0);
     if (retryAfterMs > 0) return refuse(OtpRefusal.COOLDOWN, 'A code was sent moments ago', { retryAfterMs });
     return undefined;
-  }
-
-  /** Marks a resend under way, so a second one in the same moment is refused. */
-  resend<T>(send: () => Promise<T>): Promise<T> {
-    this.resending = true;
-    return send().finally(() => {
-      this.resending = false;
-    });
   }
 }

@@ -33,7 +33,7 @@ export async function phoneChange(input: PhoneChangeInput): Promise<{ status: St
 
   const submitted = (awaiting: Status, next: 'AWAITING_CONFIRMATION' | 'PROCESSING') => ({
     handler: async ({ digest }: { digest: string }) => {
-      const answer = code.submit(digest);
+      const answer = await code.submit(digest);
       if (answer.outcome === 'ACCEPTED') {
         // Recorded before the answer (authorized_at, confirmed_at): the caller reads the new state.
         status = next;
@@ -72,14 +72,15 @@ export async function phoneChange(input: PhoneChangeInput): Promise<{ status: St
 
   /** Sends the step's code and waits for it: false when the change ended meanwhile (rejected). */
   async function proof(purpose: OtpPurpose, awaiting: 'AWAITING_AUTHORIZATION' | 'AWAITING_CONFIRMATION') {
+    // Awaiting from the moment the code is on its way: it may reach the user before the step's result reaches the run.
+    status = awaiting;
     try {
-      code.issued(await send.sendOtp({ organizationId: ref.organizationId, purpose, referenceId: ref.changeId }));
+      await code.send(() => send.sendOtp({ organizationId: ref.organizationId, purpose, referenceId: ref.changeId }));
     } catch (error) {
       failureType(error);
       await reject('OTP_NOT_SENT');
       return false;
     }
-    status = awaiting;
     await record.recordPhoneChange({ ...ref, status: awaiting });
     const done = await condition(() => status !== awaiting, input.stepTtlMs);
     await condition(allHandlersFinished);

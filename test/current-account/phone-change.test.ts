@@ -1,0 +1,215 @@
+import { strict as assert } from 'node:assert';
+import { randomInt } from 'node:crypto';
+import { workflowIds } from '../../workflows/ids';
+import { activatedCustomer, bankControl, codeEmailedTo, codeSentTo, textsTo, wrong } from '../support/current-account';
+import { harness } from '../support/harness';
+import { recordHistory } from '../support/histories';
+import { call } from '../support/http';
+import { newCustomer, until } from '../support/money';
+
+type Headers = Record<string, string>;
+const request = (headers: Headers, body: Record<string, unknown>) =>
+  call('POST', '/v1/user/accounts/current/phone/changes', { headers, json: body });
+const read = (headers: Headers, id: string) =>
+  call('GET', `/v1/user/accounts/current/phone/changes/${id}`, { headers });
+const step = (headers: Headers, id: string, which: 'authorize' | 'confirm', otp_code: string) =>
+  call('POST', `/v1/user/accounts/current/phone/changes/${id}/${which}`, { headers, json: { otp_code } });
+
+/** A Kenyan mobile nobody holds: its national digits and its E.164 form. */
+function freshNumber() {
+  const national = `7${String(randomInt(0, 100_000_000)).padStart(8, '0')}`;
+  return { national, e164: `+254${national}` };
+}
+const phoneOf = async (userId: string) =>
+  (await harness().db('users').where({ id: userId }).first('phone_number')).phone_number as string;
+const changeWhen = (headers: Headers, id: string, status: string, timeoutMs = 20_000) =>
+  until(
+    `change ${status}`,
+    async () => {
+      const reply = await read(headers, id);
+      return reply.body.status === status ? reply.body : undefined;
+    },
+    timeoutMs,
+  );
+
+describe('spec 4.7: mobile-number change (phone-change/<id>): the owner authorizes, the new number proves itself, the bank changes it', () => {
+  afterEach(() => bankControl('/mode', 'PATCH', { mobileChange: 'approve', decisionDelayMs: 100 }));
+
+  it('OLD_MOBILE: authorized by a code to the old mobile, confirmed by a code to the new one; the phone changes only at completion, with the bank’s confirmation', async function () {
+    this.timeout(60_000);
+    const customer = await activatedCustomer();
+    const number = freshNumber();
+    const created = await request(customer.headers, {
+      new_mobile_country_code: '254',
+      new_mobile_number: `0${number.national}`,
+      authorization_channel: 'OLD_MOBILE',
+    });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    assert.equal(created.body.status, 'INITIALIZING');
+    assert.equal(created.body.authorization_channel, 'OLD_MOBILE');
+    assert.match(created.body.resource_id, /^mnc_[0-9a-f]{32}$/);
+    const id = created.body.id as string;
+    assert.ok(created.body.authorize_url.endsWith(`/phone/changes/${id}/authorize`));
+    assert.ok(created.body.confirm_url.endsWith(`/phone/changes/${id}/confirm`));
+
+    // The activation's code was the first text to the old mobile; the authorization code is the second.
+    const authorization = await codeSentTo(customer.phone, 2);
+    await changeWhen(customer.headers, id, 'AWAITING_AUTHORIZATION');
+    const early = await step(customer.headers, id, 'confirm', authorization);
+    assert.equal(early.status, 400, 'the new number cannot be confirmed before the owner authorized');
+    const authorized = await step(customer.headers, id, 'authorize', authorization);
+    assert.equal(authorized.status, 200, JSON.stringify(authorized.body));
+    assert.equal(authorized.body.status, 'AWAITING_CONFIRMATION');
+    assert.ok(authorized.body.authorized_at);
+
+    await bankControl('/mode', 'PATCH', {
+      mobileChange: 'pending',
+      decisionDelayMs: 1_500,
+      pendingDecision: 'approve',
+    });
+    const confirmation = await codeSentTo(number.e164);
+    assert.equal(await phoneOf(customer.user.id), customer.phone, 'unchanged before completion');
+    const confirmed = await step(customer.headers, id, 'confirm', confirmation);
+    assert.equal(confirmed.status, 200, JSON.stringify(confirmed.body));
+    assert.equal(confirmed.body.status, 'PROCESSING');
+    assert.equal(await phoneOf(customer.user.id), customer.phone, 'unchanged while the bank decides');
+    const done = await changeWhen(customer.headers, id, 'COMPLETED');
+    assert.ok(done.completed_at);
+    assert.equal(await phoneOf(customer.user.id), number.e164);
+    const changes =
+      await bankControl<{ partnerReference: string; newMobileNumber: string; status: string }[]>(
+        '/mobile-number-changes',
+      );
+    const atBank = changes.filter((c) => c.partnerReference === id);
+    assert.equal(atBank.length, 1);
+    assert.equal(atBank[0]!.newMobileNumber, number.e164);
+    await recordHistory(workflowIds.phoneChange(id), 'phoneChange-completed');
+  });
+
+  it('EMAIL: refused while the e-mail is unverified; once verified, the owner’s code goes by e-mail', async function () {
+    this.timeout(60_000);
+    const customer = await activatedCustomer();
+    const number = freshNumber();
+    const body = { new_mobile_country_code: '254', new_mobile_number: number.national, authorization_channel: 'EMAIL' };
+    const refused = await request(customer.headers, body);
+    assert.equal(refused.status, 400);
+    assert.match(refused.body.description, /Verify your e-mail/);
+    await harness().db('users').where({ id: customer.user.id }).update({ email_verified_at: new Date() });
+    const created = await request(customer.headers, body);
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const id = created.body.id as string;
+    const authorization = await codeEmailedTo(customer.user.email);
+    assert.equal((await textsTo(customer.phone)).length, 1, 'only the activation code went to the old mobile');
+    assert.equal((await step(customer.headers, id, 'authorize', authorization)).status, 200);
+    assert.equal((await step(customer.headers, id, 'confirm', await codeSentTo(number.e164))).status, 200);
+    await changeWhen(customer.headers, id, 'COMPLETED');
+    assert.equal(await phoneOf(customer.user.id), number.e164);
+  });
+
+  it('a number another user holds is refused (400); one the bank finds taken ends REJECTED (NUMBER_TAKEN), the phone unchanged', async function () {
+    this.timeout(60_000);
+    const [customer, holder] = await Promise.all([activatedCustomer(), newCustomer(0)]);
+    const taken = await request(customer.headers, {
+      new_mobile_country_code: '254',
+      new_mobile_number: holder.phone.slice(4),
+      authorization_channel: 'OLD_MOBILE',
+    });
+    assert.equal(taken.status, 400);
+    assert.match(taken.body.description, /held by another user/);
+
+    await bankControl('/mode', 'PATCH', { mobileChange: 'reject' });
+    const number = freshNumber();
+    const id = (
+      await request(customer.headers, {
+        new_mobile_country_code: '254',
+        new_mobile_number: number.national,
+        authorization_channel: 'OLD_MOBILE',
+      })
+    ).body.id as string;
+    assert.equal((await step(customer.headers, id, 'authorize', await codeSentTo(customer.phone, 2))).status, 200);
+    assert.equal((await step(customer.headers, id, 'confirm', await codeSentTo(number.e164))).status, 200);
+    const rejected = await changeWhen(customer.headers, id, 'REJECTED');
+    assert.equal(rejected.rejection_reason, 'NUMBER_TAKEN');
+    assert.equal(await phoneOf(customer.user.id), customer.phone);
+  });
+
+  it('each step has attempts: the last wrong authorization code rejects the change (OTP_ATTEMPTS_EXHAUSTED)', async function () {
+    this.timeout(60_000);
+    const customer = await activatedCustomer();
+    const number = freshNumber();
+    const id = (
+      await request(customer.headers, {
+        new_mobile_country_code: '254',
+        new_mobile_number: number.national,
+        authorization_channel: 'OLD_MOBILE',
+      })
+    ).body.id as string;
+    const code = await codeSentTo(customer.phone, 2);
+    await changeWhen(customer.headers, id, 'AWAITING_AUTHORIZATION');
+    const max = harness().config.OTP_MAX_ATTEMPTS;
+    for (let left = max - 1; left > 0; left -= 1)
+      assert.match(
+        (await step(customer.headers, id, 'authorize', wrong(code))).body.description,
+        new RegExp(`${left} attempts? left`),
+      );
+    assert.equal((await step(customer.headers, id, 'authorize', wrong(code))).status, 400);
+    const rejected = await read(customer.headers, id);
+    assert.equal(rejected.body.status, 'REJECTED');
+    assert.equal(rejected.body.rejection_reason, 'OTP_ATTEMPTS_EXHAUSTED');
+    assert.equal((await textsTo(number.e164)).length, 0, 'nothing sent to the new number');
+  });
+
+  it('each step has an expiry: a change not authorized in time is REJECTED (EXPIRED) by its timer', async function () {
+    this.timeout(60_000);
+    const customer = await activatedCustomer();
+    const id = (
+      await request(customer.headers, {
+        new_mobile_country_code: '254',
+        new_mobile_number: freshNumber().national,
+        authorization_channel: 'OLD_MOBILE',
+      })
+    ).body.id as string;
+    const rejected = await changeWhen(customer.headers, id, 'REJECTED', harness().config.PHONE_CHANGE_TTL + 10_000);
+    assert.equal(rejected.rejection_reason, 'EXPIRED');
+    await recordHistory(workflowIds.phoneChange(id), 'phoneChange-expired');
+  });
+
+  it('validation and ownership: digits only, a Kenyan mobile, not the own number; another user’s change is 404; no activated account is 404', async function () {
+    this.timeout(60_000);
+    const [customer, other, inactive] = await Promise.all([activatedCustomer(), newCustomer(0), newCustomer(0)]);
+    const bad = [
+      { new_mobile_country_code: '+254', new_mobile_number: '712345678', authorization_channel: 'OLD_MOBILE' },
+      { new_mobile_country_code: '254', new_mobile_number: '7123-45678', authorization_channel: 'OLD_MOBILE' },
+      { new_mobile_country_code: '255', new_mobile_number: '712345678', authorization_channel: 'OLD_MOBILE' },
+      { new_mobile_country_code: '254', new_mobile_number: '512345678', authorization_channel: 'OLD_MOBILE' },
+      { new_mobile_country_code: '254', new_mobile_number: '712345678', authorization_channel: 'SMS' },
+      { new_mobile_country_code: 254, new_mobile_number: '712345678', authorization_channel: 'OLD_MOBILE' },
+      {
+        new_mobile_country_code: '254',
+        new_mobile_number: customer.phone.slice(4),
+        authorization_channel: 'OLD_MOBILE',
+      },
+    ];
+    for (const body of bad) {
+      const reply = await request(customer.headers, body);
+      assert.equal(reply.status, 400, JSON.stringify(body));
+      assert.deepEqual(Object.keys(reply.body).sort(), ['code', 'description'], 'the plain shape');
+      assert.equal(reply.body.code, 'BAD_REQUEST');
+    }
+    const id = (
+      await request(customer.headers, {
+        new_mobile_country_code: '254',
+        new_mobile_number: freshNumber().national,
+        authorization_channel: 'OLD_MOBILE',
+      })
+    ).body.id as string;
+    assert.equal((await read(other.headers, id)).status, 404);
+    assert.equal((await step(other.headers, id, 'authorize', '123456')).status, 404);
+    const noBank = await request(inactive.headers, {
+      new_mobile_country_code: '254',
+      new_mobile_number: freshNumber().national,
+      authorization_channel: 'OLD_MOBILE',
+    });
+    assert.equal(noBank.status, 404);
+  });
+});

@@ -17,8 +17,8 @@ export async function startDeployed(options: {
   config: Config;
   cliPath: string | undefined;
   taskQueue: string;
-  /** The mobile-money settings the processes get (mobileMoneySettings). */
-  mobileMoney: Record<string, string>;
+  /** The providers' settings the processes get (mobileMoneySettings, currentAccountSettings...). */
+  providerEnv: Record<string, string>;
   cleanups: (() => Promise<unknown>)[];
 }): Promise<{
   client: Client;
@@ -48,7 +48,7 @@ export async function startDeployed(options: {
     KYC_PROVIDER_URL: config.KYC_PROVIDER_URL,
     KYC_PARTNER_ID: config.KYC_PARTNER_ID,
     KYC_API_KEY: config.KYC_API_KEY,
-    ...options.mobileMoney,
+    ...options.providerEnv,
     // High enough never to refuse: the benchmarks measure the work, not the limits.
     RATE_LIMIT_CALLER_POINTS: '1000000000',
     RATE_LIMIT_ORGANIZATION_POINTS: '1000000000',

@@ -49,7 +49,7 @@ export async function loansBench(): Promise<void> {
       config,
       cliPath: base.TEMPORAL_CLI_PATH,
       taskQueue: TASK_QUEUE,
-      mobileMoney: mobileMoneySettings('http://127.0.0.1:9'),
+      providerEnv: mobileMoneySettings('http://127.0.0.1:9'),
       cleanups,
     });
 

@@ -83,7 +83,7 @@ export async function moneyBench(): Promise<void> {
       config,
       cliPath: base.TEMPORAL_CLI_PATH,
       taskQueue: TASK_QUEUE,
-      mobileMoney: mobileMoneySettings(simulator.info.url, simulator.info.certificate),
+      providerEnv: mobileMoneySettings(simulator.info.url, simulator.info.certificate),
       cleanups,
     });
 

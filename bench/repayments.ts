@@ -77,7 +77,7 @@ export async function repaymentsBench(): Promise<number> {
       config,
       cliPath: base.TEMPORAL_CLI_PATH,
       taskQueue: TASK_QUEUE,
-      mobileMoney,
+      providerEnv: mobileMoney,
       cleanups,
     });
     const tokens = await Promise.all(

@@ -14,6 +14,7 @@ const BENCHMARKS = [
   'sweep.ts',
   'installments.ts',
   'repayments.ts',
+  'otp.ts',
 ];
 
 let failed = 0;

@@ -8,12 +8,14 @@ export interface BenchBorrower {
   credit: string;
   /** The registered phone, when the bench needs one (current-account pushes come from it). */
   phone?: string;
+  /** The id of the APPROVED KYC application, when the bench needs it (its documents refer to it). */
+  kycApplication?: string;
 }
 
 /**
  * Borrowers of `organizationId` written in bulk, in chunks: each a customer with KYC approved, a
- * current and a credit account, and `deposit` (minor units) in the current account as a
- * balanced COLLECTION entry (what collateral is held from).
+ * current and a credit account, and `deposit` (minor units; none when 0) in the current account
+ * as a balanced COLLECTION entry (what collateral is held from).
  */
 export async function seedBorrowers(
   db: Knex,
@@ -36,7 +38,7 @@ export async function seedBorrowers(
     );
     await db('kyc_applications').insert(
       chunk.map((b) => ({
-        id: randomUUID(),
+        id: b.kycApplication ?? randomUUID(),
         organization_id: organizationId,
         user_id: b.id,
         status: 'APPROVED',
@@ -49,6 +51,7 @@ export async function seedBorrowers(
         { id: b.credit, organization_id: organizationId, user_id: b.id, type: 'CREDIT', currency: 'KES' },
       ]),
     );
+    if (deposit === 0) continue;
     await db.transaction(async (trx) => {
       const entries = (await trx('journal_entries')
         .insert(chunk.map(() => ({ transaction_id: randomUUID(), kind: 'COLLECTION', currency: 'KES' })))
@@ -65,5 +68,60 @@ export async function seedBorrowers(
         ]),
       );
     });
+  }
+}
+
+export interface BenchApplicant extends BenchBorrower {
+  phone: string;
+  kycApplication: string;
+  /** The identity card's number: one per applicant (the bank refuses a second customer with the same). */
+  idNumber: string;
+}
+
+/** A tiny JPEG (its magic bytes are what the bank checks). */
+const JPEG = Buffer.concat([Buffer.from([0xff, 0xd8, 0xff, 0xe0]), Buffer.alloc(64, 7)]);
+
+/**
+ * Applicants for a current account, written in bulk: borrowers (seedBorrowers, no deposit) whose
+ * current account waits for activation (PENDING_ACTIVATION), each with a provisioned KYC subject
+ * (a full name, date of birth, an ID card with its number, its front and back and a selfie).
+ */
+export async function seedApplicants(db: Knex, organizationId: string, applicants: BenchApplicant[]): Promise<void> {
+  await seedBorrowers(db, organizationId, applicants, 0);
+  for (let i = 0; i < applicants.length; i += 1_000) {
+    const chunk = applicants.slice(i, i + 1_000);
+    await db('accounts')
+      .whereIn(
+        'id',
+        chunk.map((a) => a.current),
+      )
+      .update({ status: 'PENDING_ACTIVATION' });
+    await db('kyc_subjects').insert(
+      chunk.map((a) => ({
+        id: randomUUID(),
+        organization_id: organizationId,
+        user_id: a.id,
+        type: 'individual',
+        name: 'Amina Wanjiru Otieno',
+        date_of_birth: '1990-04-12',
+        identity_type: 'IDENTITY_CARD',
+        id_number: a.idNumber,
+        country: 'KE',
+      })),
+    );
+    await db('kyc_documents').insert(
+      chunk.flatMap((a) =>
+        (['DOCUMENT_FRONT', 'DOCUMENT_BACK', 'SELFIE'] as const).map((kind) => ({
+          id: randomUUID(),
+          organization_id: organizationId,
+          application_id: a.kycApplication,
+          kind,
+          position: 0,
+          content_type: 'image/jpeg',
+          content: JPEG,
+          sha256: randomUUID(),
+        })),
+      ),
+    );
   }
 }

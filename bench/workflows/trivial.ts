@@ -1,6 +1,7 @@
-import { condition, defineSignal, proxyLocalActivities, setHandler } from '@temporalio/workflow';
+import { condition, defineSignal, defineUpdate, proxyLocalActivities, setHandler } from '@temporalio/workflow';
 
 export const goSignal = defineSignal('go');
+export const pokeUpdate = defineUpdate<{ outcome: string }, []>('poke');
 
 /** The bare Temporal baseline: started, signalled once, completed. */
 export async function signalledOnce(): Promise<void> {
@@ -34,3 +35,16 @@ export async function pushShaped(): Promise<{ status: string }> {
 
 /** The bare Temporal start: a workflow that completes at once (what starting an offer is measured against). */
 export async function startedOnly(): Promise<void> {}
+
+/**
+ * The bare Temporal Update: a run that waits for one Update, whose handler answers at once (no
+ * validator, no activity), then completes (what confirming a code is measured against).
+ */
+export async function updatedOnce(): Promise<void> {
+  let updated = false;
+  setHandler(pokeUpdate, () => {
+    updated = true;
+    return { outcome: 'ACCEPTED' };
+  });
+  await condition(() => updated);
+}

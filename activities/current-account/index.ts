@@ -1,11 +1,15 @@
 import { ApplicationFailure } from '@temporalio/common';
-import { completeActivation, recordActivationStatus } from '../../db/current-account/activations';
+import { completeActivation, recordActivationStatus, uncertainOnboardings } from '../../db/current-account/activations';
 import { endEmailVerification, markEmailVerified, recordLinkSent } from '../../db/current-account/email-verifications';
-import { recordOtpSend } from '../../db/current-account/otp-sends';
-import { completePhoneChange, recordPhoneChangeStatus } from '../../db/current-account/phone-changes';
+import { claimSend, recordSent } from '../../db/current-account/otp-sends';
+import {
+  completePhoneChange,
+  phoneHeldByAnother,
+  recordPhoneChangeStatus,
+} from '../../db/current-account/phone-changes';
 import { emailConfirmUrl } from '../../domain/current-account/links';
 import { newLinkToken, newOtp, type OtpPurpose, otpDigest, tokenDigest } from './codes';
-import { BankError, type MobileNumberChange, type Onboarding } from '../../providers/bank/protocol';
+import { BankError, type MobileNumberChange, type Onboarding, REFUSALS } from '../../providers/bank/protocol';
 import { EmailError } from '../../providers/email/protocol';
 import { SmsError } from '../../providers/sms/protocol';
 import type { ActivityDeps } from '../index';
@@ -15,15 +19,49 @@ import { onboardingRequest } from './onboarding';
 export const SelfServiceFailure = {
   /** The code or link could not be sent and retrying will not help (a refused number or address). */
   NOT_SENT: 'NOT_SENT',
+  /** Over the hourly limits of codes sent (details[0]: `{ retryAfterMs }`). */
+  SEND_LIMIT: 'SEND_LIMIT',
   /** The provider is not configured: the run cannot go on. */
   NOT_CONFIGURED: 'NOT_CONFIGURED',
 } as const;
 
-/** A bank decision as the workflows see it: a refusal is an answer, not an error. */
-export type BankDecision =
+/**
+ * A bank decision as the workflows see it: a refusal is an answer, not an error. `reference` is
+ * the bank reference the decision is under when it is not the run's own id (an earlier
+ * activation's onboarding, adopted).
+ */
+export type BankDecision = { reference?: string } & (
   | { status: 'DONE'; customerId?: string; accountNumber?: string }
   | { status: 'PENDING' }
-  | { status: 'REFUSED'; code: string };
+  | { status: 'REFUSED'; code: string }
+);
+
+/**
+ * The bank's answers that decide against the customer or the change. Anything else (our
+ * credentials refused, NOT_FOUND, a reused key...) is not a decision: the step is retried, and a
+ * failing step shows in the Temporal UI for an operator, until the run's bank deadline.
+ */
+const BANK_REFUSALS = new Set<string>([...Object.keys(REFUSALS), 'VALIDATION_ERROR']);
+/** Answers that mean the bank may already hold our submission under this reference: its status read tells. */
+const ASK_THE_STATUS = new Set<string>(['IDEMPOTENCY_KEY_REUSED', 'DUPLICATE_REFERENCE']);
+const notHeld = (error: unknown) => error instanceof BankError && error.details.code === 'NOT_FOUND';
+/** Whether a submission's failure means the bank may hold it: then its status read tells. */
+const askTheStatus = (error: unknown) =>
+  error instanceof BankError && (error.details.indeterminate || ASK_THE_STATUS.has(error.details.code ?? ''));
+
+/** Submits; when the bank may hold the submission, reads it instead. Holding nothing, the step is retried with the same key. */
+async function submitted<T>(submit: () => Promise<T>, status: () => Promise<T>): Promise<T> {
+  try {
+    return await submit();
+  } catch (error) {
+    if (!askTheStatus(error)) throw error;
+    try {
+      return await status();
+    } catch (statusError) {
+      throw notHeld(statusError) ? error : statusError;
+    }
+  }
+}
 
 const notConfigured = (what: string) =>
   ApplicationFailure.nonRetryable(`${what} is not configured`, SelfServiceFailure.NOT_CONFIGURED);
@@ -34,8 +72,9 @@ function decided<T extends Onboarding | MobileNumberChange>(read: (answer: T) =>
     try {
       return read(await call());
     } catch (error) {
-      if (error instanceof BankError && !error.details.transient && !error.details.indeterminate && error.details.code)
-        return { status: 'REFUSED', code: error.details.code };
+      const definite = error instanceof BankError && !error.details.transient && !error.details.indeterminate;
+      const code = definite ? error.details.code : undefined;
+      if (code && BANK_REFUSALS.has(code)) return { status: 'REFUSED', code };
       throw error;
     }
   };
@@ -102,6 +141,22 @@ export function createCurrentAccountActivities(deps: ActivityDeps) {
     PHONE_CHANGE_CONFIRMATION: 'to confirm this number as your new mobile number',
   };
 
+  /** A send claimed within the hourly limits (recorded before it goes out); over them, SEND_LIMIT, final. */
+  async function claimOwnSend(send: Parameters<typeof claimSend>[1]): Promise<number> {
+    const claim = await claimSend(db, send, {
+      perUser: config.OTP_SENDS_PER_HOUR_PER_USER,
+      perDestination: config.OTP_SENDS_PER_HOUR_PER_DESTINATION,
+    });
+    if ('retryAfterMs' in claim)
+      throw ApplicationFailure.create({
+        type: SelfServiceFailure.SEND_LIMIT,
+        message: 'Too many codes sent in the last hour',
+        nonRetryable: true,
+        details: [{ retryAfterMs: claim.retryAfterMs }],
+      });
+    return claim.id;
+  }
+
   /** A refusal no retry can change stops the run's sending (NOT_SENT); anything else is retried. */
   function sendFailure(error: unknown): never {
     if (
@@ -121,6 +176,18 @@ export function createCurrentAccountActivities(deps: ActivityDeps) {
      */
     async sendOtp(input: { organizationId: string; purpose: OtpPurpose; referenceId: string }) {
       const { userId, channel, to } = await destinationOf(input.organizationId, input.purpose, input.referenceId);
+      const sentAt = clock.now();
+      const claim = await claimOwnSend({
+        organizationId: input.organizationId,
+        userId,
+        purpose: input.purpose,
+        referenceId: input.referenceId,
+        channel,
+        destination: to,
+        sentAt,
+        // Only a phone change's new number is not the user's own.
+        own: input.purpose !== 'PHONE_CHANGE_CONFIRMATION',
+      });
       const code = newOtp();
       const digest = otpDigest(secret(), input.purpose, input.referenceId, code);
       const text = `${code} is your code ${TEXTS[input.purpose]}. It expires in ${minutes} minutes. Never share it.`;
@@ -136,17 +203,7 @@ export function createCurrentAccountActivities(deps: ActivityDeps) {
       } catch (error) {
         sendFailure(error);
       }
-      const sentAt = clock.now();
-      await recordOtpSend(db, {
-        organizationId: input.organizationId,
-        userId,
-        purpose: input.purpose,
-        referenceId: input.referenceId,
-        channel,
-        destination: to,
-        providerMessageId: messageId,
-        sentAt,
-      });
+      await recordSent(db, claim, messageId);
       return { digest, sentAtMs: sentAt.getTime() };
     },
 
@@ -167,23 +224,40 @@ export function createCurrentAccountActivities(deps: ActivityDeps) {
       );
     },
 
-    /** Opens the account at the bank with the user's KYC subject (our activation id is the bank's reference). */
+    /**
+     * Opens the account at the bank with the user's KYC subject, under our activation id as the
+     * bank's reference. An earlier activation of the account whose bank outcome stayed unknown
+     * (BANK_UNAVAILABLE, BANK_NO_DECISION) is asked about first, and adopted when the bank opened
+     * or is opening it: one bank customer per account, whatever was retried or started again.
+     */
     async onboardAtBank(input: { organizationId: string; activationId: string }): Promise<BankDecision> {
+      for (const reference of await uncertainOnboardings(db, input.organizationId, input.activationId)) {
+        const earlier = await onboardingDecision(() => bank().onboardingStatus(reference)).catch((error: unknown) => {
+          if (notHeld(error)) return undefined;
+          throw error;
+        });
+        if (earlier && earlier.status !== 'REFUSED') return { ...earlier, reference };
+      }
       const request = await onboardingRequest(db, input.organizationId, input.activationId);
       if ('refused' in request) return { status: 'REFUSED', code: request.refused };
-      return onboardingDecision(async () => {
-        try {
-          return await bank().onboard(request);
-        } catch (error) {
-          // The bank may have acted on a submission it did not answer: its status read tells.
-          if (!(error instanceof BankError) || !error.details.indeterminate) throw error;
-          return bank().onboardingStatus(input.activationId);
-        }
-      });
+      return onboardingDecision(() =>
+        submitted(
+          () => bank().onboard(request),
+          () => bank().onboardingStatus(input.activationId),
+        ),
+      );
     },
 
-    async onboardingStatus(input: { organizationId: string; activationId: string }): Promise<BankDecision> {
-      return onboardingDecision(() => bank().onboardingStatus(input.activationId));
+    async onboardingStatus(input: {
+      organizationId: string;
+      activationId: string;
+      reference?: string;
+    }): Promise<BankDecision> {
+      const reference = input.reference ?? input.activationId;
+      return {
+        ...(await onboardingDecision(() => bank().onboardingStatus(reference))),
+        ...(input.reference && { reference }),
+      };
     },
 
     async completeActivation(input: {
@@ -212,6 +286,16 @@ export function createCurrentAccountActivities(deps: ActivityDeps) {
       const digest = tokenDigest(token);
       const link = `${emailConfirmUrl(config.PUBLIC_BASE_URL, input.verificationId)}?token=${token}`;
       const sentAt = clock.now();
+      const claim = await claimOwnSend({
+        organizationId: input.organizationId,
+        userId: row.user_id,
+        purpose: 'EMAIL_VERIFICATION',
+        referenceId: input.verificationId,
+        channel: 'EMAIL',
+        destination: row.email,
+        sentAt,
+        own: true,
+      });
       const expiresAt = new Date(sentAt.getTime() + input.ttlMs);
       // Kept before it is sent: a link in someone's inbox always has its hash here.
       await recordLinkSent(db, input.organizationId, input.verificationId, {
@@ -232,16 +316,7 @@ export function createCurrentAccountActivities(deps: ActivityDeps) {
       } catch (error) {
         sendFailure(error);
       }
-      await recordOtpSend(db, {
-        organizationId: input.organizationId,
-        userId: row.user_id,
-        purpose: 'EMAIL_VERIFICATION',
-        referenceId: input.verificationId,
-        channel: 'EMAIL',
-        destination: row.email,
-        providerMessageId: messageId,
-        sentAt,
-      });
+      await recordSent(db, claim, messageId);
       return { digest, sentAtMs: sentAt.getTime() };
     },
 
@@ -284,17 +359,18 @@ export function createCurrentAccountActivities(deps: ActivityDeps) {
       const row = await db('phone_changes as c')
         .join('accounts as a', 'a.id', 'c.account_id')
         .where({ 'c.organization_id': input.organizationId, 'c.id': input.changeId })
-        .first('c.new_phone_number', 'a.bank_customer_id');
+        .first('c.new_phone_number', 'c.user_id', 'a.bank_customer_id');
       if (!row?.bank_customer_id) return { status: 'REFUSED', code: 'CUSTOMER_NOT_FOUND' };
+      // Checked again before the bank is asked: a number another user took meanwhile never reaches it.
+      if (await phoneHeldByAnother(db, input.organizationId, row.user_id, row.new_phone_number))
+        return { status: 'REFUSED', code: 'NUMBER_TAKEN' };
       const ids = { reference: input.changeId, bankCustomerId: row.bank_customer_id as string };
-      return changeDecision(async () => {
-        try {
-          return await bank().changeMobileNumber({ ...ids, newMobileNumber: row.new_phone_number });
-        } catch (error) {
-          if (!(error instanceof BankError) || !error.details.indeterminate) throw error;
-          return bank().mobileNumberChangeStatus(ids);
-        }
-      });
+      return changeDecision(() =>
+        submitted(
+          () => bank().changeMobileNumber({ ...ids, newMobileNumber: row.new_phone_number }),
+          () => bank().mobileNumberChangeStatus(ids),
+        ),
+      );
     },
 
     async numberChangeStatus(input: { organizationId: string; changeId: string }): Promise<BankDecision> {

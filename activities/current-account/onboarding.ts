@@ -31,7 +31,8 @@ export async function provisionedSubject(
   if (!subject.date_of_birth) return { missing: 'date of birth' };
   const idType = subject.identity_type as CustomerIdType;
   if (!(idType in BANK_ID_TYPES) || !subject.id_number) return { missing: 'identity document the bank accepts' };
-  const phone = subject.phone ?? user.phone_number;
+  // The number the activation code went to: the one the customer just proved.
+  const phone = user.phone_number;
   if (!phone) return { missing: 'mobile number' };
   const documents = await findDocuments(db, organizationId, application.id);
   const image = (kind: string) => documents.find((d) => d.kind === kind)?.content.toString('base64');

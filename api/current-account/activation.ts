@@ -14,7 +14,18 @@ import { otpDigest } from '../../activities/current-account/codes';
 import { ErrorCode, ServiceError } from '../../domain/errors';
 import type { AppDeps } from '../deps';
 import { type AnyRoute, defineRoute } from '../route';
-import { answerOf, iso, OTP_ERRORS, OtpBody, requireSelfService, SELF, self, withinSendLimits } from './common';
+import {
+  answerOf,
+  iso,
+  OTP_ERRORS,
+  OtpBody,
+  requireSelfService,
+  SELF,
+  self,
+  SubmissionHeaders,
+  submissionId,
+  withinSendLimits,
+} from './common';
 import type { SelfServiceWorkflows } from './workflows';
 
 export const Activation = z
@@ -78,9 +89,10 @@ export function activationRoutes(deps: AppDeps, workflows: SelfServiceWorkflows)
     const { organizationId, userId } = self(ctx);
     ctx.body = view((await findActivation(db, organizationId, userId, id))!);
   }
-  async function confirm(ctx: Context, row: ActivationRow, code: string) {
+  async function confirm(ctx: Context, row: ActivationRow, code: string, headers: { 'idempotency-key'?: string }) {
     const secret = requireSelfService(deps, ['sms', 'bank']);
-    answerOf(await workflows.confirmActivation(row.id, otpDigest(secret, 'ACTIVATION', row.id, code)));
+    const digest = otpDigest(secret, 'ACTIVATION', row.id, code);
+    answerOf(await workflows.confirmActivation(row.id, digest, submissionId(headers, self(ctx), digest)), config);
     await reread(ctx, row.id);
   }
 
@@ -88,7 +100,7 @@ export function activationRoutes(deps: AppDeps, workflows: SelfServiceWorkflows)
     method: 'post' as const,
     tags: TAG,
     auth: SELF,
-    request: { body: OtpBody },
+    request: { headers: SubmissionHeaders, body: OtpBody },
     responses: { 200: { description: 'The activation, ONBOARDING or beyond', schema: Activation } },
     errors: { ...OTP_ERRORS, NOT_FOUND: NO_ACTIVATION },
   };
@@ -135,7 +147,7 @@ export function activationRoutes(deps: AppDeps, workflows: SelfServiceWorkflows)
         const user = await findUser(db, ids.organizationId, ids.userId);
         if (!user?.phone_number) throw new ServiceError(ErrorCode.BAD_REQUEST, 'The caller has no mobile number');
         const now = clock.now();
-        await withinSendLimits(db, config, ids, [user.phone_number], now);
+        await withinSendLimits(db, config, ids, [], now);
         const { row, created } = await createActivation(db, ids.organizationId, ids.userId, account.id, now);
         if (created) {
           try {
@@ -172,8 +184,8 @@ export function activationRoutes(deps: AppDeps, workflows: SelfServiceWorkflows)
         'Confirms the code of the caller’s most recent activation. A wrong code is 400 with the attempts left; the last ' +
         'wrong one rejects the activation (REJECTED, OTP_ATTEMPTS_EXHAUSTED); an expired code is 400 (resend for another).',
       extension: true,
-      async handler(ctx, { body }) {
-        await confirm(ctx, await latest(ctx), body.otp_code);
+      async handler(ctx, { headers, body }) {
+        await confirm(ctx, await latest(ctx), body.otp_code, headers);
       },
     }),
     defineRoute({
@@ -183,12 +195,12 @@ export function activationRoutes(deps: AppDeps, workflows: SelfServiceWorkflows)
       summary: `Confirm the activation code (deprecated: use POST ${SUCCESSOR})`,
       deprecated: true,
       deprecation: { successor: SUCCESSOR },
-      request: { params: z.object({ activationId: z.uuid() }), body: OtpBody },
-      async handler(ctx, { params, body }) {
+      request: { params: z.object({ activationId: z.uuid() }), headers: SubmissionHeaders, body: OtpBody },
+      async handler(ctx, { params, headers, body }) {
         const { organizationId, userId } = self(ctx);
         const row = await findActivation(db, organizationId, userId, params.activationId);
         if (!row) throw new ServiceError(ErrorCode.NOT_FOUND, 'No such activation');
-        await confirm(ctx, row, body.otp_code);
+        await confirm(ctx, row, body.otp_code, headers);
       },
     }),
     defineRoute({
@@ -207,14 +219,15 @@ export function activationRoutes(deps: AppDeps, workflows: SelfServiceWorkflows)
         NOT_FOUND: NO_ACTIVATION,
         BAD_REQUEST: 'the activation is not awaiting a code',
         TOO_MANY_REQUESTS: 'within the cool-down, or beyond the hourly limits (Retry-After)',
+        SERVICE_UNAVAILABLE:
+          'the code could not be sent (the previous one stays valid), or self-service is not configured',
       },
       async handler(ctx) {
         requireSelfService(deps, ['sms', 'bank']);
         const row = await latest(ctx);
         const ids = self(ctx);
-        const user = await findUser(db, ids.organizationId, ids.userId);
-        await withinSendLimits(db, config, ids, user?.phone_number ? [user.phone_number] : [], clock.now());
-        answerOf(await workflows.resendActivationCode(row.id));
+        await withinSendLimits(db, config, ids, [], clock.now());
+        answerOf(await workflows.resendActivationCode(row.id), config);
         await reread(ctx, row.id);
       },
     }),

@@ -1,13 +1,15 @@
+import { createHash } from 'node:crypto';
 import type { Context } from 'koa';
 import type { Knex } from 'knex';
 import { z } from 'zod';
 import type { Config } from '../../config';
-import { sendsInLastHour } from '../../db/current-account/otp-sends';
+import { overSendLimits } from '../../db/current-account/otp-sends';
 import { OTP_DIGITS } from '../../activities/current-account/codes';
 import { ErrorCode, ServiceError } from '../../domain/errors';
 import { type OtpAnswer, OtpRefusal } from '../../workflows/current-account/messages';
 import type { UserCaller } from '../auth/caller';
 import type { AppDeps } from '../deps';
+import { IdempotencyKeyHeader } from '../middleware/idempotency';
 import type { RouteAuth } from '../route';
 import type { Refused } from './workflows';
 
@@ -28,12 +30,23 @@ export const OtpCode = z
   .meta({ description: `The ${OTP_DIGITS}-digit code that was sent`, example: '123456' });
 export const OtpBody = z.strictObject({ otp_code: OtpCode });
 
+/**
+ * A submission retried with its Idempotency-Key (and the same code) is the same Update: the run
+ * answers it once, so a retry after a lost answer gets that answer and a wrong code counts once.
+ */
+export const SubmissionHeaders = IdempotencyKeyHeader;
+export const submissionId = (headers: { 'idempotency-key'?: string }, self: { userId: string }, digest: string) =>
+  headers['idempotency-key']
+    ? `submission-${createHash('sha256').update(`${self.userId}\n${headers['idempotency-key']}\n${digest}`).digest('hex')}`
+    : undefined;
+
 /** The errors the self-service routes answer, for the document. */
 export const OTP_ERRORS = {
   BAD_REQUEST:
-    'a wrong code (the description says how many attempts are left; the last one rejects the activation or change), ' +
+    'a wrong code (the description says how many attempts are left), ' +
     'an expired code (ask for a new one), or one that is not awaited (the activation or change has moved on or ended)',
-  TOO_MANY_REQUESTS: 'a resend within the cool-down (Retry-After says when)',
+  TOO_MANY_REQUESTS:
+    'the wrong code that used up the attempts (the activation or change is rejected; Retry-After says when to start again)',
 };
 
 /** The self-service providers and the code key must be configured; otherwise 503. */
@@ -48,12 +61,16 @@ const retryAfter = (ms: number) => ({ 'Retry-After': String(Math.max(1, Math.cei
 
 /**
  * A submitted code's answer as the API's: nothing for an accepted one; 400 with the attempts left
- * for a wrong one, and for an expired one or one not awaited; 429 for a resend too soon.
+ * for a wrong one, and for an expired one or one not awaited; 429 for the wrong code that used up
+ * the attempts (Retry-After: when another code may be asked for), for a resend too soon and over
+ * the hourly limits; 503 when the code could not be sent.
  */
-export function answerOf(answer: OtpAnswer | Refused | { sentAtMs: number }): void {
+export function answerOf(answer: OtpAnswer | Refused | { sentAtMs: number }, config: Config): void {
   if ('refused' in answer) {
-    if (answer.refused === OtpRefusal.COOLDOWN)
+    if (answer.refused === OtpRefusal.COOLDOWN || answer.refused === 'SEND_LIMIT')
       throw new ServiceError(ErrorCode.TOO_MANY_REQUESTS, answer.message, [], retryAfter(answer.retryAfterMs ?? 1_000));
+    if (answer.refused === 'NOT_SENT')
+      throw new ServiceError(ErrorCode.SERVICE_UNAVAILABLE, 'The code could not be sent: try again later');
     throw new ServiceError(ErrorCode.BAD_REQUEST, answer.message);
   }
   if (!('outcome' in answer) || answer.outcome === 'ACCEPTED') return;
@@ -62,29 +79,37 @@ export function answerOf(answer: OtpAnswer | Refused | { sentAtMs: number }): vo
       ErrorCode.BAD_REQUEST,
       `Wrong code: ${answer.attemptsLeft} attempt${answer.attemptsLeft === 1 ? '' : 's'} left`,
     );
-  throw new ServiceError(ErrorCode.BAD_REQUEST, 'Wrong code, and no attempts left: rejected. Start again.');
+  throw new ServiceError(
+    ErrorCode.TOO_MANY_REQUESTS,
+    'Too many wrong codes: rejected. Start again.',
+    [],
+    retryAfter(config.OTP_RESEND_COOLDOWN),
+  );
 }
 
 /**
- * The hourly limits on codes sent, per user and per destination (a number or an address), checked
- * before anything is sent: 429 with Retry-After (when the oldest send in the hour ages out).
+ * The hourly limits on codes sent, per user and per foreign destination (a number that is not the
+ * caller's own), checked before anything starts: 429 with Retry-After (when the oldest send in
+ * the hour ages out). The sending step claims each send under the same limits again.
  */
 export async function withinSendLimits(
   db: Knex,
   config: Config,
   ids: { organizationId: string; userId: string },
-  destinations: string[],
+  foreign: string[],
   now: Date,
 ): Promise<void> {
-  const counts = await sendsInLastHour(db, ids.organizationId, ids.userId, destinations, now);
-  for (const { key, count, oldest } of counts) {
-    const limit = key === 'user' ? config.OTP_SENDS_PER_HOUR_PER_USER : config.OTP_SENDS_PER_HOUR_PER_DESTINATION;
-    if (count >= limit)
-      throw new ServiceError(
-        ErrorCode.TOO_MANY_REQUESTS,
-        'Too many codes sent in the last hour',
-        [],
-        retryAfter(oldest.getTime() + 3_600_000 - now.getTime()),
-      );
-  }
+  const over = await overSendLimits(db, ids, foreign, sendLimits(config), now);
+  if (over)
+    throw new ServiceError(
+      ErrorCode.TOO_MANY_REQUESTS,
+      'Too many codes sent in the last hour',
+      [],
+      retryAfter(over.retryAfterMs),
+    );
 }
+
+export const sendLimits = (config: Config) => ({
+  perUser: config.OTP_SENDS_PER_HOUR_PER_USER,
+  perDestination: config.OTP_SENDS_PER_HOUR_PER_DESTINATION,
+});

@@ -12,7 +12,16 @@ import { emailConfirmUrl, emailVerificationUrl } from '../../domain/current-acco
 import { ErrorCode, ServiceError } from '../../domain/errors';
 import type { AppDeps } from '../deps';
 import { type AnyRoute, defineRoute } from '../route';
-import { answerOf, iso, requireSelfService, SELF, self, withinSendLimits } from './common';
+import {
+  answerOf,
+  iso,
+  requireSelfService,
+  SELF,
+  self,
+  SubmissionHeaders,
+  submissionId,
+  withinSendLimits,
+} from './common';
 import type { SelfServiceWorkflows } from './workflows';
 
 export const EmailVerification = z
@@ -94,11 +103,13 @@ export function emailVerificationRoutes(deps: AppDeps, workflows: SelfServiceWor
         const ids = self(ctx);
         const user = await findUser(db, ids.organizationId, ids.userId);
         if (!user) throw new ServiceError(ErrorCode.NOT_FOUND, 'No such user');
-        const verified = await db('users').where({ id: ids.userId }).first('email_verified_at');
+        const verified = await db('users')
+          .where({ organization_id: ids.organizationId, id: ids.userId })
+          .first('email_verified_at');
         if (verified?.email_verified_at)
           throw new ServiceError(ErrorCode.BAD_REQUEST, 'The e-mail is already verified');
         const now = clock.now();
-        await withinSendLimits(db, config, ids, [user.email], now);
+        await withinSendLimits(db, config, ids, [], now);
         const { row, created } = await createEmailVerification(db, ids.organizationId, ids.userId, user.email, now);
         if (created) {
           try {
@@ -138,16 +149,17 @@ export function emailVerificationRoutes(deps: AppDeps, workflows: SelfServiceWor
       extension: true,
       tags: TAG,
       auth: SELF,
-      request: { params: Id, body: z.strictObject({ token: Token }) },
+      request: { params: Id, headers: SubmissionHeaders, body: z.strictObject({ token: Token }) },
       responses: { 200: { description: 'The verification, VERIFIED', schema: EmailVerification } },
       errors: {
         NOT_FOUND: 'no such verification of the caller',
         BAD_REQUEST: 'a wrong token, an expired link, or a verification no longer SENT (used, expired or failed)',
       },
-      async handler(ctx, { params, body }) {
+      async handler(ctx, { params, headers, body }) {
         requireSelfService(deps, ['email']);
         const row = await own(ctx, params.emailVerificationId);
-        answerOf(await workflows.confirmEmail(row.id, tokenDigest(body.token)));
+        const digest = tokenDigest(body.token);
+        answerOf(await workflows.confirmEmail(row.id, digest, submissionId(headers, self(ctx), digest)), config);
         ctx.body = view(await own(ctx, row.id));
       },
     }),

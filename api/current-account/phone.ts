@@ -14,7 +14,18 @@ import { ErrorCode, ServiceError } from '../../domain/errors';
 import { isKenyanMobile } from '../../domain/identifiers';
 import type { AppDeps } from '../deps';
 import { type AnyRoute, defineRoute } from '../route';
-import { answerOf, iso, OTP_ERRORS, OtpBody, requireSelfService, SELF, self, withinSendLimits } from './common';
+import {
+  answerOf,
+  iso,
+  OTP_ERRORS,
+  OtpBody,
+  requireSelfService,
+  SELF,
+  self,
+  SubmissionHeaders,
+  submissionId,
+  withinSendLimits,
+} from './common';
 import type { SelfServiceWorkflows } from './workflows';
 
 export const PhoneChange = z
@@ -63,7 +74,8 @@ const TAG = ['current account'];
 
 /** The new number in E.164, when it is a Kenyan mobile (the numbers mobile money serves); else undefined. */
 function newNumber(countryCode: string, national: string): string | undefined {
-  const number = `+${countryCode}${national.replace(/^0/, '')}`;
+  if (countryCode !== '254') return undefined;
+  const number = `+254${national.replace(/^0/, '')}`;
   return isKenyanMobile(number) ? number : undefined;
 }
 
@@ -109,18 +121,20 @@ export function phoneChangeRoutes(deps: AppDeps, workflows: SelfServiceWorkflows
       extension: true,
       tags: TAG,
       auth: SELF,
-      request: { params: Id, body: OtpBody },
+      request: { params: Id, headers: SubmissionHeaders, body: OtpBody },
       responses: { 200: { description: 'The change', schema: PhoneChange } },
       errors: { ...OTP_ERRORS, NOT_FOUND: 'no such change of the caller' },
-      async handler(ctx, { params, body }) {
+      async handler(ctx, { params, headers, body }) {
         const secret = requireSelfService(deps, ['sms', 'bank']);
         const row = await own(ctx, params.changeId);
         const purpose = step === 'authorize' ? 'PHONE_CHANGE_AUTHORIZATION' : 'PHONE_CHANGE_CONFIRMATION';
         const digest = otpDigest(secret, purpose, row.id, body.otp_code);
+        const updateId = submissionId(headers, self(ctx), digest);
         answerOf(
           step === 'authorize'
-            ? await workflows.authorizePhoneChange(row.id, digest)
-            : await workflows.confirmPhoneChange(row.id, digest),
+            ? await workflows.authorizePhoneChange(row.id, digest, updateId)
+            : await workflows.confirmPhoneChange(row.id, digest, updateId),
+          config,
         );
         ctx.body = view(await own(ctx, row.id));
       },
@@ -162,6 +176,7 @@ export function phoneChangeRoutes(deps: AppDeps, workflows: SelfServiceWorkflows
         const user = await db('users')
           .where({ organization_id: ids.organizationId, id: ids.userId })
           .first('email', 'email_verified_at', 'phone_number');
+        if (!user) throw new ServiceError(ErrorCode.NOT_FOUND, 'No current account opened at the bank');
         const number = newNumber(body.new_mobile_country_code, body.new_mobile_number);
         if (!number) throw new ServiceError(ErrorCode.BAD_REQUEST, 'Not a Kenyan mobile number (+2547… or +2541…)');
         if (number === user.phone_number) throw new ServiceError(ErrorCode.BAD_REQUEST, 'That is already your number');
@@ -172,9 +187,9 @@ export function phoneChangeRoutes(deps: AppDeps, workflows: SelfServiceWorkflows
         if (await phoneHeldByAnother(db, ids.organizationId, ids.userId, number))
           throw new ServiceError(ErrorCode.BAD_REQUEST, 'The number is held by another user');
         const now = clock.now();
-        const owner = body.authorization_channel === 'EMAIL' ? user.email : user.phone_number;
-        await withinSendLimits(db, config, ids, [owner, number], now);
-        const { row, created } = await createPhoneChange(
+        // The owner's code goes to the caller's own number or address; the new number is someone else's until proven.
+        await withinSendLimits(db, config, ids, [number], now);
+        const made = await createPhoneChange(
           db,
           ids.organizationId,
           {
@@ -186,6 +201,8 @@ export function phoneChangeRoutes(deps: AppDeps, workflows: SelfServiceWorkflows
           },
           now,
         );
+        if ('claimed' in made) throw new ServiceError(ErrorCode.BAD_REQUEST, 'The number is held by another user');
+        const { row, created } = made;
         if (created) {
           try {
             await workflows.startPhoneChange({ changeId: row.id, ...ids });

@@ -96,20 +96,30 @@ export function selfServiceWorkflows(temporal: Client, config: Config) {
         }),
       ),
 
-    confirmActivation: (activationId: string, digest: string): Promise<OtpAnswer | Refused> =>
+    confirmActivation: (activationId: string, digest: string, updateId?: string): Promise<OtpAnswer | Refused> =>
       update(() =>
-        handle(workflowIds.accountActivation(activationId)).executeUpdate(confirmOtpUpdate, { args: [{ digest }] }),
+        handle(workflowIds.accountActivation(activationId)).executeUpdate(confirmOtpUpdate, {
+          args: [{ digest }],
+          updateId,
+        }),
       ),
     resendActivationCode: (activationId: string): Promise<{ sentAtMs: number } | Refused> =>
       update(() => handle(workflowIds.accountActivation(activationId)).executeUpdate(resendOtpUpdate)),
-    confirmEmail: (verificationId: string, digest: string): Promise<OtpAnswer | Refused> =>
+    confirmEmail: (verificationId: string, digest: string, updateId?: string): Promise<OtpAnswer | Refused> =>
       update(() =>
-        handle(workflowIds.emailVerification(verificationId)).executeUpdate(confirmEmailUpdate, { args: [{ digest }] }),
+        handle(workflowIds.emailVerification(verificationId)).executeUpdate(confirmEmailUpdate, {
+          args: [{ digest }],
+          updateId,
+        }),
       ),
-    authorizePhoneChange: (changeId: string, digest: string): Promise<OtpAnswer | Refused> =>
-      update(() => handle(workflowIds.phoneChange(changeId)).executeUpdate(authorizeOtpUpdate, { args: [{ digest }] })),
-    confirmPhoneChange: (changeId: string, digest: string): Promise<OtpAnswer | Refused> =>
-      update(() => handle(workflowIds.phoneChange(changeId)).executeUpdate(confirmOtpUpdate, { args: [{ digest }] })),
+    authorizePhoneChange: (changeId: string, digest: string, updateId?: string): Promise<OtpAnswer | Refused> =>
+      update(() =>
+        handle(workflowIds.phoneChange(changeId)).executeUpdate(authorizeOtpUpdate, { args: [{ digest }], updateId }),
+      ),
+    confirmPhoneChange: (changeId: string, digest: string, updateId?: string): Promise<OtpAnswer | Refused> =>
+      update(() =>
+        handle(workflowIds.phoneChange(changeId)).executeUpdate(confirmOtpUpdate, { args: [{ digest }], updateId }),
+      ),
   };
 }
 export type SelfServiceWorkflows = ReturnType<typeof selfServiceWorkflows>;

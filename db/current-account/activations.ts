@@ -102,6 +102,21 @@ export async function createActivation(
   return { row: open as ActivationRow, created: false };
 }
 
+/**
+ * Earlier activations of the same account whose bank outcome stayed unknown (the bank did not
+ * decide, or could not be reached, before the run's deadline): the bank may hold them.
+ */
+export async function uncertainOnboardings(db: Knex, organizationId: string, activationId: string): Promise<string[]> {
+  const rows = await db('current_account_activations as earlier')
+    .join('current_account_activations as current', 'current.account_id', 'earlier.account_id')
+    .where({ 'current.organization_id': organizationId, 'current.id': activationId })
+    .whereNot('earlier.id', activationId)
+    .whereIn('earlier.rejection_reason', ['BANK_NO_DECISION', 'BANK_UNAVAILABLE'])
+    .orderBy('earlier.created_at')
+    .select('earlier.id');
+  return rows.map((row: { id: string }) => row.id);
+}
+
 /** Forgets an activation whose run could not be started (nothing was sent). */
 export async function dropInitializingActivation(db: Knex, organizationId: string, id: string): Promise<void> {
   await db('current_account_activations').where({ organization_id: organizationId, id, status: 'INITIALIZING' }).del();

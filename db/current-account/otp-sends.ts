@@ -8,51 +8,91 @@ export interface OtpSend {
   referenceId: string;
   channel: 'SMS' | 'EMAIL';
   destination: string;
-  providerMessageId?: string;
   sentAt: Date;
 }
 
-/** A code or link that went out (the hourly limits count these). */
-export async function recordOtpSend(db: Knex, send: OtpSend): Promise<void> {
-  await db('otp_sends').insert({
-    organization_id: send.organizationId,
-    user_id: send.userId,
-    purpose: send.purpose,
-    reference_id: send.referenceId,
-    channel: send.channel,
-    destination: send.destination,
-    provider_message_id: send.providerMessageId ?? null,
-    sent_at: send.sentAt,
-  });
+/** The hourly limits on sends: per user, and per destination that is not the user's own. */
+export interface SendLimits {
+  perUser: number;
+  perDestination: number;
+}
+
+/** Why a send would break a limit now, and when it frees up; undefined when within them. */
+export interface OverLimit {
+  retryAfterMs: number;
 }
 
 /**
- * Sends in the hour before `now`, to the user and to each destination, with the oldest of each:
- * the hourly limits and, when one is reached, when it frees up.
+ * The sends in the hour before `now` to the user, and to `foreign` destinations (numbers or
+ * addresses that are not the user's own: the new number of a phone change) by anyone. A user's
+ * own number is limited by the user's count only, so nobody can use up someone else's codes by
+ * sending to their number.
  */
-export async function sendsInLastHour(
-  db: Knex,
-  organizationId: string,
-  userId: string,
-  destinations: string[],
+export async function overSendLimits(
+  db: Knex | Knex.Transaction,
+  ids: { organizationId: string; userId: string },
+  foreign: string[],
+  limits: SendLimits,
   now: Date,
-): Promise<{ key: string; count: number; oldest: Date }[]> {
+): Promise<OverLimit | undefined> {
   const since = new Date(now.getTime() - 3_600_000);
-  const byUser = db('otp_sends')
-    .where({ organization_id: organizationId, user_id: userId })
+  const windows: { count: number; oldest: Date | null; limit: number }[] = [];
+  const [mine] = await db('otp_sends')
+    .where({ organization_id: ids.organizationId, user_id: ids.userId })
     .where('sent_at', '>', since)
-    .select(db.raw("'user' as key"), db.raw('count(*)::int as count'), db.raw('min(sent_at) as oldest'));
-  const byDestination = db('otp_sends')
-    .whereIn('destination', destinations)
-    .where('sent_at', '>', since)
-    .groupBy('destination')
-    .select('destination as key', db.raw('count(*)::int as count'), db.raw('min(sent_at) as oldest'));
-  const rows = (await db.unionAll([byUser, byDestination], true)) as {
-    key: string;
-    count: number;
-    oldest: Date | null;
-  }[];
-  return rows.filter((r) => r.oldest !== null).map((r) => ({ key: r.key, count: r.count, oldest: r.oldest! }));
+    .select(db.raw('count(*)::int as count'), db.raw('min(sent_at) as oldest'));
+  windows.push({ ...(mine as { count: number; oldest: Date | null }), limit: limits.perUser });
+  for (const destination of foreign) {
+    const [theirs] = await db('otp_sends')
+      .where({ destination })
+      .where('sent_at', '>', since)
+      .select(db.raw('count(*)::int as count'), db.raw('min(sent_at) as oldest'));
+    windows.push({ ...(theirs as { count: number; oldest: Date | null }), limit: limits.perDestination });
+  }
+  const full = windows.filter((w) => w.count >= w.limit && w.oldest);
+  if (full.length === 0) return undefined;
+  return { retryAfterMs: Math.max(...full.map((w) => w.oldest!.getTime() + 3_600_000 - now.getTime())) };
+}
+
+/**
+ * Claims a send within the limits, recorded before it goes out (a send that fails still counts:
+ * retries cannot multiply texts past the limit). Serialised per user and per destination, so
+ * parallel requests cannot all pass the count. Answers the send's id, or why it is over a limit.
+ */
+export async function claimSend(
+  db: Knex,
+  send: OtpSend & { own: boolean },
+  limits: SendLimits,
+): Promise<{ id: number } | OverLimit> {
+  return db.transaction(async (trx) => {
+    for (const key of [`otp-user:${send.userId}`, `otp-destination:${send.destination}`].sort())
+      await trx.raw('select pg_advisory_xact_lock(hashtextextended(?, 0))', [key]);
+    const over = await overSendLimits(
+      trx,
+      { organizationId: send.organizationId, userId: send.userId },
+      send.own ? [] : [send.destination],
+      limits,
+      send.sentAt,
+    );
+    if (over) return over;
+    const [row] = await trx('otp_sends')
+      .insert({
+        organization_id: send.organizationId,
+        user_id: send.userId,
+        purpose: send.purpose,
+        reference_id: send.referenceId,
+        channel: send.channel,
+        destination: send.destination,
+        sent_at: send.sentAt,
+      })
+      .returning('id');
+    return { id: Number((row as { id: number | string }).id) };
+  });
+}
+
+/** The provider's id for a claimed send, once it went out (delivery reports name it). */
+export async function recordSent(db: Knex, id: number, providerMessageId: string): Promise<void> {
+  await db('otp_sends').where({ id }).update({ provider_message_id: providerMessageId });
 }
 
 /** A delivery report of the SMS gateway for a message we sent; false when no send has that id. */

@@ -59,7 +59,10 @@ export async function phoneHeldByAnother(
   return row !== undefined;
 }
 
-/** A new change, or the user's open one (`created` says which). */
+/**
+ * A new change, or the user's open one (`created` says which); `claimed` when another user's open
+ * change holds the number.
+ */
 export async function createPhoneChange(
   db: Knex,
   organizationId: string,
@@ -68,10 +71,10 @@ export async function createPhoneChange(
     'user_id' | 'account_id' | 'old_phone_number' | 'new_phone_number' | 'authorization_channel'
   >,
   now: Date,
-): Promise<{ row: PhoneChangeRow; created: boolean }> {
+): Promise<{ row: PhoneChangeRow; created: boolean } | { claimed: true }> {
   const [inserted] = await db('phone_changes')
     .insert({ id: randomUUID(), organization_id: organizationId, ...change, created_at: now, updated_at: now })
-    // The only conflict a fresh id can meet: the user's open change (one at a time).
+    // The conflicts a fresh id can meet: the user's open change, or another's open change of the number.
     .onConflict()
     .ignore()
     .returning('*');
@@ -80,7 +83,7 @@ export async function createPhoneChange(
     .where({ organization_id: organizationId, user_id: change.user_id })
     .whereIn('status', OPEN)
     .first();
-  if (!open) throw new Error('an open phone change vanished while starting another');
+  if (!open) return { claimed: true };
   return { row: open as PhoneChangeRow, created: false };
 }
 

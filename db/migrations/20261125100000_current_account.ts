@@ -10,7 +10,8 @@ import type { Knex } from 'knex';
  * - current_account_activations: at most one open (INITIALIZING, AWAITING_OTP, ONBOARDING) per
  *   user; the bank's customer number and account number once COMPLETED.
  * - email_verifications: one link per row; at most one open (INITIALIZING, SENT) per user.
- * - phone_changes: old and new numbers; at most one open per user.
+ * - phone_changes: old and new numbers; at most one open per user, and per new number in an
+ *   organization.
  * - otp_sends: every code sent (by SMS or e-mail), for the hourly limits per user and per
  *   destination, and the SMS gateway's delivery reports.
  * - users.email_verified_at; accounts.bank_customer_id and bank_account_number (the bank's, once
@@ -108,6 +109,11 @@ export async function up(knex: Knex): Promise<void> {
   });
   await knex.raw(
     `create unique index phone_changes_one_open on phone_changes (user_id)
+      where status in ('INITIALIZING', 'AWAITING_AUTHORIZATION', 'AWAITING_CONFIRMATION', 'PROCESSING')`,
+  );
+  // A number is claimed by at most one open change in an organization: two users cannot race onto it.
+  await knex.raw(
+    `create unique index phone_changes_number_open on phone_changes (organization_id, new_phone_number)
       where status in ('INITIALIZING', 'AWAITING_AUTHORIZATION', 'AWAITING_CONFIRMATION', 'PROCESSING')`,
   );
   await knex.raw(`alter table phone_changes add constraint phone_changes_reason

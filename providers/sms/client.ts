@@ -52,8 +52,8 @@ export function createSmsClient(options: SmsClientOptions): SmsClient {
         );
       }
       if (answer.status !== 201) {
-        const reason = (await answer.text()).slice(0, 200);
-        throw new SmsError(`the SMS gateway refused the request: HTTP ${answer.status} ${reason}`, {
+        // The status only: the gateway's text can echo what was sent (a number, the message).
+        throw new SmsError(`the SMS gateway refused the request: HTTP ${answer.status}`, {
           httpStatus: answer.status,
           indeterminate: answer.status >= 500,
           transient: answer.status >= 500 || answer.status === 429,

@@ -77,7 +77,7 @@ describe('spec 4.7: current-account activation by OTP, then bank onboarding (acc
     await recordHistory(workflowIds.accountActivation(started.body.id), 'accountActivation-completed');
   });
 
-  it('a wrong code answers the attempts left; the last wrong one rejects the activation (REJECTED, OTP_ATTEMPTS_EXHAUSTED); the right code no longer works', async () => {
+  it('a wrong code answers the attempts left (400); the last wrong one is 429 and rejects the activation (REJECTED, OTP_ATTEMPTS_EXHAUSTED); the right code no longer works', async () => {
     const customer = await newApplicant();
     await activation.start(customer.headers);
     const code = await codeSentTo(customer.phone);
@@ -91,8 +91,10 @@ describe('spec 4.7: current-account activation by OTP, then bank onboarding (acc
       assert.match(reply.body.description, new RegExp(`${left} attempts? left`));
     }
     const locking = await activation.confirm(customer.headers, wrong(code));
-    assert.equal(locking.status, 400);
-    assert.match(locking.body.description, /no attempts left/);
+    assert.equal(locking.status, 429, 'attempts per code used up: TOO_MANY_REQUESTS');
+    assert.equal(locking.body.code, 'TOO_MANY_REQUESTS');
+    assert.match(locking.body.description, /Too many wrong codes/);
+    assert.ok(Number(locking.headers.get('retry-after')) >= 1);
     const rejected = await activation.get(customer.headers);
     assert.equal(rejected.body.status, 'REJECTED');
     assert.equal(rejected.body.rejection_reason, 'OTP_ATTEMPTS_EXHAUSTED');

@@ -76,7 +76,7 @@ describe('spec 4.7: e-mail verification by a single-use link (email-verification
     const max = harness().config.OTP_MAX_ATTEMPTS;
     for (let left = max - 1; left > 0; left -= 1)
       assert.match((await confirm(customer.headers, id, other)).body.description, new RegExp(`${left} attempts? left`));
-    assert.equal((await confirm(customer.headers, id, other)).status, 400);
+    assert.equal((await confirm(customer.headers, id, other)).status, 429);
     const failed = await read(customer.headers, id);
     assert.equal(failed.body.status, 'FAILED');
     assert.equal(failed.body.failure_reason, 'TOO_MANY_ATTEMPTS');

@@ -12,10 +12,10 @@ import { restoreSchedules, spawnService } from '../support/processes';
  * The deployment shape, at debug level: the API and a worker as their own processes, their
  * output read whole after every self-service flow ran through them.
  */
-describe('spec 4.7 logs: no one-time code, link token or code key ever appears in a log line', () => {
+describe('spec 4.7 logs: no one-time code, link token, provider key or phone number ever appears in a log line', () => {
   after(restoreSchedules);
 
-  it('activation (wrong and right codes), e-mail verification and phone change through a debug-level API and worker: their logs hold the ids, never a code or token', async function () {
+  it('activation (wrong and right codes), e-mail verification and phone change through a debug-level API and worker: their logs hold the ids, never a code, token, key or number', async function () {
     this.timeout(180_000);
     const signingKey = JSON.stringify(await generateServiceSigningKey());
     const taskQueue = `logs-${randomBytes(4).toString('hex')}`;
@@ -23,7 +23,14 @@ describe('spec 4.7 logs: no one-time code, link token or code key ever appears i
     const common = { LOG_LEVEL: 'debug', TEMPORAL_TASK_QUEUE: taskQueue, SERVICE_SIGNING_KEY: signingKey };
     const worker = spawnService('worker/main.ts', { ...common, WORKER_METRICS_PORT: String(await freePort()) });
     const api = spawnService('api/server.ts', { ...common, PORT: String(port) });
-    const secrets: string[] = [harness().config.OTP_HMAC_SECRET!];
+    const { config } = harness();
+    // The keys, and every code, token and number the flows use.
+    const secrets: string[] = [
+      config.OTP_HMAC_SECRET!,
+      config.SMS_API_KEY!,
+      config.EMAIL_API_KEY!,
+      config.BANK_CLIENT_SECRET!,
+    ];
     try {
       await Promise.all([worker.waitFor(/worker running/, 60_000), api.waitFor(/api listening/, 60_000)]);
       const baseUrl = `http://127.0.0.1:${port}`;
@@ -32,6 +39,7 @@ describe('spec 4.7 logs: no one-time code, link token or code key ever appears i
       const get = (headers: Record<string, string>, path: string) => call('GET', path, { headers, baseUrl });
 
       const customer = await newApplicant();
+      secrets.push(customer.phone);
       const started = await post(customer.headers, '/v1/user/accounts/current/activation');
       assert.equal(started.status, 201, JSON.stringify(started.body));
       const code = await codeSentTo(customer.phone);
@@ -69,6 +77,7 @@ describe('spec 4.7 logs: no one-time code, link token or code key ever appears i
       assert.equal(verified.status, 200, JSON.stringify(verified.body));
 
       const national = `7${String(randomInt(0, 100_000_000)).padStart(8, '0')}`;
+      secrets.push(national);
       const change = await post(customer.headers, '/v1/user/accounts/current/phone/changes', {
         new_mobile_country_code: '254',
         new_mobile_number: national,

@@ -152,7 +152,7 @@ describe('spec 4.7: mobile-number change (phone-change/<id>): the owner authoriz
         (await step(customer.headers, id, 'authorize', wrong(code))).body.description,
         new RegExp(`${left} attempts? left`),
       );
-    assert.equal((await step(customer.headers, id, 'authorize', wrong(code))).status, 400);
+    assert.equal((await step(customer.headers, id, 'authorize', wrong(code))).status, 429);
     const rejected = await read(customer.headers, id);
     assert.equal(rejected.body.status, 'REJECTED');
     assert.equal(rejected.body.rejection_reason, 'OTP_ATTEMPTS_EXHAUSTED');

@@ -1,7 +1,7 @@
 import { allHandlersFinished, ApplicationFailure, condition, setHandler } from '@temporalio/workflow';
 import { type ActivationInput, confirmOtpUpdate, OtpRefusal, resendOtpUpdate, selfServiceStateQuery } from './messages';
 import { OtpChallenge } from './otp-challenge';
-import { bankDecision, bankSteps, failureType, record, send } from './steps';
+import { bankDecision, bankSteps, failureType, record, send, sendRefusal } from './steps';
 
 type Status = 'INITIALIZING' | 'AWAITING_OTP' | 'ONBOARDING' | 'COMPLETED' | 'REJECTED';
 
@@ -54,11 +54,16 @@ export async function accountActivation(input: ActivationInput): Promise<{ statu
   );
   setHandler(
     resendOtpUpdate,
-    () =>
-      code.send(sendCode).then(async (sent) => {
-        await record.recordActivation({ ...ref, status: 'AWAITING_OTP' });
-        return { sentAtMs: sent.sentAtMs };
-      }),
+    async () => {
+      let sent: { sentAtMs: number };
+      try {
+        sent = await code.send(sendCode);
+      } catch (error) {
+        throw sendRefusal(error); // the previous code stays valid
+      }
+      await record.recordActivation({ ...ref, status: 'AWAITING_OTP' });
+      return { sentAtMs: sent.sentAtMs };
+    },
     {
       validator: () => {
         if (status !== 'AWAITING_OTP') throw notAwaited(status);
@@ -88,22 +93,25 @@ export async function accountActivation(input: ActivationInput): Promise<{ statu
 
   // The code confirmed (or the attempts used up) before the activation's deadline; each handler's
   // own write done before the run moves on, so the row never goes backwards.
-  const decided = await condition(() => status !== 'AWAITING_OTP', input.ttlMs);
+  // At the deadline nothing more is judged; a submission already accepted still counts.
+  if (!(await condition(() => status !== 'AWAITING_OTP', input.ttlMs))) code.expire();
   await condition(allHandlersFinished);
-  if (!decided) return reject('EXPIRED');
+  if (status === 'AWAITING_OTP') return reject('EXPIRED');
   if ((status as Status) === 'REJECTED') return { status, reason: rejection };
 
   const bank = bankSteps(input.bank);
   const decision = await bankDecision(
     input.bank,
     () => bank.onboardAtBank(ref),
-    () => bank.onboardingStatus(ref),
+    // A pending decision is read under its own reference (an earlier activation's, when adopted).
+    (pending) => bank.onboardingStatus({ ...ref, ...(pending.reference && { reference: pending.reference }) }),
   );
   if (decision.status === 'DONE' && decision.customerId) {
     await record.completeActivation({ ...ref, customerId: decision.customerId, accountNumber: decision.accountNumber });
     status = 'COMPLETED';
     return { status };
   }
-  if (decision.status === 'REFUSED') return reject(`BANK_${decision.code}`);
+  if (decision.status === 'REFUSED')
+    return reject(decision.code === 'SUBJECT_NOT_PROVISIONED' ? decision.code : `BANK_${decision.code}`);
   return reject(`BANK_${decision.status === 'UNAVAILABLE' ? 'UNAVAILABLE' : 'NO_DECISION'}`);
 }

@@ -55,9 +55,10 @@ export async function emailVerification(input: EmailVerificationInput): Promise<
     await record.endEmailVerification({ ...ref, status: 'FAILED', reason: 'EMAIL_NOT_SENT' });
     return { status };
   }
-  const used = await condition(() => status !== 'SENT', input.ttlMs);
+  // At the deadline nothing more is judged; a token already accepted still counts.
+  if (!(await condition(() => status !== 'SENT', input.ttlMs))) link.expire();
   await condition(allHandlersFinished);
-  if (!used) {
+  if (status === 'SENT') {
     status = 'EXPIRED';
     link.close();
     await record.endEmailVerification({ ...ref, status: 'EXPIRED' });

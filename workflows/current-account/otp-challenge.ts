@@ -28,6 +28,9 @@ export class OtpChallenge {
   private sentAtMs = Number.NEGATIVE_INFINITY;
   private expiresAtMs = 0;
   private sending = 0;
+  private waiting = 0;
+  /** The run's own deadline passed: nothing more is judged (handlers already past their check finish). */
+  private over = false;
   attempts = 0;
 
   constructor(private readonly limits: OtpLimits) {}
@@ -47,6 +50,12 @@ export class OtpChallenge {
     }
   }
 
+  /** The run's deadline passed: every later submission or resend is refused as expired. */
+  expire(): void {
+    this.over = true;
+    this.digest = undefined;
+  }
+
   /** No code can be used any more (accepted, locked, or the run moved on). */
   close(): void {
     this.digest = undefined;
@@ -59,7 +68,12 @@ export class OtpChallenge {
   /** Why a submission is refused before it is looked at (an Update validator throws it). */
   refusal(digest: unknown, nowMs: number): ApplicationFailure | undefined {
     if (typeof digest !== 'string' || !DIGEST.test(digest)) return refuse(OtpRefusal.MALFORMED, 'Not a code digest');
-    if (this.sending > 0) return undefined; // judged once the code being sent is known
+    if (this.over) return refuse(OtpRefusal.EXPIRED, 'The code has expired');
+    // Judged once the code being sent is known; a few wait at most (each holds an Update open).
+    if (this.sending > 0)
+      return this.waiting < this.limits.maxAttempts
+        ? undefined
+        : refuse(OtpRefusal.NOT_AWAITED, 'A code is on its way: try again in a moment');
     if (this.digest === undefined) return refuse(OtpRefusal.NOT_AWAITED, 'No code is awaited');
     if (nowMs >= this.expiresAtMs) return refuse(OtpRefusal.EXPIRED, 'The code has expired: ask for a new one');
     return undefined;
@@ -68,7 +82,8 @@ export class OtpChallenge {
   /** A submission the validator let through: accepted (single use), or a wrong one counted. */
   async submit(digest: string): Promise<OtpAnswer> {
     if (this.sending > 0) {
-      await condition(() => this.sending === 0);
+      this.waiting += 1;
+      await condition(() => this.sending === 0).finally(() => (this.waiting -= 1));
       const refusal = this.refusal(digest, Date.now());
       if (refusal) throw refusal;
     }
@@ -85,6 +100,7 @@ export class OtpChallenge {
 
   /** Why a resend is refused now: nothing sent yet, one on its way, or within the cool-down. */
   resendRefusal(nowMs: number): ApplicationFailure | undefined {
+    if (this.over) return refuse(OtpRefusal.NOT_AWAITED, 'It has expired');
     if (this.sentAtMs === Number.NEGATIVE_INFINITY && this.sending === 0)
       return refuse(OtpRefusal.NOT_AWAITED, 'No code has been sent yet');
     const retryAfterMs = Math.max(this.sentAtMs + this.limits.resendCooldownMs - nowMs, this.sending > 0 ? 1_000 : 0);

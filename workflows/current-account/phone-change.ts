@@ -82,9 +82,10 @@ export async function phoneChange(input: PhoneChangeInput): Promise<{ status: St
       return false;
     }
     await record.recordPhoneChange({ ...ref, status: awaiting });
-    const done = await condition(() => status !== awaiting, input.stepTtlMs);
+    // At the step's deadline nothing more is judged; a code already accepted still counts.
+    if (!(await condition(() => status !== awaiting, input.stepTtlMs))) code.expire();
     await condition(allHandlersFinished);
-    if (!done) await reject('EXPIRED');
+    if (status === awaiting) await reject('EXPIRED');
     return (status as Status) !== 'REJECTED';
   }
 

@@ -34,6 +34,24 @@ export const bankSteps = (polling: BankPolling) =>
     retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
   });
 
+/**
+ * A sending step that failed, as an Update's failure the API answers: SEND_LIMIT (over the hourly
+ * limits, with when they free up) or NOT_SENT (the provider refused or stayed down).
+ */
+export function sendRefusal(error: unknown): ApplicationFailure {
+  const type = failureType(error);
+  const details =
+    error instanceof ActivityFailure && error.cause instanceof ApplicationFailure ? error.cause.details : undefined;
+  return type === 'SEND_LIMIT'
+    ? ApplicationFailure.create({
+        type,
+        message: 'Too many codes sent in the last hour',
+        nonRetryable: true,
+        details: details ?? undefined,
+      })
+    : ApplicationFailure.create({ type: 'NOT_SENT', message: 'The code could not be sent', nonRetryable: true });
+}
+
 /** Why a step that failed for good failed: its failure type, or UNAVAILABLE when it ran out of retries. */
 export function failureType(error: unknown): string {
   if (!(error instanceof ActivityFailure)) throw error;
@@ -47,7 +65,7 @@ export function failureType(error: unknown): string {
 export async function bankDecision(
   polling: BankPolling,
   submit: () => Promise<BankDecision>,
-  read: () => Promise<BankDecision>,
+  read: (pending: BankDecision) => Promise<BankDecision>,
 ): Promise<BankDecision | { status: 'NO_DECISION' | 'UNAVAILABLE' }> {
   const deadline = Date.now() + polling.deadlineMs;
   try {
@@ -55,7 +73,7 @@ export async function bankDecision(
     while (decision.status === 'PENDING') {
       if (Date.now() + polling.intervalMs > deadline) return { status: 'NO_DECISION' };
       await sleep(polling.intervalMs);
-      decision = await read();
+      decision = await read(decision);
     }
     return decision;
   } catch (error) {

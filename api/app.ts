@@ -37,6 +37,7 @@ import { loanServicingRoutes } from './loans/servicing';
 import { installmentTransactionRoutes } from './loans/transactions';
 import { loanServicingWorkflows, loanWorkflows } from './loans/workflows';
 import { activationRoutes } from './current-account/activation';
+import { smsCallbackRoutes } from './current-account/callbacks';
 import { emailVerificationRoutes } from './current-account/email';
 import { phoneChangeRoutes } from './current-account/phone';
 import { selfServiceWorkflows } from './current-account/workflows';
@@ -91,13 +92,15 @@ export function buildApp(deps: AppDeps, options: { extraRoutes?: AnyRoute[] } = 
   routes.push(...activationRoutes(deps, selfService));
   routes.push(...emailVerificationRoutes(deps, selfService));
   routes.push(...phoneChangeRoutes(deps, selfService));
+  routes.push(...smsCallbackRoutes(deps, metrics));
   routes.push(...(options.extraRoutes ?? []));
 
   /** One JSON body parser per distinct limit; a route's limit follows from its declaration. */
-  const parsers = new Map<number, ReturnType<typeof jsonBody>>();
-  const parserFor = (limit: number) => {
-    if (!parsers.has(limit)) parsers.set(limit, jsonBody(limit));
-    return parsers.get(limit)!;
+  const parsers = new Map<string, ReturnType<typeof jsonBody>>();
+  const parserFor = (limit: number, format: 'json' | 'form') => {
+    const key = `${format}:${limit}`;
+    if (!parsers.has(key)) parsers.set(key, jsonBody(limit, format));
+    return parsers.get(key)!;
   };
   const bodyLimitOf = (route: AnyRoute) =>
     route.callback
@@ -143,7 +146,7 @@ export function buildApp(deps: AppDeps, options: { extraRoutes?: AnyRoute[] } = 
           ctx.state.checked = checked;
           await next();
         },
-        ...(BODY_METHODS.has(route.method) ? [parserFor(bodyLimitOf(route))] : []),
+        ...(BODY_METHODS.has(route.method) ? [parserFor(bodyLimitOf(route), route.bodyFormat ?? 'json')] : []),
         async (ctx) => {
           const checked = ctx.state.checked as ReturnType<typeof checkRequest>;
           const body = checkRequest(

@@ -106,7 +106,8 @@ export function buildOpenApiDocument(routes: readonly AnyRoute[], serverUrl?: st
     const headers = headersOf(route);
     if (headers) request.headers = headers;
     if (route.request?.body) {
-      request.body = { content: { 'application/json': { schema: route.request.body } } };
+      const mediaType = route.bodyFormat === 'form' ? 'application/x-www-form-urlencoded' : 'application/json';
+      request.body = { content: { [mediaType]: { schema: route.request.body } } };
     }
     registry.registerPath({
       method: route.method,

@@ -5,7 +5,7 @@ import type { RequestSchemas } from './validation';
 import type { ErrorCode } from '../domain/errors';
 import type { AuthScheme } from './auth/caller';
 
-export type CallbackProvider = 'mobile_money' | 'kyc';
+export type CallbackProvider = 'mobile_money' | 'kyc' | 'sms';
 
 export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete';
 
@@ -73,6 +73,8 @@ export interface Route<R extends RequestSchemas = RequestSchemas> {
     /** Its body limit when the provider's callbacks are larger than CALLBACK_BODY_LIMIT. */
     bodyLimit?: number;
   };
+  /** The body is form-encoded (application/x-www-form-urlencoded), as the SMS gateway's delivery reports are; JSON otherwise. */
+  bodyFormat?: 'form';
   /** Verification routes carry base64 images and get the larger body limit. */
   bodyLimit?: 'default' | 'verification';
   /**

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { duration, optionalUrl, positiveInt } from './fields';
+import { addressList, duration, optionalUrl, positiveInt } from './fields';
 
 /**
  * Current-account self-service: the providers it talks to (simulators under npm start and the
@@ -13,6 +13,14 @@ export const currentAccountSettings = {
   SMS_USERNAME: z.string().min(1).optional(),
   /** Secret: the gateway application's API key. */
   SMS_API_KEY: z.string().min(1).optional(),
+  /**
+   * Secret: the token in the delivery-report URL registered with the gateway
+   * (`{PUBLIC_BASE_URL}/v1/current-account/callbacks/sms/delivery-reports/{token}`); the gateway
+   * signs nothing, so the URL is the credential. Unset: delivery reports are refused (404).
+   */
+  SMS_CALLBACK_TOKEN: z.string().min(24, 'at least 24 characters').optional(),
+  /** The gateway's source addresses for delivery reports (IP or CIDR, comma-separated); empty: any. */
+  SMS_CALLBACK_SOURCES: addressList,
   /** A registered sender id or shortcode; the account's default when unset. */
   SMS_SENDER_ID: z.string().min(1).max(11).optional(),
   /** SendGrid's API root (https://api.sendgrid.com). */

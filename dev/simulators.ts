@@ -23,7 +23,12 @@ export const DEV_MOBILE_MONEY = {
 };
 /** And of the simulated SMS gateway, e-mail provider and bank (current-account self-service). */
 export const DEV_CURRENT_ACCOUNT = {
-  sms: { username: 'lending-dev', apiKey: 'dev-sms-api-key-not-a-secret', senderId: 'LENDER' },
+  sms: {
+    username: 'lending-dev',
+    apiKey: 'dev-sms-api-key-not-a-secret',
+    senderId: 'LENDER',
+    callbackToken: 'dev-sms-delivery-report-token-not-a-secret',
+  },
   email: { apiKey: 'SG.dev-email-api-key-not-a-secret', from: 'no-reply@lending-service.test' },
   bank: { clientId: 'dev-bank-client', clientSecret: 'dev-bank-client-secret-not-a-secret' },
   /** One-time codes are kept as HMACs under this key (the API and the worker share it). */
@@ -175,6 +180,7 @@ export function currentAccountSettings(urls: { sms?: string; email?: string; ban
       SMS_USERNAME: sms.username,
       SMS_API_KEY: sms.apiKey,
       SMS_SENDER_ID: sms.senderId,
+      SMS_CALLBACK_TOKEN: sms.callbackToken,
     }),
     ...(urls.email && { EMAIL_PROVIDER_URL: urls.email, EMAIL_API_KEY: email.apiKey, EMAIL_FROM: email.from }),
     ...(urls.bank && { BANK_URL: urls.bank, BANK_CLIENT_ID: bank.clientId, BANK_CLIENT_SECRET: bank.clientSecret }),

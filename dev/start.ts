@@ -77,6 +77,15 @@ async function main() {
       ...providersDev.config,
       PUBLIC_BASE_URL: providersDev.config.PUBLIC_BASE_URL ?? `http://${config.HOST}:${config.PORT}`,
     };
+    // The simulated gateway posts its delivery reports where the real one would be told to.
+    if (providersDev.sms && config.SMS_CALLBACK_TOKEN)
+      await fetch(`${providersDev.sms.url}/_control/mode`, {
+        method: 'PATCH',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          deliveryReportUrl: `${config.PUBLIC_BASE_URL}/v1/current-account/callbacks/sms/delivery-reports/${config.SMS_CALLBACK_TOKEN}`,
+        }),
+      });
     const serviceKeys = await loadServiceKeys(
       await serviceSigningKey(config, path.join(config.DATA_DIR, 'service-signing-key.json')),
     );

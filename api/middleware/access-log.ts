@@ -8,11 +8,16 @@ import type { HttpMetrics } from '../metrics';
  * images travel.
  */
 /**
- * Callback URLs carry their unguessable token as the segment after the transaction id: it never
- * reaches a log line, whether or not a route matched (a near-miss path or method logs it too).
+ * Callback URLs carry their unguessable token (mobile money: the segment after the transaction
+ * id; SMS delivery reports: the last segment): it never reaches a log line, whether or not a
+ * route matched (a near-miss path or method logs it too).
  */
-const CALLBACK_TOKEN = /^(\/v1\/transactions\/mobilemoney\/callbacks\/[^/]+\/[^/]+\/)[^/]+/;
-const withoutSecrets = (path: string) => path.replace(CALLBACK_TOKEN, '$1[token]');
+const CALLBACK_TOKENS = [
+  /^(\/v1\/transactions\/mobilemoney\/callbacks\/[^/]+\/[^/]+\/)[^/]+/,
+  /^(\/v1\/current-account\/callbacks\/sms\/delivery-reports\/)[^/]+/,
+];
+const withoutSecrets = (path: string) =>
+  CALLBACK_TOKENS.reduce((masked, token) => masked.replace(token, '$1[token]'), path);
 
 export function accessLog(logger: Logger, metrics: HttpMetrics): Middleware {
   return async (ctx, next) => {

@@ -114,6 +114,23 @@ export function inspectJson(value: unknown): InvalidParam[] {
 }
 
 /**
+ * A form-encoded body's text as an object of strings, or the refusal: a field given twice (which
+ * one would count?), or what cannot be stored.
+ */
+export function parseGuardedForm(text: string): Record<string, string> {
+  const fields: Record<string, string> = {};
+  const problems: InvalidParam[] = [];
+  for (const [key, value] of new URLSearchParams(text)) {
+    if (Object.hasOwn(fields, key))
+      problems.push({ path: 'body', reason: 'a field given twice', sub_code: SubCode.INVALID_VALUE });
+    fields[key] = value;
+  }
+  problems.push(...inspectJson(fields));
+  if (problems.length > 0) throw refused(problems.slice(0, INPUT_LIMITS.problems));
+  return fields;
+}
+
+/**
  * A JSON body's text as a value, or the refusal in the route's family: nested past the limit
  * (checked before parsing), not JSON (MALFORMED_JSON), or holding what cannot be stored.
  */

@@ -1,7 +1,7 @@
 import type { Middleware } from 'koa';
 import getRawBody from 'raw-body';
 import { ErrorCode, ServiceError, SubCode } from '../../domain/errors';
-import { parseGuardedJson } from './input-guard';
+import { parseGuardedForm, parseGuardedJson } from './input-guard';
 
 const hasBody = (headers: Record<string, string | string[] | undefined>) =>
   headers['transfer-encoding'] !== undefined || Number(headers['content-length'] ?? 0) > 0;
@@ -10,19 +10,21 @@ const hasBody = (headers: Record<string, string | string[] | undefined>) =>
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 /**
- * Reads a JSON request body of at most `limit` bytes through the input guard. Any other media
+ * Reads a JSON request body (or, for the routes that take one, a form-encoded body: a provider's
+ * callbacks) of at most `limit` bytes through the input guard. Any other media
  * type is 415, a compressed body too (a small body must not inflate past the limit unseen);
  * over the limit is 413; bytes that are not UTF-8, malformed JSON, absurd nesting, NUL, lone
  * surrogates and reserved keys are 400 in the route's family. The text stays in
  * `ctx.request.rawBody` (callbacks keep it); no body leaves `ctx.request.body` undefined.
  */
-export function jsonBody(limit: number): Middleware {
+export function jsonBody(limit: number, format: 'json' | 'form' = 'json'): Middleware {
+  const mediaType = format === 'form' ? 'application/x-www-form-urlencoded' : 'application/json';
   return async (ctx, next) => {
     if (!hasBody(ctx.req.headers)) {
       ctx.request.body = undefined;
       return next();
     }
-    if (!ctx.is('application/json')) throw new ServiceError(ErrorCode.UNSUPPORTED_MEDIA_TYPE);
+    if (!ctx.is(mediaType)) throw new ServiceError(ErrorCode.UNSUPPORTED_MEDIA_TYPE);
     const encoding = ctx.get('content-encoding').toLowerCase();
     if (encoding && encoding !== 'identity')
       throw new ServiceError(ErrorCode.UNSUPPORTED_MEDIA_TYPE, 'Unsupported Media Type: send an uncompressed body');
@@ -44,7 +46,7 @@ export function jsonBody(limit: number): Middleware {
       ]);
     }
     ctx.request.rawBody = text;
-    ctx.request.body = parseGuardedJson(text);
+    ctx.request.body = format === 'form' ? parseGuardedForm(text) : parseGuardedJson(text);
     return next();
   };
 }

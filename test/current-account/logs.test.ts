@@ -1,7 +1,7 @@
 import { strict as assert } from 'node:assert';
 import { randomBytes, randomInt } from 'node:crypto';
 import { generateServiceSigningKey } from '../../api/auth/service-keys';
-import { codeSentTo, emailsTo, newApplicant, wrong } from '../support/current-account';
+import { codeSentTo, emailsTo, newApplicant, smsControl, wrong } from '../support/current-account';
 import { harness } from '../support/harness';
 import { call } from '../support/http';
 import { until } from '../support/money';
@@ -30,10 +30,15 @@ describe('spec 4.7 logs: no one-time code, link token, provider key or phone num
       config.SMS_API_KEY!,
       config.EMAIL_API_KEY!,
       config.BANK_CLIENT_SECRET!,
+      config.SMS_CALLBACK_TOKEN!,
     ];
     try {
       await Promise.all([worker.waitFor(/worker running/, 60_000), api.waitFor(/api listening/, 60_000)]);
       const baseUrl = `http://127.0.0.1:${port}`;
+      // The gateway reports each text's delivery to this API (its token is in the path).
+      await smsControl('/mode', 'PATCH', {
+        deliveryReportUrl: `${baseUrl}/v1/current-account/callbacks/sms/delivery-reports/${config.SMS_CALLBACK_TOKEN}`,
+      });
       const post = (headers: Record<string, string>, path: string, json?: unknown) =>
         call('POST', path, { headers, json, baseUrl });
       const get = (headers: Record<string, string>, path: string) => call('GET', path, { headers, baseUrl });
@@ -114,7 +119,9 @@ describe('spec 4.7 logs: no one-time code, link token, provider key or phone num
           'COMPLETED',
         20_000,
       );
+      await until('a delivery report received', () => api.output().includes('/sms/delivery-reports/[token]'));
     } finally {
+      await smsControl('/mode', 'PATCH', { deliveryReportUrl: null });
       await Promise.all([api.stop(), worker.stop()]);
     }
     const logs = api.output() + worker.output();

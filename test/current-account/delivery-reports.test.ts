@@ -1,0 +1,74 @@
+import { strict as assert } from 'node:assert';
+import { activation, codeSentTo, newApplicant, smsControl } from '../support/current-account';
+import { harness } from '../support/harness';
+import { call } from '../support/http';
+import { until } from '../support/money';
+
+const reportPath = (token: string) => `/v1/current-account/callbacks/sms/delivery-reports/${token}`;
+const sendOf = (userId: string) =>
+  harness()
+    .db('otp_sends')
+    .where({ user_id: userId })
+    .first('provider_message_id', 'delivery_status', 'delivery_failure_reason');
+
+describe('protocol: SMS delivery reports (Africa’s Talking, form-encoded, the URL’s token the credential)', () => {
+  afterEach(() => smsControl('/mode', 'PATCH', { deliveryReportUrl: null, delivery: 'Success' }));
+
+  it('the gateway’s report of a code’s text is recorded on its send (Success; Failed with the reason)', async () => {
+    const { baseUrl, config } = harness();
+    for (const [delivery, reason] of [
+      ['Success', null],
+      ['Failed', 'DeliveryFailure'],
+    ] as const) {
+      await smsControl('/mode', 'PATCH', {
+        deliveryReportUrl: `${baseUrl}${reportPath(config.SMS_CALLBACK_TOKEN!)}`,
+        delivery,
+      });
+      const customer = await newApplicant();
+      assert.equal((await activation.start(customer.headers)).status, 201);
+      await codeSentTo(customer.phone);
+      const send = await until(`${delivery} recorded`, async () => {
+        const row = await sendOf(customer.user.id);
+        return row?.delivery_status ? row : undefined;
+      });
+      assert.equal(send.delivery_status, delivery);
+      assert.equal(send.delivery_failure_reason, reason);
+    }
+  });
+
+  it('a wrong token is 404 and records nothing; a JSON body is 415; an unknown status or a field twice is 400; a report of a text we never sent is acknowledged', async () => {
+    const { config } = harness();
+    const customer = await newApplicant();
+    await activation.start(customer.headers);
+    await codeSentTo(customer.phone);
+    const { provider_message_id: id } = await until('the send', () => sendOf(customer.user.id));
+    const form = (fields: Record<string, string>) => new URLSearchParams(fields).toString();
+    const post = (token: string, raw: string, contentType = 'application/x-www-form-urlencoded') =>
+      call('POST', reportPath(token), { raw, contentType });
+
+    const forged = await post(
+      'not-the-token-at-all-000000000',
+      form({ id, status: 'Failed', phoneNumber: customer.phone }),
+    );
+    assert.equal(forged.status, 404);
+    assert.equal((await sendOf(customer.user.id)).delivery_status, null);
+    const json = await post(config.SMS_CALLBACK_TOKEN!, JSON.stringify({ id, status: 'Success' }), 'application/json');
+    assert.equal(json.status, 415);
+    assert.equal((await post(config.SMS_CALLBACK_TOKEN!, form({ id, status: 'Delivered' }))).status, 400);
+    assert.equal((await post(config.SMS_CALLBACK_TOKEN!, `id=${id}&id=other&status=Success`)).status, 400);
+    const stranger = await post(config.SMS_CALLBACK_TOKEN!, form({ id: 'ATXid_unknown', status: 'Success' }));
+    assert.equal(stranger.status, 200);
+    const ok = await post(
+      config.SMS_CALLBACK_TOKEN!,
+      form({
+        id,
+        status: 'Rejected',
+        failureReason: 'UserIsInactive',
+        phoneNumber: customer.phone,
+        networkCode: '63902',
+      }),
+    );
+    assert.equal(ok.status, 200);
+    assert.equal((await sendOf(customer.user.id)).delivery_status, 'Rejected');
+  });
+});

@@ -141,6 +141,14 @@ export function createCurrentAccountActivities(deps: ActivityDeps) {
     PHONE_CHANGE_CONFIRMATION: 'to confirm this number as your new mobile number',
   };
 
+  /** A run's progress as its row records it, now; a rejection always with its reason. */
+  function transition<S extends string>(input: { status: S | 'REJECTED'; reason?: string }) {
+    const at = clock.now();
+    return input.status === 'REJECTED'
+      ? { status: 'REJECTED' as const, at, reason: input.reason ?? 'REJECTED' }
+      : { status: input.status as Exclude<S, 'REJECTED'>, at };
+  }
+
   /** A send claimed within the hourly limits (recorded before it goes out); over them, SEND_LIMIT, final. */
   async function claimOwnSend(send: Parameters<typeof claimSend>[1]): Promise<number> {
     const claim = await claimSend(db, send, {
@@ -213,15 +221,7 @@ export function createCurrentAccountActivities(deps: ActivityDeps) {
       status: 'AWAITING_OTP' | 'ONBOARDING' | 'REJECTED';
       reason?: string;
     }) {
-      const at = clock.now();
-      await recordActivationStatus(
-        db,
-        input.organizationId,
-        input.activationId,
-        input.status === 'REJECTED'
-          ? { status: 'REJECTED', at, reason: input.reason ?? 'REJECTED' }
-          : { status: input.status, at },
-      );
+      await recordActivationStatus(db, input.organizationId, input.activationId, transition(input));
     },
 
     /**
@@ -343,15 +343,7 @@ export function createCurrentAccountActivities(deps: ActivityDeps) {
       status: 'AWAITING_AUTHORIZATION' | 'AWAITING_CONFIRMATION' | 'PROCESSING' | 'REJECTED';
       reason?: string;
     }) {
-      const at = clock.now();
-      await recordPhoneChangeStatus(
-        db,
-        input.organizationId,
-        input.changeId,
-        input.status === 'REJECTED'
-          ? { status: 'REJECTED', at, reason: input.reason ?? 'REJECTED' }
-          : { status: input.status, at },
-      );
+      await recordPhoneChangeStatus(db, input.organizationId, input.changeId, transition(input));
     },
 
     /** Asks the bank to change the number (our change id is its reference). */

@@ -16,6 +16,7 @@ import type { AppDeps } from '../deps';
 import { type AnyRoute, defineRoute } from '../route';
 import {
   answerOf,
+  answerStarted,
   iso,
   OTP_ERRORS,
   OtpBody,
@@ -148,17 +149,15 @@ export function activationRoutes(deps: AppDeps, workflows: SelfServiceWorkflows)
         if (!user?.phone_number) throw new ServiceError(ErrorCode.BAD_REQUEST, 'The caller has no mobile number');
         const now = clock.now();
         await withinSendLimits(db, config, ids, [], now);
-        const { row, created } = await createActivation(db, ids.organizationId, ids.userId, account.id, now);
-        if (created) {
-          try {
-            await workflows.startActivation({ activationId: row.id, ...ids });
-          } catch (error) {
-            await dropInitializingActivation(db, ids.organizationId, row.id);
-            throw error;
-          }
-        }
-        ctx.status = created ? 201 : 200;
-        ctx.body = view(row);
+        await answerStarted(
+          ctx,
+          await createActivation(db, ids.organizationId, ids.userId, account.id, now),
+          {
+            start: (activationId) => workflows.startActivation({ activationId, ...ids }),
+            drop: (id) => dropInitializingActivation(db, ids.organizationId, id),
+          },
+          view,
+        );
       },
     }),
     defineRoute({

@@ -21,6 +21,28 @@ export const self = (ctx: Context) => {
   return { organizationId: caller.organizationId, userId: caller.userId };
 };
 
+/**
+ * Answers a self-service resource just asked for: a new one (201) once its run has started (the
+ * row dropped again when the start fails: nothing was sent), or the caller's open one (200).
+ */
+export async function answerStarted<R extends { id: string }>(
+  ctx: Context,
+  made: { row: R; created: boolean },
+  run: { start: (id: string) => Promise<void>; drop: (id: string) => Promise<void> },
+  view: (row: R) => unknown,
+): Promise<void> {
+  if (made.created) {
+    try {
+      await run.start(made.row.id);
+    } catch (error) {
+      await run.drop(made.row.id);
+      throw error;
+    }
+  }
+  ctx.status = made.created ? 201 : 200;
+  ctx.body = view(made.row);
+}
+
 export const iso = (value: Date | null | undefined) => (value ? new Date(value).toISOString() : null);
 
 /** A one-time code as typed: exactly OTP_DIGITS digits (anything else is refused before it counts as an attempt). */

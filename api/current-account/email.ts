@@ -14,6 +14,7 @@ import type { AppDeps } from '../deps';
 import { type AnyRoute, defineRoute } from '../route';
 import {
   answerOf,
+  answerStarted,
   iso,
   requireSelfService,
   SELF,
@@ -110,17 +111,15 @@ export function emailVerificationRoutes(deps: AppDeps, workflows: SelfServiceWor
           throw new ServiceError(ErrorCode.BAD_REQUEST, 'The e-mail is already verified');
         const now = clock.now();
         await withinSendLimits(db, config, ids, [], now);
-        const { row, created } = await createEmailVerification(db, ids.organizationId, ids.userId, user.email, now);
-        if (created) {
-          try {
-            await workflows.startEmailVerification({ verificationId: row.id, ...ids });
-          } catch (error) {
-            await dropInitializingEmailVerification(db, ids.organizationId, row.id);
-            throw error;
-          }
-        }
-        ctx.status = created ? 201 : 200;
-        ctx.body = view(row);
+        await answerStarted(
+          ctx,
+          await createEmailVerification(db, ids.organizationId, ids.userId, user.email, now),
+          {
+            start: (verificationId) => workflows.startEmailVerification({ verificationId, ...ids }),
+            drop: (id) => dropInitializingEmailVerification(db, ids.organizationId, id),
+          },
+          view,
+        );
       },
     }),
     defineRoute({

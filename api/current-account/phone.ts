@@ -16,6 +16,7 @@ import type { AppDeps } from '../deps';
 import { type AnyRoute, defineRoute } from '../route';
 import {
   answerOf,
+  answerStarted,
   iso,
   OTP_ERRORS,
   OtpBody,
@@ -202,17 +203,15 @@ export function phoneChangeRoutes(deps: AppDeps, workflows: SelfServiceWorkflows
           now,
         );
         if ('claimed' in made) throw new ServiceError(ErrorCode.BAD_REQUEST, 'The number is held by another user');
-        const { row, created } = made;
-        if (created) {
-          try {
-            await workflows.startPhoneChange({ changeId: row.id, ...ids });
-          } catch (error) {
-            await dropInitializingPhoneChange(db, ids.organizationId, row.id);
-            throw error;
-          }
-        }
-        ctx.status = created ? 201 : 200;
-        ctx.body = view(row);
+        await answerStarted(
+          ctx,
+          made,
+          {
+            start: (changeId) => workflows.startPhoneChange({ changeId, ...ids }),
+            drop: (id) => dropInitializingPhoneChange(db, ids.organizationId, id),
+          },
+          view,
+        );
       },
     }),
     defineRoute({

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { authSettings } from './auth';
 import { currentAccountSettings } from './current-account';
+import { financingSettings } from './financing';
 import { kycSettings } from './kyc';
 import { loanSettings } from './loans';
 import { mobileMoneySettings } from './mobile-money';
@@ -21,6 +22,7 @@ export const configShape = {
   ...mobileMoneySettings,
   ...loanSettings,
   ...currentAccountSettings,
+  ...financingSettings,
 };
 export const configSchema = z.object(configShape);
 

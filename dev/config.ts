@@ -25,6 +25,9 @@ const devSettings = {
   SMS_SIMULATOR_PORT: port(3104),
   EMAIL_SIMULATOR_PORT: port(3105),
   BANK_SIMULATOR_PORT: port(3106),
+  /** The local S3-compatible store under npm start (versitygw), and an existing binary of it. */
+  OBJECT_STORE_PORT: port(3107),
+  OBJECT_STORE_BIN: z.string().min(1).optional(),
 };
 
 const devConfigSchema = z.object({ ...configShape, ...devSettings });

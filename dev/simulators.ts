@@ -7,7 +7,13 @@ import { type RunningMobileMoneySimulator, startMobileMoneySimulator } from '../
 import { type RunningBankSimulator, startBankSimulator } from '../providers/bank/simulator';
 import { type RunningEmailSimulator, startEmailSimulator } from '../providers/email/simulator';
 import { type RunningSmsSimulator, startSmsSimulator } from '../providers/sms/simulator';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { createObjectStore } from '../providers/storage';
 import { devSeedOptions, grantDemoMerchantOverHttp, withDevIdentityProvider } from './identity';
+import { findObjectStoreServer, type RunningObjectStore, startObjectStore } from './object-store';
+import { freePort } from './ports';
 
 /** Development credentials of the simulated identity-verification provider (never real ones). */
 const DEV_KYC = { partnerId: '2101', apiKey: 'dev-kyc-api-key-not-a-secret' };
@@ -49,6 +55,8 @@ export interface DevelopmentProviders {
   sms?: RunningSmsSimulator;
   email?: RunningEmailSimulator;
   bank?: RunningBankSimulator;
+  /** Absent when OBJECT_STORE_ENDPOINT names a store. */
+  objectStore?: RunningObjectStore;
   seedOptions: SeedOptions;
   close(): Promise<void>;
 }
@@ -70,6 +78,8 @@ export async function startDevelopmentProviders(
     smsPort?: number;
     emailPort?: number;
     bankPort?: number;
+    /** The local object store: its port, data folder (a temporary one, removed at close, when absent) and binary. */
+    objectStore?: { port?: number; dataDir?: string; binary?: string; log?: (line: string) => void };
   } = {},
 ): Promise<DevelopmentProviders> {
   const idp = await startIdentityProvider({
@@ -103,9 +113,19 @@ export async function startDevelopmentProviders(
     ? undefined
     : await startEmailSimulator({ apiKey: emailDev.apiKey, verifiedSenders: [emailDev.from], port: options.emailPort });
   const bank = config.BANK_URL ? undefined : await startBankSimulator({ ...bankDev, port: options.bankPort });
+  const store = config.OBJECT_STORE_ENDPOINT ? undefined : await startLocalObjectStore(options.objectStore);
+  if (store) await createObjectStore({ ...config, ...objectStoreSettings(store.running.endpoint) }).ensureBucket();
   const close = async () => {
     if (mobileMoney) simulatorCertificates.delete(mobileMoney.url);
-    await Promise.all([idp.close(), kyc?.close(), mobileMoney?.close(), sms?.close(), email?.close(), bank?.close()]);
+    await Promise.all([
+      idp.close(),
+      kyc?.close(),
+      mobileMoney?.close(),
+      sms?.close(),
+      email?.close(),
+      bank?.close(),
+      store?.close(),
+    ]);
   };
   try {
     await grantDemoMerchantOverHttp(idp);
@@ -134,6 +154,7 @@ export async function startDevelopmentProviders(
       ...currentAccountSettings({ sms: sms?.url, email: email?.url, bank: bank?.url }),
       // A key given in the environment wins over the development one.
       OTP_HMAC_SECRET: config.OTP_HMAC_SECRET ?? DEV_CURRENT_ACCOUNT.otpHmacSecret,
+      ...(store && objectStoreSettings(store.running.endpoint)),
     },
     idp,
     kyc,
@@ -141,6 +162,7 @@ export async function startDevelopmentProviders(
     sms,
     email,
     bank,
+    objectStore: store?.running,
     seedOptions: devSeedOptions(idp),
     close,
   };
@@ -165,6 +187,38 @@ export function mobileMoneySettings(url: string, certificate?: string) {
     MOBILE_MONEY_INITIATOR_PASSWORD: DEV_MOBILE_MONEY.initiatorPassword,
     MOBILE_MONEY_CERTIFICATE: certificate ?? simulatorCertificates.get(url) ?? unknownCertificate(),
   };
+}
+
+/** The local object store's root credential (development only). */
+export const DEV_OBJECT_STORE = { accessKeyId: 'lending-dev', secretAccessKey: 'dev-object-store-secret-not-a-secret' };
+
+/** The configuration that points the service at a local object store with the development credential. */
+export function objectStoreSettings(endpoint: string) {
+  return {
+    OBJECT_STORE_ENDPOINT: endpoint,
+    OBJECT_STORE_ACCESS_KEY_ID: DEV_OBJECT_STORE.accessKeyId,
+    OBJECT_STORE_SECRET_ACCESS_KEY: DEV_OBJECT_STORE.secretAccessKey,
+    OBJECT_STORE_FORCE_PATH_STYLE: true,
+  };
+}
+
+/** versitygw on a local port with its bucket made; a temporary data folder goes when it closes. */
+async function startLocalObjectStore(
+  options: { port?: number; dataDir?: string; binary?: string; log?: (line: string) => void } = {},
+) {
+  const dataDir = options.dataDir ?? (await mkdtemp(path.join(os.tmpdir(), 'lending-object-store-')));
+  const running = await startObjectStore({
+    binary: await findObjectStoreServer({ explicitPath: options.binary, log: options.log }),
+    dataDir,
+    port: options.port ?? (await freePort()),
+    region: 'us-east-1',
+    ...DEV_OBJECT_STORE,
+  });
+  const close = async () => {
+    await running.stop();
+    if (!options.dataDir) await rm(dataDir, { recursive: true, force: true });
+  };
+  return { running, close };
 }
 
 /**

@@ -69,6 +69,12 @@ async function main() {
       smsPort: config.SMS_SIMULATOR_PORT,
       emailPort: config.EMAIL_SIMULATOR_PORT,
       bankPort: config.BANK_SIMULATOR_PORT,
+      objectStore: {
+        port: config.OBJECT_STORE_PORT,
+        dataDir: path.join(config.DATA_DIR, 'object-store'),
+        binary: config.OBJECT_STORE_BIN,
+        log: (line) => say(line),
+      },
     });
     stops.push(() => providersDev.close());
     // Providers call back to the API; PUBLIC_BASE_URL says where it is when not set.
@@ -177,6 +183,8 @@ async function main() {
     if (providersDev.email)
       say(`E-mail         ${providersDev.email.url}  (simulator; sent: ${providersDev.email.url}/_control/messages)`);
     if (providersDev.bank) say(`Bank           ${providersDev.bank.url}  (simulator)`);
+    if (providersDev.objectStore)
+      say(`Object store   ${providersDev.objectStore.endpoint}  (versitygw; bucket ${config.OBJECT_STORE_BUCKET})`);
     say('ready (Ctrl-C stops everything)');
     await running; // a worker that dies on its own takes the service down with it
     if (!stopping) throw new Error('worker stopped unexpectedly');

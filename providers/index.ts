@@ -9,6 +9,7 @@ import { createKycProviderClient, type KycProviderClient } from './kyc/client';
 import { createMobileMoneyClient } from './mobile-money/client';
 import { configuredCertificate } from './mobile-money/security-credential';
 import type { MobileMoneyClient } from './mobile-money/protocol';
+import { createObjectStore, type ObjectStore } from './storage';
 
 /**
  * The provider clients the API and activities are built with, each behind a small interface.
@@ -21,6 +22,8 @@ export interface Providers {
   sms?: SmsClient;
   email?: EmailClient;
   bank?: BankClient;
+  /** Where merchants' financing documents are uploaded (S3 or an S3-compatible store). */
+  storage: ObjectStore;
 }
 
 /** The named settings, or an error naming the missing ones (npm start and the tests run simulators). */
@@ -62,6 +65,7 @@ export function createProviders(config: Config): Providers {
       initiatorPassword: mm.MOBILE_MONEY_INITIATOR_PASSWORD,
       certificate: configuredCertificate(config),
     }),
+    storage: createObjectStore(config),
     ...currentAccountProviders(config),
   };
 }

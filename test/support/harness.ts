@@ -117,7 +117,9 @@ async function step<T>(name: string, work: () => Promise<T>): Promise<T> {
 }
 
 export async function startHarness(): Promise<Harness> {
-  const simulators = await startDevelopmentProviders(testConfig());
+  const simulators = await startDevelopmentProviders(testConfig(), {
+    objectStore: { binary: loadDevConfig({ ...process.env, ...TEST_ENV }).OBJECT_STORE_BIN },
+  });
   cleanups.push(() => simulators.close());
   const { config, idp } = simulators;
   const logger = createLogger(config.LOG_LEVEL);

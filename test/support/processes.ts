@@ -32,6 +32,12 @@ export function spawnService(entry: string, extraEnv: Record<string, string>) {
       ...(config.KYC_PROVIDER_CA && { KYC_PROVIDER_CA: config.KYC_PROVIDER_CA }),
       ...(config.KYC_UPLOAD_HOSTS && { KYC_UPLOAD_HOSTS: config.KYC_UPLOAD_HOSTS.join(',') }),
       ...mobileMoneySettings(config.MOBILE_MONEY_URL!),
+      ...(config.OBJECT_STORE_ENDPOINT && {
+        OBJECT_STORE_ENDPOINT: config.OBJECT_STORE_ENDPOINT,
+        OBJECT_STORE_ACCESS_KEY_ID: config.OBJECT_STORE_ACCESS_KEY_ID!,
+        OBJECT_STORE_SECRET_ACCESS_KEY: config.OBJECT_STORE_SECRET_ACCESS_KEY!,
+        OBJECT_STORE_FORCE_PATH_STYLE: 'true',
+      }),
       ...currentAccountSettings({
         sms: config.SMS_PROVIDER_URL,
         email: config.EMAIL_PROVIDER_URL,

@@ -102,6 +102,7 @@ async function startService(
       SMS_SIMULATOR_PORT: await freePort(),
       EMAIL_SIMULATOR_PORT: await freePort(),
       BANK_SIMULATOR_PORT: await freePort(),
+      OBJECT_STORE_PORT: await freePort(),
     };
     const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir, LOG_LEVEL: 'warn' };
     for (const [name, port] of Object.entries(ports)) env[name] = String(port);
@@ -159,6 +160,7 @@ describe('npm start: the whole service with embedded defaults', () => {
       assert.match(output, new RegExp(`SMS gateway +http://127.0.0.1:${ports.SMS_SIMULATOR_PORT}`));
       assert.match(output, new RegExp(`E-mail +http://127.0.0.1:${ports.EMAIL_SIMULATOR_PORT}`));
       assert.match(output, new RegExp(`Bank +http://127.0.0.1:${ports.BANK_SIMULATOR_PORT}`));
+      assert.match(output, new RegExp(`Object store +http://127.0.0.1:${ports.OBJECT_STORE_PORT}`));
       // The KYC simulator's TLS address answers with the certificate npm start wrote for SDKs to trust.
       assert.match(output, new RegExp(`KYC provider .*https://127.0.0.1:${ports.KYC_SIMULATOR_TLS_PORT}`));
       const tls = /TLS trust +NODE_EXTRA_CA_CERTS=(\S+)/.exec(output);

@@ -1,0 +1,25 @@
+import { z } from 'zod';
+import { byteSize, duration, flag, optionalUrl } from './fields';
+
+/**
+ * Invoice financing: the S3-compatible object store merchants upload documents to. Unset
+ * OBJECT_STORE_ENDPOINT means AWS S3 in production; `npm start` and the tests start a local
+ * store (versitygw) and point these at it.
+ */
+export const financingSettings = {
+  /** The store's endpoint (MinIO, versitygw, Ceph...); unset: AWS S3 in OBJECT_STORE_REGION. */
+  OBJECT_STORE_ENDPOINT: optionalUrl,
+  OBJECT_STORE_REGION: z.string().min(1).default('us-east-1'),
+  /** The bucket documents are kept in (created by npm start and the tests, not in production). */
+  OBJECT_STORE_BUCKET: z.string().min(3).max(63).default('financing-documents'),
+  /** Unset: the AWS SDK's default credential chain (an IAM role, the environment...). */
+  OBJECT_STORE_ACCESS_KEY_ID: z.string().min(1).optional(),
+  /** Secret. */
+  OBJECT_STORE_SECRET_ACCESS_KEY: z.string().min(1).optional(),
+  /** Path-style addressing (`endpoint/bucket/key`), as most S3-compatible stores want. */
+  OBJECT_STORE_FORCE_PATH_STYLE: flag(false),
+  /** How long a presigned upload URL stays valid. */
+  UPLOAD_URL_TTL: duration('15m'),
+  /** The largest document a merchant may upload. */
+  UPLOAD_MAX_BYTES: byteSize('10mb'),
+};

@@ -37,6 +37,7 @@ import { loanServicingRoutes } from './loans/servicing';
 import { installmentTransactionRoutes } from './loans/transactions';
 import { loanServicingWorkflows, loanWorkflows } from './loans/workflows';
 import { activationRoutes } from './current-account/activation';
+import { uploadRoutes } from './financing/uploads';
 import { smsCallbackRoutes } from './current-account/callbacks';
 import { emailVerificationRoutes } from './current-account/email';
 import { phoneChangeRoutes } from './current-account/phone';
@@ -93,6 +94,7 @@ export function buildApp(deps: AppDeps, options: { extraRoutes?: AnyRoute[] } = 
   routes.push(...emailVerificationRoutes(deps, selfService));
   routes.push(...phoneChangeRoutes(deps, selfService));
   routes.push(...smsCallbackRoutes(deps, metrics));
+  routes.push(...uploadRoutes(deps));
   routes.push(...(options.extraRoutes ?? []));
 
   /** One JSON body parser per distinct limit; a route's limit follows from its declaration. */

@@ -1,0 +1,100 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { z } from 'zod';
+import { createDocument } from '../../db/financing/documents';
+import type { FinancingCaller } from '../auth/caller';
+import type { AppDeps } from '../deps';
+import { type AnyRoute, defineRoute, type RouteAuth } from '../route';
+
+/** A financing user acting for the merchant in the path: merchant-scoped permission through the issuer's resource-access provider. */
+export const MERCHANT_WRITE: RouteAuth = {
+  schemes: ['financing'],
+  merchant: { param: 'merchantId', permission: 'financing.write' },
+};
+export const MerchantPath = z.object({
+  merchantId: z.string().min(1).max(255).meta({ description: 'The backend merchant id (1 to 255 characters)' }),
+});
+
+/** What may be uploaded: the document types, and the media types (PDF, JPEG, PNG) a document may be. */
+export const DOCUMENT_TYPES = ['INVOICE'] as const;
+export const CONTENT_TYPES = ['application/pdf', 'image/jpeg', 'image/png'] as const;
+
+const PresignRequest = (maxBytes: number) =>
+  z.strictObject({
+    document_type: z.enum(DOCUMENT_TYPES).meta({ description: 'INVOICE (the only type so far)' }),
+    content_type: z.enum(CONTENT_TYPES).meta({ description: 'application/pdf, image/jpeg or image/png' }),
+    size_bytes: z
+      .number()
+      .int()
+      .positive()
+      .max(maxBytes)
+      .meta({ description: `The exact size the client will upload, 1 to ${maxBytes} bytes (UPLOAD_MAX_BYTES)` }),
+  });
+
+export const PresignedUpload = z
+  .object({
+    upload_ref: z.uuid().meta({ description: 'The document id: register the invoice with it (document_id)' }),
+    url: z.url().meta({
+      description:
+        'A presigned PUT: send exactly size_bytes bytes with that Content-Type before expires_at. The store refuses ' +
+        'anything else (another type, size or key, or too late).',
+    }),
+    expires_at: z.iso.datetime(),
+  })
+  .meta({ id: 'PresignedUpload' });
+
+/**
+ * Presigned document uploads (spec 4.5). The object's key is ours (organization, a digest of the
+ * merchant id, the document id), so a client can neither choose nor guess another's; the row
+ * records the document as awaiting upload, owned by the merchant and its organization.
+ */
+export function uploadRoutes(deps: AppDeps): AnyRoute[] {
+  const { db, config, clock, providers } = deps;
+  return [
+    defineRoute({
+      method: 'post',
+      path: '/v1/financing/merchants/{merchantId}/uploads/presign',
+      operationId: 'presignFinancingUpload',
+      summary: 'A presigned upload for a merchant document',
+      description:
+        'Answers a presigned PUT (Content-Type and Content-Length signed: the exact size declared) valid for ' +
+        'UPLOAD_URL_TTL. Signing exact headers rather than a POST policy with content-length-range: one plain PUT from ' +
+        'any client, and an exact size is stricter than a range.',
+      tags: ['financing'],
+      auth: MERCHANT_WRITE,
+      request: { params: MerchantPath, body: PresignRequest(config.UPLOAD_MAX_BYTES) },
+      responses: { 201: { description: 'Presigned', schema: PresignedUpload } },
+      async handler(ctx, { params, body }) {
+        const caller = ctx.state.caller as FinancingCaller;
+        const organizationId = caller.organizationId!;
+        const id = randomUUID();
+        const merchantKey = createHash('sha256').update(params.merchantId).digest('hex').slice(0, 32);
+        const key = `documents/${organizationId}/${merchantKey}/${id}`;
+        const now = clock.now();
+        const expiresInSeconds = Math.max(1, Math.round(config.UPLOAD_URL_TTL / 1000));
+        const { url, expiresAt } = await providers.storage.presignPut({
+          key,
+          contentType: body.content_type,
+          sizeBytes: body.size_bytes,
+          expiresInSeconds,
+        });
+        await createDocument(
+          db,
+          organizationId,
+          {
+            id,
+            merchant_id: params.merchantId,
+            document_type: body.document_type,
+            content_type: body.content_type,
+            size_bytes: body.size_bytes,
+            object_key: key,
+            created_by: caller.subject,
+            upload_expires_at: expiresAt,
+          },
+          now,
+        );
+        ctx.status = 201;
+        ctx.body = { upload_ref: id, url, expires_at: expiresAt.toISOString() };
+      },
+    }),
+  ];
+}

@@ -1,0 +1,115 @@
+import { strict as assert } from 'node:assert';
+import { DEMO } from '../../db/seeds/demo';
+import { createObjectStore } from '../../providers/storage';
+import { harness } from '../support/harness';
+import { call } from '../support/http';
+import { backendToken, bearer, financingToken } from '../support/tokens';
+
+const merchant = DEMO.merchant;
+const presignPath = (merchantId: string) => `/v1/financing/merchants/${encodeURIComponent(merchantId)}/uploads/presign`;
+const claims = { organization_id: merchant.organization_id, permissions: ['financing.write:ORG'] };
+const headersFor = async (subject: string = merchant.financingSubject) =>
+  bearer(await financingToken('financing', subject, claims));
+
+describe('spec 4.5: POST /v1/financing/merchants/{merchantId}/uploads/presign', () => {
+  it('answers {upload_ref, url, expires_at}; the document is recorded awaiting upload for the merchant and its organization; the exact upload is stored', async () => {
+    const pdf = Buffer.concat([Buffer.from('%PDF-1.7\n'), Buffer.alloc(2_000, 0x20)]);
+    const reply = await call('POST', presignPath(merchant.id), {
+      headers: await headersFor(),
+      json: { document_type: 'INVOICE', content_type: 'application/pdf', size_bytes: pdf.length },
+    });
+    assert.equal(reply.status, 201, JSON.stringify(reply.body));
+    assert.deepEqual(Object.keys(reply.body).sort(), ['expires_at', 'upload_ref', 'url']);
+    const expires = Date.parse(reply.body.expires_at);
+    assert.ok(expires > Date.now() && expires <= Date.now() + harness().config.UPLOAD_URL_TTL + 1_000);
+    const row = await harness().db('financing_documents').where({ id: reply.body.upload_ref }).first();
+    assert.deepEqual(
+      [row.organization_id, row.merchant_id, row.status, row.content_type, Number(row.size_bytes), row.created_by],
+      [
+        merchant.organization_id,
+        merchant.id,
+        'AWAITING_UPLOAD',
+        'application/pdf',
+        pdf.length,
+        merchant.financingSubject,
+      ],
+    );
+    assert.ok(reply.body.url.includes(row.object_key), 'the URL names the key we chose');
+    const wrongType = await fetch(reply.body.url, {
+      method: 'PUT',
+      headers: { 'content-type': 'image/png' },
+      body: pdf,
+    });
+    assert.equal(wrongType.status, 403, 'the store refuses another content type');
+    const wrongSize = await fetch(reply.body.url, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/pdf' },
+      body: pdf.subarray(10),
+    });
+    assert.equal(wrongSize.status, 403, 'the store refuses another size');
+    const put = await fetch(reply.body.url, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/pdf' },
+      body: pdf,
+    });
+    assert.equal(put.status, 200);
+    assert.deepEqual(await createObjectStore(harness().config).head(row.object_key), {
+      sizeBytes: pdf.length,
+      contentType: 'application/pdf',
+    });
+  });
+
+  it('each validation failure is 400 INVALID_PARAMS in the validation shape, naming the field; nothing is recorded', async () => {
+    const headers = await headersFor();
+    const before = Number((await harness().db('financing_documents').count({ n: '*' }))[0]!.n);
+    const ok = { document_type: 'INVOICE', content_type: 'image/jpeg', size_bytes: 1_000 };
+    const cases: [Record<string, unknown>, string][] = [
+      [{ ...ok, document_type: 'RECEIPT' }, 'body.document_type'],
+      [{ ...ok, content_type: 'text/plain' }, 'body.content_type'],
+      [{ ...ok, content_type: 'image/gif' }, 'body.content_type'],
+      [{ ...ok, size_bytes: 0 }, 'body.size_bytes'],
+      [{ ...ok, size_bytes: -5 }, 'body.size_bytes'],
+      [{ ...ok, size_bytes: 10.5 }, 'body.size_bytes'],
+      [{ ...ok, size_bytes: '1000' }, 'body.size_bytes'],
+      [{ ...ok, size_bytes: harness().config.UPLOAD_MAX_BYTES + 1 }, 'body.size_bytes'],
+      [{ content_type: 'image/jpeg', size_bytes: 1_000 }, 'body.document_type'],
+      [{ ...ok, key: 'documents/elsewhere' }, 'body'],
+    ];
+    for (const [body, path] of cases) {
+      const reply = await call('POST', presignPath(merchant.id), { headers, json: body });
+      assert.equal(reply.status, 400, JSON.stringify(body));
+      assert.equal(reply.body.code, 'INVALID_PARAMS');
+      assert.ok(reply.body.identifier, 'the validation shape');
+      assert.ok(
+        reply.body.invalid_params.some((p: { path: string }) => p.path.startsWith(path)),
+        `${JSON.stringify(body)}: ${JSON.stringify(reply.body.invalid_params)}`,
+      );
+    }
+    const longId = await call('POST', presignPath('m'.repeat(256)), { headers, json: ok });
+    assert.equal(longId.status, 400);
+    assert.equal(longId.body.code, 'INVALID_PARAMS');
+    const after = Number((await harness().db('financing_documents').count({ n: '*' }))[0]!.n);
+    assert.equal(after, before);
+  });
+
+  it('a token without the merchant-scoped permission is 403; a token of an untrusted issuer (a backend token) is 401', async () => {
+    const ok = { document_type: 'INVOICE', content_type: 'image/png', size_bytes: 10 };
+    const stranger = await call('POST', presignPath(merchant.id), {
+      headers: await headersFor('fin|stranger'),
+      json: ok,
+    });
+    assert.equal(stranger.status, 403);
+    assert.equal(stranger.body.code, 'FORBIDDEN');
+    const otherMerchant = await call('POST', presignPath('mrc-someone-else'), {
+      headers: await headersFor(),
+      json: ok,
+    });
+    assert.equal(otherMerchant.status, 403);
+    const backend = await call('POST', presignPath(merchant.id), {
+      headers: bearer(await backendToken(DEMO.users.customer.id)),
+      json: ok,
+    });
+    assert.equal(backend.status, 401);
+    assert.equal(backend.body.code, 'UNAUTHORISED');
+  });
+});

@@ -320,11 +320,15 @@ describe('attack run, finding 1: a callback moves money only when it is complete
       rows.map((r) => r.disposition),
       [...Array<string>(MAX_CALLBACK_SIGNALS).fill('CONFIRMING'), ...Array<string>(5).fill('OVER_BUDGET')],
     );
-    const history = await harness().client.workflow.getHandle(workflowIds.stkPush(created.id)).fetchHistory();
-    assert.equal(
-      history.events?.filter((e) => e.workflowExecutionSignaledEventAttributes).length,
-      MAX_CALLBACK_SIGNALS,
-    );
+    // Signals that arrive while a workflow task is running are buffered by the server and written
+    // to the history when the task completes: count them once they are all there.
+    const signalled = async () =>
+      (await harness().client.workflow.getHandle(workflowIds.stkPush(created.id)).fetchHistory()).events?.filter(
+        (e) => e.workflowExecutionSignaledEventAttributes,
+      ).length ?? 0;
+    await until('the signals written to the history', async () => (await signalled()) >= MAX_CALLBACK_SIGNALS);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    assert.equal(await signalled(), MAX_CALLBACK_SIGNALS);
     await setSimulatorMode({ processingQueries: 0 });
     await sendCallbackNow(row.checkout_request_id!); // decided (paid) at the provider; its callback is over the budget too
     const done = await settled(customer.headers, created.id);

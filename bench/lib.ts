@@ -14,11 +14,19 @@ export interface Target {
   name: string;
   url: string;
   headers?: Record<string, string>;
+  /** A POST with this JSON body (GET otherwise). */
+  json?: unknown;
 }
 
 /** Load one URL at a fixed concurrency for a while; requests/s and latency percentiles (ms). */
 export async function measure(target: Target, connections: number, seconds: number): Promise<Measurement> {
-  const result = await autocannon({ url: target.url, connections, duration: seconds, headers: target.headers });
+  const result = await autocannon({
+    url: target.url,
+    connections,
+    duration: seconds,
+    headers: { ...target.headers, ...(target.json !== undefined && { 'content-type': 'application/json' }) },
+    ...(target.json !== undefined && { method: 'POST' as const, body: JSON.stringify(target.json) }),
+  });
   const errors = result.errors + result.timeouts + result.non2xx;
   return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, errors };
 }

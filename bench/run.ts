@@ -15,6 +15,7 @@ const BENCHMARKS = [
   'installments.ts',
   'repayments.ts',
   'otp.ts',
+  'presign.ts',
 ];
 
 let failed = 0;

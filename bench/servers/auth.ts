@@ -23,6 +23,7 @@ import { requestToken } from '../../providers/identity/simulator';
  *   service         GET /v1/auth/whoami: bearer JWT verified against the JWKS, caller resolved
  *                   (cached), rate limits in Postgres as production runs them
  *   service-memory  the same with in-process rate-limit counters (one instance)
+ *   presign         POST …/uploads/presign on the service (financing token, local object store)
  * Prints their URLs and a token, as one JSON line.
  */
 /** Undone on SIGTERM: the bench database and the embedded server, when one was started. */
@@ -88,7 +89,18 @@ async function main() {
     '/v1/auth/whoami',
     `/v1/kyc/applications/${DEMO.kycApplication.id}/status`,
   );
-  console.log(JSON.stringify({ ...urls, kycStatus, kycStatusMemory, token }));
+  // The demo merchant's financing user, for the presign route (merchant-scoped permission in Postgres).
+  const financingToken = await requestToken(idp.url, 'financing', {
+    sub: DEMO.merchant.financingSubject,
+    aud: config.FINANCING_AUDIENCE,
+    organization_id: DEMO.merchant.organization_id,
+    permissions: ['financing.write:ORG'],
+  });
+  const presign = urls.service!.replace(
+    '/v1/auth/whoami',
+    `/v1/financing/merchants/${DEMO.merchant.id}/uploads/presign`,
+  );
+  console.log(JSON.stringify({ ...urls, kycStatus, kycStatusMemory, token, presign, financingToken }));
 }
 
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {

@@ -283,3 +283,23 @@ export async function openLoop(perSecond: number, seconds: number, op: (i: numbe
 
 export const line = (name: string, m: Loop, unit: string) =>
   `  ${name.padEnd(58)} ${m.perSecond.toFixed(0).padStart(6)} ${unit}/s  p50 ${m.p50.toFixed(0)} ms  p99 ${m.p99.toFixed(0)} ms  errors ${m.errors}`;
+
+/** `work(i)` for every i below `count`, `size` at a time: preparing many runs without flooding the service. */
+export async function inBatches(count: number, work: (i: number) => Promise<void>, size = 8): Promise<void> {
+  for (let i = 0; i < count; i += size)
+    await Promise.all(Array.from({ length: Math.min(size, count - i) }, (_, j) => work(i + j)));
+}
+
+/** A POST to the API as the i-th of `tokens`, whose answer must have `expected` status: its JSON body. */
+export function poster(apiUrl: string, tokens: string[]) {
+  return async (i: number, path: string, body: unknown, expected: number): Promise<Record<string, unknown>> => {
+    const response = await fetch(`${apiUrl}${path}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${tokens[i]}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    const text = await response.text();
+    if (response.status !== expected) throw new Error(`POST ${path} answered ${response.status}: ${text}`);
+    return JSON.parse(text) as Record<string, unknown>;
+  };
+}

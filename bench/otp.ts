@@ -10,7 +10,7 @@ import { confirmOtpUpdate, selfServiceStateQuery } from '../workflows/current-ac
 import { benchDatabase, demoDatabase } from './database';
 import { type BenchApplicant, seedApplicants } from './seed';
 import { startDeployed } from './deployed';
-import { line, openLoop } from './lib';
+import { inBatches, line, openLoop, poster } from './lib';
 import { pokeUpdate } from './workflows/trivial';
 
 /**
@@ -80,20 +80,7 @@ export async function otpBench(): Promise<void> {
     const tokens = await Promise.all(
       applicants.map((a) => requestToken(dev.idp.url, 'backend', { sub: a.id, aud: config.AUTH_AUDIENCE })),
     );
-    const call = async (i: number, path: string, body: unknown, expected: number) => {
-      const response = await fetch(`${apiUrl}${path}`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${tokens[i]}`, 'content-type': 'application/json' },
-        body: JSON.stringify(body),
-      });
-      const text = await response.text();
-      if (response.status !== expected) throw new Error(`POST ${path} answered ${response.status}: ${text}`);
-      return JSON.parse(text) as Record<string, unknown>;
-    };
-    const inBatches = async (count: number, work: (i: number) => Promise<void>, size = 8) => {
-      for (let i = 0; i < count; i += size)
-        await Promise.all(Array.from({ length: Math.min(size, count - i) }, (_, j) => work(i + j)));
-    };
+    const call = poster(apiUrl, tokens);
 
     // Every activation started through the API, AWAITING_OTP (its run's query), its code read
     // from the SMS simulator's control API: none of it timed.

@@ -10,7 +10,17 @@ import { offerStateQuery } from '../workflows/loans/messages';
 import { benchDatabase, demoDatabase } from './database';
 import { seedBorrowers } from './seed';
 import { startDeployed } from './deployed';
-import { closedLoop, cpuDuring, line, type Loop, pidsMatching, startServer, stopProcess } from './lib';
+import {
+  closedLoop,
+  cpuDuring,
+  inBatches,
+  line,
+  type Loop,
+  pidsMatching,
+  poster,
+  startServer,
+  stopProcess,
+} from './lib';
 
 /**
  * Repayments end to end, with the service as deployed (API and worker each in its own process,
@@ -83,28 +93,15 @@ export async function repaymentsBench(): Promise<number> {
     const tokens = await Promise.all(
       borrowers.map((b) => requestToken(dev.idp.url, 'backend', { sub: b.id, aud: config.AUTH_AUDIENCE })),
     );
-    const call = async (i: number, path: string, body: unknown, expected: number) => {
-      const response = await fetch(`${apiUrl}${path}`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${tokens[i]}`, 'content-type': 'application/json' },
-        body: JSON.stringify(body),
-      });
-      const text = await response.text();
-      if (response.status !== expected) throw new Error(`POST ${path} answered ${response.status}: ${text}`);
-      return JSON.parse(text) as Record<string, unknown>;
-    };
+    const call = poster(apiUrl, tokens);
 
     // A loan each, through the API: the offer (its run's first task done), then apply.
-    const inBatches = async (work: (i: number) => Promise<void>, size = 8) => {
-      for (let i = 0; i < BORROWERS; i += size)
-        await Promise.all(Array.from({ length: Math.min(size, BORROWERS - i) }, (_, j) => work(i + j)));
-    };
     const offers: string[] = [];
-    await inBatches(async (i) => {
+    await inBatches(BORROWERS, async (i) => {
       offers[i] = (await call(i, `/v1/accounts/loan/applications/${ORG}`, {}, 201)).id as string;
       await client.workflow.getHandle(workflowIds.loanApplication(offers[i]!)).query(offerStateQuery);
     });
-    await inBatches(async (i) => {
+    await inBatches(BORROWERS, async (i) => {
       const applied = await call(
         i,
         '/v1/accounts/loan/applications/partner-b',

@@ -1,9 +1,21 @@
 import { ApplicationFailure } from '@temporalio/common';
-import { completeActivation, recordActivationStatus, uncertainOnboardings } from '../../db/current-account/activations';
-import { endEmailVerification, markEmailVerified, recordLinkSent } from '../../db/current-account/email-verifications';
+import {
+  completeActivation,
+  findActivationRecipient,
+  recordActivationStatus,
+  uncertainOnboardings,
+} from '../../db/current-account/activations';
+import {
+  endEmailVerification,
+  findEmailVerificationRecipient,
+  markEmailVerified,
+  recordLinkSent,
+} from '../../db/current-account/email-verifications';
 import { claimSend, recordSent } from '../../db/current-account/otp-sends';
 import {
   completePhoneChange,
+  findPhoneChangeAtBank,
+  findPhoneChangeRecipients,
   phoneHeldByAnother,
   recordPhoneChangeStatus,
 } from '../../db/current-account/phone-changes';
@@ -96,16 +108,13 @@ const changeDecision = decided<MobileNumberChange>((answer) =>
  */
 export function createCurrentAccountActivities(deps: ActivityDeps) {
   const { db, config, providers, clock } = deps;
-  const secret = () =>
-    config.OTP_HMAC_SECRET ??
-    (() => {
-      throw notConfigured('OTP_HMAC_SECRET');
-    })();
-  const bank = () =>
-    providers.bank ??
-    (() => {
-      throw notConfigured('The bank');
-    })();
+  /** A provider or key the step needs; without it the run cannot go on (NOT_CONFIGURED, final). */
+  function needed<T>(value: T | undefined, what: string): T {
+    if (value === undefined) throw notConfigured(what);
+    return value;
+  }
+  const secret = () => needed(config.OTP_HMAC_SECRET, 'OTP_HMAC_SECRET');
+  const bank = () => needed(providers.bank, 'The bank');
   const minutes = Math.max(1, Math.round(config.OTP_TTL / 60_000));
 
   /** Where a code for `purpose` goes, read from the run's own row (no number or address travels in a history). */
@@ -115,18 +124,12 @@ export function createCurrentAccountActivities(deps: ActivityDeps) {
     referenceId: string,
   ): Promise<{ userId: string; channel: 'SMS' | 'EMAIL'; to: string }> {
     if (purpose === 'ACTIVATION') {
-      const row = await db('current_account_activations as a')
-        .join('users as u', 'u.id', 'a.user_id')
-        .where({ 'a.organization_id': organizationId, 'a.id': referenceId })
-        .first('u.id as user_id', 'u.phone_number');
+      const row = await findActivationRecipient(db, organizationId, referenceId);
       if (!row?.phone_number)
         throw ApplicationFailure.nonRetryable('the user has no mobile number', SelfServiceFailure.NOT_SENT);
       return { userId: row.user_id, channel: 'SMS', to: row.phone_number };
     }
-    const row = await db('phone_changes as c')
-      .join('users as u', 'u.id', 'c.user_id')
-      .where({ 'c.organization_id': organizationId, 'c.id': referenceId })
-      .first('u.id as user_id', 'u.email', 'c.old_phone_number', 'c.new_phone_number', 'c.authorization_channel');
+    const row = await findPhoneChangeRecipients(db, organizationId, referenceId);
     if (!row) throw ApplicationFailure.nonRetryable('no such phone change', SelfServiceFailure.NOT_SENT);
     if (purpose === 'PHONE_CHANGE_CONFIRMATION')
       return { userId: row.user_id, channel: 'SMS', to: row.new_phone_number };
@@ -165,15 +168,24 @@ export function createCurrentAccountActivities(deps: ActivityDeps) {
     return claim.id;
   }
 
-  /** A refusal no retry can change stops the run's sending (NOT_SENT); anything else is retried. */
-  function sendFailure(error: unknown): never {
-    if (
-      (error instanceof SmsError || error instanceof EmailError) &&
-      !error.details.transient &&
-      !error.details.indeterminate
-    )
-      throw ApplicationFailure.nonRetryable(error.message, SelfServiceFailure.NOT_SENT);
-    throw error;
+  /**
+   * Sends a claimed message and records the provider's id on the claim. A refusal no retry can
+   * change stops the run's sending (NOT_SENT); anything else is retried.
+   */
+  async function deliver(claim: number, send: () => Promise<{ messageId: string }>): Promise<void> {
+    let sent: { messageId: string };
+    try {
+      sent = await send();
+    } catch (error) {
+      if (
+        (error instanceof SmsError || error instanceof EmailError) &&
+        !error.details.transient &&
+        !error.details.indeterminate
+      )
+        throw ApplicationFailure.nonRetryable(error.message, SelfServiceFailure.NOT_SENT);
+      throw error;
+    }
+    await recordSent(db, claim, sent.messageId);
   }
 
   return {
@@ -199,19 +211,11 @@ export function createCurrentAccountActivities(deps: ActivityDeps) {
       const code = newOtp();
       const digest = otpDigest(secret(), input.purpose, input.referenceId, code);
       const text = `${code} is your code ${TEXTS[input.purpose]}. It expires in ${minutes} minutes. Never share it.`;
-      let messageId: string;
-      try {
-        if (channel === 'SMS') {
-          if (!providers.sms) throw notConfigured('The SMS gateway');
-          messageId = (await providers.sms.send({ to, message: text })).messageId;
-        } else {
-          if (!providers.email) throw notConfigured('E-mail');
-          messageId = (await providers.email.send({ to, subject: 'Your verification code', text })).messageId;
-        }
-      } catch (error) {
-        sendFailure(error);
-      }
-      await recordSent(db, claim, messageId);
+      await deliver(claim, () =>
+        channel === 'SMS'
+          ? needed(providers.sms, 'The SMS gateway').send({ to, message: text })
+          : needed(providers.email, 'E-mail').send({ to, subject: 'Your verification code', text }),
+      );
       return { digest, sentAtMs: sentAt.getTime() };
     },
 
@@ -277,11 +281,9 @@ export function createCurrentAccountActivities(deps: ActivityDeps) {
 
     /** Makes the link's token, e-mails it, and keeps its hash; answers the digest and when it went. */
     async sendVerificationLink(input: { organizationId: string; verificationId: string; ttlMs: number }) {
-      const row = await db('email_verifications')
-        .where({ organization_id: input.organizationId, id: input.verificationId })
-        .first('user_id', 'email');
+      const row = await findEmailVerificationRecipient(db, input.organizationId, input.verificationId);
       if (!row) throw ApplicationFailure.nonRetryable('no such e-mail verification', SelfServiceFailure.NOT_SENT);
-      if (!providers.email) throw notConfigured('E-mail');
+      const email = needed(providers.email, 'E-mail');
       const token = newLinkToken();
       const digest = tokenDigest(token);
       const link = `${emailConfirmUrl(config.PUBLIC_BASE_URL, input.verificationId)}?token=${token}`;
@@ -303,20 +305,14 @@ export function createCurrentAccountActivities(deps: ActivityDeps) {
         at: sentAt,
         expiresAt,
       });
-      let messageId: string;
-      try {
-        messageId = (
-          await providers.email.send({
-            to: row.email,
-            subject: 'Verify your e-mail address',
-            text: `Open this link to verify your e-mail address: ${link}\nIt expires at ${expiresAt.toISOString()}.`,
-            html: `<p><a href="${link}">Verify your e-mail address</a></p><p>The link expires at ${expiresAt.toISOString()}.</p>`,
-          })
-        ).messageId;
-      } catch (error) {
-        sendFailure(error);
-      }
-      await recordSent(db, claim, messageId);
+      await deliver(claim, () =>
+        email.send({
+          to: row.email,
+          subject: 'Verify your e-mail address',
+          text: `Open this link to verify your e-mail address: ${link}\nIt expires at ${expiresAt.toISOString()}.`,
+          html: `<p><a href="${link}">Verify your e-mail address</a></p><p>The link expires at ${expiresAt.toISOString()}.</p>`,
+        }),
+      );
       return { digest, sentAtMs: sentAt.getTime() };
     },
 
@@ -348,15 +344,12 @@ export function createCurrentAccountActivities(deps: ActivityDeps) {
 
     /** Asks the bank to change the number (our change id is its reference). */
     async changeNumberAtBank(input: { organizationId: string; changeId: string }): Promise<BankDecision> {
-      const row = await db('phone_changes as c')
-        .join('accounts as a', 'a.id', 'c.account_id')
-        .where({ 'c.organization_id': input.organizationId, 'c.id': input.changeId })
-        .first('c.new_phone_number', 'c.user_id', 'a.bank_customer_id');
+      const row = await findPhoneChangeAtBank(db, input.organizationId, input.changeId);
       if (!row?.bank_customer_id) return { status: 'REFUSED', code: 'CUSTOMER_NOT_FOUND' };
       // Checked again before the bank is asked: a number another user took meanwhile never reaches it.
       if (await phoneHeldByAnother(db, input.organizationId, row.user_id, row.new_phone_number))
         return { status: 'REFUSED', code: 'NUMBER_TAKEN' };
-      const ids = { reference: input.changeId, bankCustomerId: row.bank_customer_id as string };
+      const ids = { reference: input.changeId, bankCustomerId: row.bank_customer_id };
       return changeDecision(() =>
         submitted(
           () => bank().changeMobileNumber({ ...ids, newMobileNumber: row.new_phone_number }),
@@ -366,14 +359,10 @@ export function createCurrentAccountActivities(deps: ActivityDeps) {
     },
 
     async numberChangeStatus(input: { organizationId: string; changeId: string }): Promise<BankDecision> {
-      const account = await db('phone_changes as c')
-        .join('accounts as a', 'a.id', 'c.account_id')
-        .where({ 'c.organization_id': input.organizationId, 'c.id': input.changeId })
-        .first('a.bank_customer_id');
-      if (!account?.bank_customer_id) return { status: 'REFUSED', code: 'CUSTOMER_NOT_FOUND' };
-      return changeDecision(() =>
-        bank().mobileNumberChangeStatus({ reference: input.changeId, bankCustomerId: account.bank_customer_id }),
-      );
+      const row = await findPhoneChangeAtBank(db, input.organizationId, input.changeId);
+      if (!row?.bank_customer_id) return { status: 'REFUSED', code: 'CUSTOMER_NOT_FOUND' };
+      const bankCustomerId = row.bank_customer_id;
+      return changeDecision(() => bank().mobileNumberChangeStatus({ reference: input.changeId, bankCustomerId }));
     },
 
     async completePhoneChange(input: { organizationId: string; changeId: string }) {

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
+import { findActivationRecipient } from '../../db/current-account/activations';
 import { findLatestApplication } from '../../db/kyc/applications';
-import { findDocuments } from '../../db/kyc/documents';
+import { firstImages } from '../../db/kyc/documents';
 import { findSubject, findUser } from '../../db/kyc/subjects';
 import { KycStatus } from '../../domain/kyc/status';
 import { BANK_ID_TYPES, type CustomerIdType, type OnboardingRequest } from '../../providers/bank/protocol';
@@ -10,14 +11,15 @@ import { BANK_ID_TYPES, type CustomerIdType, type OnboardingRequest } from '../.
  * user's latest KYC application APPROVED, and a subject with a name of at least two words, a date
  * of birth, an identity document the bank takes (IDENTITY_CARD, ALIEN_CARD, PASSPORT) with its
  * number, and the document's front image and a selfie (and its back for an ID card or alien card).
- * Answers the request, or what is missing.
+ * Answers the request (its images read only with `images`: a check needs none), or what is missing.
  */
 export async function provisionedSubject(
   db: Knex,
   organizationId: string,
   userId: string,
+  options: { images: boolean },
 ): Promise<
-  { customer: OnboardingRequest['customer']; documents: OnboardingRequest['documents'] } | { missing: string }
+  { customer: OnboardingRequest['customer']; documents?: OnboardingRequest['documents'] } | { missing: string }
 > {
   const [user, subject, application] = await Promise.all([
     findUser(db, organizationId, userId),
@@ -34,12 +36,13 @@ export async function provisionedSubject(
   // The number the activation code went to: the one the customer just proved.
   const phone = user.phone_number;
   if (!phone) return { missing: 'mobile number' };
-  const documents = await findDocuments(db, organizationId, application.id);
-  const image = (kind: string) => documents.find((d) => d.kind === kind)?.content.toString('base64');
-  const idFront = image('DOCUMENT_FRONT');
-  const idBack = image('DOCUMENT_BACK');
-  const selfie = image('SELFIE');
-  if (!idFront || !selfie || (idType !== 'PASSPORT' && !idBack)) return { missing: 'document images' };
+  const needed =
+    idType === 'PASSPORT'
+      ? (['DOCUMENT_FRONT', 'SELFIE'] as const)
+      : (['DOCUMENT_FRONT', 'DOCUMENT_BACK', 'SELFIE'] as const);
+  const images = await firstImages(db, organizationId, application.id, [...needed], options.images);
+  if (needed.some((kind) => !images.has(kind))) return { missing: 'document images' };
+  const base64 = (kind: (typeof needed)[number]) => images.get(kind)!.toString('base64');
   const [firstName, ...rest] = names;
   const lastName = rest.pop()!;
   return {
@@ -53,7 +56,13 @@ export async function provisionedSubject(
       mobileNumber: phone,
       ...((subject.email ?? user.email) && { email: subject.email ?? user.email }),
     },
-    documents: { idFront, ...(idType !== 'PASSPORT' && { idBack }), selfie },
+    ...(options.images && {
+      documents: {
+        idFront: base64('DOCUMENT_FRONT'),
+        ...(idType !== 'PASSPORT' && { idBack: base64('DOCUMENT_BACK') }),
+        selfie: base64('SELFIE'),
+      },
+    }),
   };
 }
 
@@ -70,11 +79,9 @@ export async function onboardingRequest(
   organizationId: string,
   activationId: string,
 ): Promise<OnboardingRequest | { refused: string }> {
-  const activation = await db('current_account_activations')
-    .where({ organization_id: organizationId, id: activationId })
-    .first('user_id');
+  const activation = await findActivationRecipient(db, organizationId, activationId);
   if (!activation) return { refused: 'SUBJECT_NOT_PROVISIONED' };
-  const subject = await provisionedSubject(db, organizationId, activation.user_id);
-  if ('missing' in subject) return { refused: 'SUBJECT_NOT_PROVISIONED' };
-  return { reference: activationId, ...subject };
+  const subject = await provisionedSubject(db, organizationId, activation.user_id, { images: true });
+  if ('missing' in subject || !subject.documents) return { refused: 'SUBJECT_NOT_PROVISIONED' };
+  return { reference: activationId, customer: subject.customer, documents: subject.documents };
 }

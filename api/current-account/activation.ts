@@ -9,7 +9,6 @@ import {
   findCurrentAccount,
   findLatestActivation,
 } from '../../db/current-account/activations';
-import { findUser } from '../../db/kyc/subjects';
 import { otpDigest } from '../../activities/current-account/codes';
 import { ErrorCode, ServiceError } from '../../domain/errors';
 import type { AppDeps } from '../deps';
@@ -126,7 +125,7 @@ export function activationRoutes(deps: AppDeps, workflows: SelfServiceWorkflows)
       },
       errors: {
         NOT_FOUND: 'no current account, or no provisioned KYC subject',
-        BAD_REQUEST: 'the current account is already active, or the caller has no mobile number',
+        BAD_REQUEST: 'the current account is already active',
         TOO_MANY_REQUESTS: 'too many codes sent to the caller or the number in the last hour (Retry-After)',
         SERVICE_UNAVAILABLE: 'self-service is not configured',
       },
@@ -142,11 +141,10 @@ export function activationRoutes(deps: AppDeps, workflows: SelfServiceWorkflows)
         }
         if (account.status !== 'PENDING_ACTIVATION')
           throw new ServiceError(ErrorCode.BAD_REQUEST, 'The current account is already active');
-        const subject = await provisionedSubject(db, ids.organizationId, ids.userId);
+        // A mobile number is part of a provisioned subject: the code goes there.
+        const subject = await provisionedSubject(db, ids.organizationId, ids.userId, { images: false });
         if ('missing' in subject)
           throw new ServiceError(ErrorCode.NOT_FOUND, `No provisioned KYC subject (${subject.missing} missing)`);
-        const user = await findUser(db, ids.organizationId, ids.userId);
-        if (!user?.phone_number) throw new ServiceError(ErrorCode.BAD_REQUEST, 'The caller has no mobile number');
         const now = clock.now();
         await withinSendLimits(db, config, ids, [], now);
         await answerStarted(

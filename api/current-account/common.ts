@@ -131,7 +131,7 @@ export async function withinSendLimits(
     );
 }
 
-export const sendLimits = (config: Config) => ({
+const sendLimits = (config: Config) => ({
   perUser: config.OTP_SENDS_PER_HOUR_PER_USER,
   perDestination: config.OTP_SENDS_PER_HOUR_PER_DESTINATION,
 });

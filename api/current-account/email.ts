@@ -6,7 +6,7 @@ import {
   type EmailVerificationRow,
   findEmailVerification,
 } from '../../db/current-account/email-verifications';
-import { findUser } from '../../db/kyc/subjects';
+import { findUserContact } from '../../db/current-account/users';
 import { tokenDigest } from '../../activities/current-account/codes';
 import { emailConfirmUrl, emailVerificationUrl } from '../../domain/current-account/links';
 import { ErrorCode, ServiceError } from '../../domain/errors';
@@ -102,13 +102,9 @@ export function emailVerificationRoutes(deps: AppDeps, workflows: SelfServiceWor
       async handler(ctx) {
         requireSelfService(deps, ['email']);
         const ids = self(ctx);
-        const user = await findUser(db, ids.organizationId, ids.userId);
+        const user = await findUserContact(db, ids.organizationId, ids.userId);
         if (!user) throw new ServiceError(ErrorCode.NOT_FOUND, 'No such user');
-        const verified = await db('users')
-          .where({ organization_id: ids.organizationId, id: ids.userId })
-          .first('email_verified_at');
-        if (verified?.email_verified_at)
-          throw new ServiceError(ErrorCode.BAD_REQUEST, 'The e-mail is already verified');
+        if (user.email_verified_at) throw new ServiceError(ErrorCode.BAD_REQUEST, 'The e-mail is already verified');
         const now = clock.now();
         await withinSendLimits(db, config, ids, [], now);
         await answerStarted(

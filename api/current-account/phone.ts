@@ -1,6 +1,7 @@
 import type { Context } from 'koa';
 import { z } from 'zod';
 import { findCurrentAccount } from '../../db/current-account/activations';
+import { findUserContact } from '../../db/current-account/users';
 import {
   createPhoneChange,
   dropInitializingPhoneChange,
@@ -174,9 +175,7 @@ export function phoneChangeRoutes(deps: AppDeps, workflows: SelfServiceWorkflows
         const account = await findCurrentAccount(db, ids.organizationId, ids.userId);
         if (!account || account.status !== 'ACTIVE' || !account.bank_customer_id)
           throw new ServiceError(ErrorCode.NOT_FOUND, 'No current account opened at the bank');
-        const user = await db('users')
-          .where({ organization_id: ids.organizationId, id: ids.userId })
-          .first('email', 'email_verified_at', 'phone_number');
+        const user = await findUserContact(db, ids.organizationId, ids.userId);
         if (!user) throw new ServiceError(ErrorCode.NOT_FOUND, 'No current account opened at the bank');
         const number = newNumber(body.new_mobile_country_code, body.new_mobile_number);
         if (!number) throw new ServiceError(ErrorCode.BAD_REQUEST, 'Not a Kenyan mobile number (+2547… or +2541…)');

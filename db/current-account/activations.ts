@@ -45,6 +45,18 @@ export function findCurrentAccount(
     .first('id', 'status', 'bank_customer_id');
 }
 
+/** Who an activation's code goes to: its user and the user's mobile number. */
+export function findActivationRecipient(
+  db: Knex,
+  organizationId: string,
+  id: string,
+): Promise<{ user_id: string; phone_number: string | null } | undefined> {
+  return db('current_account_activations as a')
+    .join('users as u', 'u.id', 'a.user_id')
+    .where({ 'a.organization_id': organizationId, 'a.id': id })
+    .first('u.id as user_id', 'u.phone_number');
+}
+
 /** The user's most recent activation, in any state. */
 export function findLatestActivation(
   db: Knex,

@@ -39,6 +39,15 @@ export function findEmailVerification(
   return db('email_verifications').where({ organization_id: organizationId, user_id: userId, id }).first();
 }
 
+/** Who a verification's link goes to. */
+export function findEmailVerificationRecipient(
+  db: Knex,
+  organizationId: string,
+  id: string,
+): Promise<{ user_id: string; email: string } | undefined> {
+  return db('email_verifications').where({ organization_id: organizationId, id }).first('user_id', 'email');
+}
+
 /** A new verification of the user's e-mail, or the open one (`created` says which). */
 export async function createEmailVerification(
   db: Knex,

@@ -45,6 +45,35 @@ export function findPhoneChange(
   return db('phone_changes').where({ organization_id: organizationId, user_id: userId, id }).first();
 }
 
+/** Who a change's codes go to: the owner's e-mail and old number, and the new number. */
+export function findPhoneChangeRecipients(
+  db: Knex,
+  organizationId: string,
+  id: string,
+): Promise<
+  | (Pick<PhoneChangeRow, 'user_id' | 'old_phone_number' | 'new_phone_number' | 'authorization_channel'> & {
+      email: string;
+    })
+  | undefined
+> {
+  return db('phone_changes as c')
+    .join('users as u', 'u.id', 'c.user_id')
+    .where({ 'c.organization_id': organizationId, 'c.id': id })
+    .first('c.user_id', 'u.email', 'c.old_phone_number', 'c.new_phone_number', 'c.authorization_channel');
+}
+
+/** What the bank is asked about a change: the new number, and the bank's customer its account is. */
+export function findPhoneChangeAtBank(
+  db: Knex,
+  organizationId: string,
+  id: string,
+): Promise<{ user_id: string; new_phone_number: string; bank_customer_id: string | null } | undefined> {
+  return db('phone_changes as c')
+    .join('accounts as a', 'a.id', 'c.account_id')
+    .where({ 'c.organization_id': organizationId, 'c.id': id })
+    .first('c.user_id', 'c.new_phone_number', 'a.bank_customer_id');
+}
+
 /** Whether another user of the organization holds `phone`. */
 export async function phoneHeldByAnother(
   db: Knex | Knex.Transaction,

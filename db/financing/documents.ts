@@ -29,13 +29,3 @@ export async function createDocument(
 ): Promise<void> {
   await db('financing_documents').insert({ ...document, organization_id: organizationId, created_at: now });
 }
-
-/** The merchant's document in the organization (another merchant's or organization's is none). */
-export function findDocument(
-  db: Knex,
-  organizationId: string,
-  merchantId: string,
-  id: string,
-): Promise<FinancingDocumentRow | undefined> {
-  return db('financing_documents').where({ organization_id: organizationId, merchant_id: merchantId, id }).first();
-}

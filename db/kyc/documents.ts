@@ -48,6 +48,26 @@ export function findDocuments(db: Knex, organizationId: string, applicationId: s
     .select<KycDocumentRow[]>('kind', 'position', 'content_type', 'content');
 }
 
+/**
+ * The first image (by position) of each of `kinds` the application has: with `content`, its
+ * bytes; without, only that it is there (nothing large is read).
+ */
+export async function firstImages(
+  db: Knex,
+  organizationId: string,
+  applicationId: string,
+  kinds: KycDocumentKind[],
+  content: boolean,
+): Promise<Map<KycDocumentKind, Buffer | undefined>> {
+  const rows: { kind: KycDocumentKind; content?: Buffer }[] = await db('kyc_documents')
+    .distinctOn('kind')
+    .where({ organization_id: organizationId, application_id: applicationId })
+    .whereIn('kind', kinds)
+    .orderBy(['kind', 'position'])
+    .select(content ? ['kind', 'content'] : ['kind']);
+  return new Map(rows.map((row) => [row.kind, row.content]));
+}
+
 /** Just the kinds and bytes, in the same order: what a submission to the provider sends. */
 export function findDocumentContents(
   db: Knex,

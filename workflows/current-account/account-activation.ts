@@ -1,16 +1,9 @@
-import { allHandlersFinished, ApplicationFailure, condition, setHandler } from '@temporalio/workflow';
-import { type ActivationInput, confirmOtpUpdate, OtpRefusal, resendOtpUpdate, selfServiceStateQuery } from './messages';
-import { OtpChallenge } from './otp-challenge';
+import { allHandlersFinished, condition, setHandler } from '@temporalio/workflow';
+import { type ActivationInput, confirmOtpUpdate, resendOtpUpdate, selfServiceStateQuery } from './messages';
+import { notAwaited, OtpChallenge } from './otp-challenge';
 import { bankDecision, bankSteps, failureType, record, send, sendRefusal } from './steps';
 
 type Status = 'INITIALIZING' | 'AWAITING_OTP' | 'ONBOARDING' | 'COMPLETED' | 'REJECTED';
-
-const notAwaited = (status: string) =>
-  ApplicationFailure.create({
-    type: OtpRefusal.NOT_AWAITED,
-    message: `The activation is ${status}`,
-    nonRetryable: true,
-  });
 
 /**
  * A current-account activation (`account-activation/<id>`): a code by SMS to the user's mobile,
@@ -46,7 +39,7 @@ export async function accountActivation(input: ActivationInput): Promise<{ statu
     },
     {
       validator: ({ digest }) => {
-        if (status !== 'AWAITING_OTP') throw notAwaited(status);
+        if (status !== 'AWAITING_OTP') throw notAwaited('activation', status);
         const refusal = code.refusal(digest, Date.now());
         if (refusal) throw refusal;
       },
@@ -66,7 +59,7 @@ export async function accountActivation(input: ActivationInput): Promise<{ statu
     },
     {
       validator: () => {
-        if (status !== 'AWAITING_OTP') throw notAwaited(status);
+        if (status !== 'AWAITING_OTP') throw notAwaited('activation', status);
         const refusal = code.resendRefusal(Date.now());
         if (refusal) throw refusal;
       },

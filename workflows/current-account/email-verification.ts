@@ -1,6 +1,6 @@
-import { allHandlersFinished, ApplicationFailure, condition, setHandler } from '@temporalio/workflow';
-import { confirmEmailUpdate, type EmailVerificationInput, OtpRefusal, selfServiceStateQuery } from './messages';
-import { OtpChallenge } from './otp-challenge';
+import { allHandlersFinished, condition, setHandler } from '@temporalio/workflow';
+import { confirmEmailUpdate, type EmailVerificationInput, selfServiceStateQuery } from './messages';
+import { notAwaited, OtpChallenge } from './otp-challenge';
 import { failureType, record, send } from './steps';
 
 type Status = 'INITIALIZING' | 'SENT' | 'VERIFIED' | 'EXPIRED' | 'FAILED';
@@ -34,12 +34,7 @@ export async function emailVerification(input: EmailVerificationInput): Promise<
     },
     {
       validator: ({ digest }) => {
-        if (status !== 'SENT')
-          throw ApplicationFailure.create({
-            type: OtpRefusal.NOT_AWAITED,
-            message: `The verification is ${status}`,
-            nonRetryable: true,
-          });
+        if (status !== 'SENT') throw notAwaited('verification', status);
         const refusal = link.refusal(digest, Date.now());
         if (refusal) throw refusal;
       },

@@ -14,6 +14,9 @@ function sameDigest(a: string, b: string): boolean {
 const refuse = (type: string, message: string, details?: unknown) =>
   ApplicationFailure.create({ type, message, nonRetryable: true, details: details ? [details] : undefined });
 
+/** The refusal of a submission or resend while the run is not at a step that awaits one. */
+export const notAwaited = (what: string, status: string) => refuse(OtpRefusal.NOT_AWAITED, `The ${what} is ${status}`);
+
 /**
  * One code a run waits for: its digest, lifetime, attempts and resend cool-down. Deterministic
  * (workflow time only); the run keeps it, so the code's state is in its history and survives

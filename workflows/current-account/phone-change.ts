@@ -1,13 +1,7 @@
-import { allHandlersFinished, ApplicationFailure, condition, setHandler } from '@temporalio/workflow';
+import { allHandlersFinished, condition, setHandler } from '@temporalio/workflow';
 import type { OtpPurpose } from '../../activities/current-account/codes';
-import {
-  authorizeOtpUpdate,
-  confirmOtpUpdate,
-  OtpRefusal,
-  type PhoneChangeInput,
-  selfServiceStateQuery,
-} from './messages';
-import { OtpChallenge } from './otp-challenge';
+import { authorizeOtpUpdate, confirmOtpUpdate, type PhoneChangeInput, selfServiceStateQuery } from './messages';
+import { notAwaited, OtpChallenge } from './otp-challenge';
 import { bankDecision, bankSteps, failureType, record, send } from './steps';
 
 type Status =
@@ -46,12 +40,7 @@ export async function phoneChange(input: PhoneChangeInput): Promise<{ status: St
       return answer;
     },
     validator: ({ digest }: { digest: string }) => {
-      if (status !== awaiting)
-        throw ApplicationFailure.create({
-          type: OtpRefusal.NOT_AWAITED,
-          message: `The change is ${status}`,
-          nonRetryable: true,
-        });
+      if (status !== awaiting) throw notAwaited('change', status);
       const refusal = code.refusal(digest, Date.now());
       if (refusal) throw refusal;
     },

@@ -9,6 +9,7 @@ import { createIdempotencyPurgeActivities } from './platform/idempotency-purge';
 import { createKycActivities } from './kyc/verification';
 import { createKycSweepActivities } from './kyc/expiry-sweep';
 import { createCurrentAccountActivities } from './current-account/index';
+import { createFinancingActivities } from './financing/index';
 import { createLoanActivities } from './loans/index';
 import { createMobileMoneyActivities } from './mobile-money/index';
 
@@ -34,6 +35,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createMobileMoneyActivities(deps),
     ...createLoanActivities(deps),
     ...createCurrentAccountActivities(deps),
+    ...createFinancingActivities(deps),
     ...createCallbackActivities(deps),
     ...createIdempotencyPurgeActivities(deps),
   };
@@ -45,5 +47,6 @@ export type KycActivities = ReturnType<typeof createKycActivities> & ReturnType<
 export type MobileMoneyActivities = ReturnType<typeof createMobileMoneyActivities>;
 export type LoanActivities = ReturnType<typeof createLoanActivities>;
 export type CurrentAccountActivities = ReturnType<typeof createCurrentAccountActivities>;
+export type FinancingActivities = ReturnType<typeof createFinancingActivities>;
 export type PlatformActivities = ReturnType<typeof createCallbackActivities> &
   ReturnType<typeof createIdempotencyPurgeActivities>;

@@ -1,4 +1,5 @@
 import Router from '@koa/router';
+import { LRUCache } from 'lru-cache';
 import Koa from 'koa';
 import { z } from 'zod';
 import { ErrorCode, ServiceError } from '../domain/errors';
@@ -37,6 +38,7 @@ import { loanServicingRoutes } from './loans/servicing';
 import { installmentTransactionRoutes } from './loans/transactions';
 import { loanServicingWorkflows, loanWorkflows } from './loans/workflows';
 import { activationRoutes } from './current-account/activation';
+import { invoiceRoutes } from './financing/invoices';
 import { uploadRoutes } from './financing/uploads';
 import { smsCallbackRoutes } from './current-account/callbacks';
 import { emailVerificationRoutes } from './current-account/email';
@@ -56,6 +58,21 @@ const BODY_METHODS = new Set(['post', 'put', 'patch']);
 const NO_BODY = z.strictObject({}).optional();
 
 /**
+ * The organization of a merchant, remembered (a merchant never changes organization) for
+ * AUTH_CALLER_CACHE_TTL; an unknown merchant is asked again each time.
+ */
+function merchantOrganizations(deps: AppDeps): MerchantChecks['organizationOf'] {
+  const known = new LRUCache<string, string>({ max: 50_000, ttl: deps.config.AUTH_CALLER_CACHE_TTL });
+  return async (merchantId) => {
+    const cached = known.get(merchantId);
+    if (cached) return cached;
+    const organizationId = await organizationOfMerchant(deps.db, merchantId);
+    if (organizationId) known.set(merchantId, organizationId);
+    return organizationId;
+  };
+}
+
+/**
  * Builds the Koa app from its dependencies. `extraRoutes` lets a test mount routes of its own
  * through the same middleware, validation and error handling as the real ones.
  */
@@ -66,8 +83,8 @@ export function buildApp(deps: AppDeps, options: { extraRoutes?: AnyRoute[] } = 
   const rateLimiter = createRateLimiter(deps.config, deps.db, deps.logger);
   const idempotency = createIdempotency(deps);
   const merchants: MerchantChecks = {
-    providers: resourceAccessProviders(deps.db, deps.config.FINANCING_ISSUERS),
-    organizationOf: (merchantId) => organizationOfMerchant(deps.db, merchantId),
+    providers: resourceAccessProviders(deps.db, deps.config.FINANCING_ISSUERS, deps.config.AUTH_CALLER_CACHE_TTL),
+    organizationOf: merchantOrganizations(deps),
   };
   let document: unknown;
   const routes: AnyRoute[] = [];
@@ -94,7 +111,7 @@ export function buildApp(deps: AppDeps, options: { extraRoutes?: AnyRoute[] } = 
   routes.push(...emailVerificationRoutes(deps, selfService));
   routes.push(...phoneChangeRoutes(deps, selfService));
   routes.push(...smsCallbackRoutes(deps, metrics));
-  routes.push(...uploadRoutes(deps));
+  routes.push(...uploadRoutes(deps), ...invoiceRoutes(deps));
   routes.push(...(options.extraRoutes ?? []));
 
   /** One JSON body parser per distinct limit; a route's limit follows from its declaration. */

@@ -22,4 +22,15 @@ export const financingSettings = {
   UPLOAD_URL_TTL: duration('15m'),
   /** The largest document a merchant may upload. */
   UPLOAD_MAX_BYTES: byteSize('10mb'),
+  /**
+   * How long after its upload URL expires a registered document may still appear in the store
+   * (an upload begun just before expiry is still arriving); then the invoice is NOT_UPLOADED.
+   */
+  DOCUMENT_UPLOAD_GRACE: duration('2m'),
+  /** The invoice-extraction provider: Azure AI Document Intelligence's endpoint (https://<resource>.cognitiveservices.azure.com). */
+  EXTRACTION_URL: optionalUrl,
+  /** Secret: the Document Intelligence resource's key. Without it (or the URL) registration answers 503. */
+  EXTRACTION_API_KEY: z.string().min(1).optional(),
+  /** How long one extraction may take, retries of an unavailable provider included; then it is FAILED. */
+  EXTRACTION_DEADLINE: duration('15m'),
 };

@@ -28,6 +28,8 @@ const devSettings = {
   /** The local S3-compatible store under npm start (versitygw), and an existing binary of it. */
   OBJECT_STORE_PORT: port(3107),
   OBJECT_STORE_BIN: z.string().min(1).optional(),
+  /** Port of the invoice-extraction provider simulator under npm start. */
+  EXTRACTION_SIMULATOR_PORT: port(3108),
 };
 
 const devConfigSchema = z.object({ ...configShape, ...devSettings });

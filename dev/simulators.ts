@@ -7,6 +7,7 @@ import { type RunningMobileMoneySimulator, startMobileMoneySimulator } from '../
 import { type RunningBankSimulator, startBankSimulator } from '../providers/bank/simulator';
 import { type RunningEmailSimulator, startEmailSimulator } from '../providers/email/simulator';
 import { type RunningSmsSimulator, startSmsSimulator } from '../providers/sms/simulator';
+import { type RunningExtractionSimulator, startExtractionSimulator } from '../providers/extraction/simulator';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -40,6 +41,8 @@ export const DEV_CURRENT_ACCOUNT = {
   /** One-time codes are kept as HMACs under this key (the API and the worker share it). */
   otpHmacSecret: 'dev-otp-hmac-secret-not-a-secret-0123456789',
 };
+/** And of the simulated invoice-extraction provider (Azure Document Intelligence's protocol). */
+export const DEV_EXTRACTION = { apiKey: 'dev-extraction-key-not-a-secret' };
 /** The certificates of the mobile-money simulators this process started, by URL (see mobileMoneySettings). */
 const simulatorCertificates = new Map<string, string>();
 
@@ -55,6 +58,8 @@ export interface DevelopmentProviders {
   sms?: RunningSmsSimulator;
   email?: RunningEmailSimulator;
   bank?: RunningBankSimulator;
+  /** Absent when EXTRACTION_URL names a real provider. */
+  extraction?: RunningExtractionSimulator;
   /** Absent when OBJECT_STORE_ENDPOINT names a store. */
   objectStore?: RunningObjectStore;
   seedOptions: SeedOptions;
@@ -78,6 +83,7 @@ export async function startDevelopmentProviders(
     smsPort?: number;
     emailPort?: number;
     bankPort?: number;
+    extractionPort?: number;
     /** The local object store: its port, data folder (a temporary one, removed at close, when absent) and binary. */
     objectStore?: { port?: number; dataDir?: string; binary?: string; log?: (line: string) => void };
   } = {},
@@ -113,6 +119,9 @@ export async function startDevelopmentProviders(
     ? undefined
     : await startEmailSimulator({ apiKey: emailDev.apiKey, verifiedSenders: [emailDev.from], port: options.emailPort });
   const bank = config.BANK_URL ? undefined : await startBankSimulator({ ...bankDev, port: options.bankPort });
+  const extraction = config.EXTRACTION_URL
+    ? undefined
+    : await startExtractionSimulator({ ...DEV_EXTRACTION, port: options.extractionPort });
   const store = config.OBJECT_STORE_ENDPOINT ? undefined : await startLocalObjectStore(options.objectStore);
   if (store) await createObjectStore({ ...config, ...objectStoreSettings(store.running.endpoint) }).ensureBucket();
   const close = async () => {
@@ -124,6 +133,7 @@ export async function startDevelopmentProviders(
       sms?.close(),
       email?.close(),
       bank?.close(),
+      extraction?.close(),
       store?.close(),
     ]);
   };
@@ -155,6 +165,7 @@ export async function startDevelopmentProviders(
       // A key given in the environment wins over the development one.
       OTP_HMAC_SECRET: config.OTP_HMAC_SECRET ?? DEV_CURRENT_ACCOUNT.otpHmacSecret,
       ...(store && objectStoreSettings(store.running.endpoint)),
+      ...(extraction && { EXTRACTION_URL: extraction.url, EXTRACTION_API_KEY: DEV_EXTRACTION.apiKey }),
     },
     idp,
     kyc,
@@ -162,6 +173,7 @@ export async function startDevelopmentProviders(
     sms,
     email,
     bank,
+    extraction,
     objectStore: store?.running,
     seedOptions: devSeedOptions(idp),
     close,

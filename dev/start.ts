@@ -69,6 +69,7 @@ async function main() {
       smsPort: config.SMS_SIMULATOR_PORT,
       emailPort: config.EMAIL_SIMULATOR_PORT,
       bankPort: config.BANK_SIMULATOR_PORT,
+      extractionPort: config.EXTRACTION_SIMULATOR_PORT,
       objectStore: {
         port: config.OBJECT_STORE_PORT,
         dataDir: path.join(config.DATA_DIR, 'object-store'),
@@ -185,6 +186,10 @@ async function main() {
     if (providersDev.bank) say(`Bank           ${providersDev.bank.url}  (simulator)`);
     if (providersDev.objectStore)
       say(`Object store   ${providersDev.objectStore.endpoint}  (versitygw; bucket ${config.OBJECT_STORE_BUCKET})`);
+    if (providersDev.extraction)
+      say(
+        `Extraction     ${providersDev.extraction.url}  (invoice-extraction simulator; analyses: ${providersDev.extraction.url}/_control/analyses)`,
+      );
     say('ready (Ctrl-C stops everything)');
     await running; // a worker that dies on its own takes the service down with it
     if (!stopping) throw new Error('worker stopped unexpectedly');

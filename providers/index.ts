@@ -10,6 +10,8 @@ import { createMobileMoneyClient } from './mobile-money/client';
 import { configuredCertificate } from './mobile-money/security-credential';
 import type { MobileMoneyClient } from './mobile-money/protocol';
 import { createObjectStore, type ObjectStore } from './storage';
+import { createExtractionClient } from './extraction/client';
+import type { InvoiceExtractionClient } from './extraction/protocol';
 
 /**
  * The provider clients the API and activities are built with, each behind a small interface.
@@ -24,6 +26,8 @@ export interface Providers {
   bank?: BankClient;
   /** Where merchants' financing documents are uploaded (S3 or an S3-compatible store). */
   storage: ObjectStore;
+  /** Reads invoices (Azure AI Document Intelligence's prebuilt-invoice model): present once configured. */
+  extraction?: InvoiceExtractionClient;
 }
 
 /** The named settings, or an error naming the missing ones (npm start and the tests run simulators). */
@@ -66,6 +70,12 @@ export function createProviders(config: Config): Providers {
       certificate: configuredCertificate(config),
     }),
     storage: createObjectStore(config),
+    ...(config.EXTRACTION_URL && {
+      extraction: createExtractionClient({
+        endpoint: config.EXTRACTION_URL,
+        apiKey: required(config, ['EXTRACTION_API_KEY']).EXTRACTION_API_KEY,
+      }),
+    }),
     ...currentAccountProviders(config),
   };
 }

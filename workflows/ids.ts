@@ -18,6 +18,8 @@ export const workflowIds = {
   accountActivation: (activationId: string) => `account-activation/${activationId}`,
   emailVerification: (verificationId: string) => `email-verification/${verificationId}`,
   phoneChange: (changeId: string) => `phone-change/${changeId}`,
+  /** A document's invoice extractions, one at a time: a re-extraction signals the run or starts the next. */
+  invoiceExtraction: (documentId: string) => `invoice-extraction/${documentId}`,
 };
 
 /** Schedule ids: the schedule's own runs get a timestamp suffix, so they are never business keys. */

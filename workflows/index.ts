@@ -14,3 +14,4 @@ export { repaymentReconciliation } from './loans/repayment-reconciliation';
 export { accountActivation } from './current-account/account-activation';
 export { emailVerification } from './current-account/email-verification';
 export { phoneChange } from './current-account/phone-change';
+export { invoiceExtraction } from './financing/invoice-extraction';

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { LRUCache } from 'lru-cache';
 import type { FinancingIssuer } from '../../config';
 import { merchantAccessAllows } from '../../db/auth/merchants';
 
@@ -30,17 +31,39 @@ export function httpResourceAccess(url: string, issuer: string, timeoutMs = 3_00
   };
 }
 
-/** The provider for each trusted financing issuer, chosen by the verified issuer. */
+/**
+ * A provider whose grants are remembered for `ttlMs` (AUTH_CALLER_CACHE_TTL): a revocation takes
+ * effect within it, as for callers. Only grants: a refusal or a failure is asked again next time,
+ * so a grant made a moment ago works at once.
+ */
+export function cachedResourceAccess(provider: ResourceAccessProvider, ttlMs: number): ResourceAccessProvider {
+  const granted = new LRUCache<string, true>({ max: 50_000, ttl: ttlMs });
+  return {
+    async allows(subject, merchantId, permission) {
+      const key = JSON.stringify([subject, merchantId, permission]);
+      if (granted.get(key)) return true;
+      const allowed = await provider.allows(subject, merchantId, permission);
+      if (allowed) granted.set(key, true);
+      return allowed;
+    },
+  };
+}
+
+/** The provider for each trusted financing issuer, chosen by the verified issuer, its grants cached for `ttlMs`. */
 export function resourceAccessProviders(
   db: Knex,
   issuers: readonly FinancingIssuer[],
+  ttlMs: number,
 ): Map<string, ResourceAccessProvider> {
   return new Map(
     issuers.map((issuer) => [
       issuer.issuer,
-      issuer.resource_access === 'database'
-        ? databaseResourceAccess(db, issuer.issuer)
-        : httpResourceAccess(issuer.resource_access.url, issuer.issuer),
+      cachedResourceAccess(
+        issuer.resource_access === 'database'
+          ? databaseResourceAccess(db, issuer.issuer)
+          : httpResourceAccess(issuer.resource_access.url, issuer.issuer),
+        ttlMs,
+      ),
     ]),
   );
 }

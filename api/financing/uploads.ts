@@ -35,10 +35,15 @@ export const PresignedUpload = z
     upload_ref: z.uuid().meta({ description: 'The document id: register the invoice with it (document_id)' }),
     url: z.url().meta({
       description:
-        'A presigned PUT: send exactly size_bytes bytes with that Content-Type before expires_at. The store refuses ' +
-        'anything else (another type, size or key, or too late).',
+        'A presigned PUT: send exactly size_bytes bytes with upload_headers before expires_at. The store refuses ' +
+        'anything else (another type, size or key, too late, or a second upload: the first one stays).',
     }),
     expires_at: z.iso.datetime(),
+    upload_headers: z.record(z.string(), z.string()).meta({
+      description:
+        'Extension: the headers the PUT must carry, as signed: Content-Type (the declared content_type) and ' +
+        '`If-None-Match: *` (create-only, so an uploaded document cannot be replaced).',
+    }),
   })
   .meta({ id: 'PresignedUpload' });
 
@@ -56,7 +61,8 @@ export function uploadRoutes(deps: AppDeps): AnyRoute[] {
       operationId: 'presignFinancingUpload',
       summary: 'A presigned upload for a merchant document',
       description:
-        'Answers a presigned PUT (Content-Type and Content-Length signed: the exact size declared) valid for ' +
+        'Answers a presigned PUT (Content-Type, Content-Length and If-None-Match: * signed: the exact size declared, ' +
+        'create-only) valid for ' +
         'UPLOAD_URL_TTL. Signing exact headers rather than a POST policy with content-length-range: one plain PUT from ' +
         'any client, and an exact size is stricter than a range.',
       tags: ['financing'],
@@ -71,7 +77,7 @@ export function uploadRoutes(deps: AppDeps): AnyRoute[] {
         const key = `documents/${organizationId}/${merchantKey}/${id}`;
         const now = clock.now();
         const expiresInSeconds = Math.max(1, Math.round(config.UPLOAD_URL_TTL / 1000));
-        const { url, expiresAt } = await providers.storage.presignPut({
+        const { url, expiresAt, headers } = await providers.storage.presignPut({
           key,
           contentType: body.content_type,
           sizeBytes: body.size_bytes,
@@ -93,7 +99,7 @@ export function uploadRoutes(deps: AppDeps): AnyRoute[] {
           now,
         );
         ctx.status = 201;
-        ctx.body = { upload_ref: id, url, expires_at: expiresAt.toISOString() };
+        ctx.body = { upload_ref: id, url, expires_at: expiresAt.toISOString(), upload_headers: headers };
       },
     }),
   ];

@@ -29,3 +29,33 @@ export async function createDocument(
 ): Promise<void> {
   await db('financing_documents').insert({ ...document, organization_id: organizationId, created_at: now });
 }
+
+/** The merchant's document of that type, or undefined: another merchant's or organization's is not found. */
+export function findMerchantDocument(
+  db: Knex,
+  organizationId: string,
+  merchantId: string,
+  id: string,
+  documentType: string,
+): Promise<FinancingDocumentRow | undefined> {
+  return db('financing_documents')
+    .where({ organization_id: organizationId, merchant_id: merchantId, id, document_type: documentType })
+    .first();
+}
+
+/** What the store held settles the document: UPLOADED (once) or NEVER_UPLOADED (after its wait). */
+export async function settleDocument(
+  db: Knex,
+  organizationId: string,
+  id: string,
+  outcome: { status: 'UPLOADED'; uploadedAt: Date } | { status: 'NEVER_UPLOADED' },
+): Promise<void> {
+  await db('financing_documents')
+    .where({ organization_id: organizationId, id })
+    .whereNot({ status: 'UPLOADED' })
+    .update(
+      outcome.status === 'UPLOADED'
+        ? { status: 'UPLOADED', uploaded_at: outcome.uploadedAt }
+        : { status: 'NEVER_UPLOADED' },
+    );
+}

@@ -15,17 +15,20 @@ export interface ObjectStoreSettings {
 export interface ObjectStore {
   /**
    * A presigned PUT of exactly `sizeBytes` bytes of `contentType` to `key`, valid for
-   * `expiresInSeconds`: Content-Type and Content-Length are signed, so the store itself refuses
-   * another type, another size, another key, or a late upload.
+   * `expiresInSeconds`: Content-Type, Content-Length and `If-None-Match: *` are signed, so the
+   * store itself refuses another type, another size, another key, a late upload, or a second
+   * one (a stored document cannot be replaced). `headers` are what the upload must carry.
    */
   presignPut(input: {
     key: string;
     contentType: string;
     sizeBytes: number;
     expiresInSeconds: number;
-  }): Promise<{ url: string; expiresAt: Date }>;
-  /** What the store holds at `key` (its size and content type), or undefined. */
-  head(key: string): Promise<{ sizeBytes: number; contentType?: string } | undefined>;
+  }): Promise<{ url: string; expiresAt: Date; headers: Record<string, string> }>;
+  /** A presigned GET of `key`, valid for `expiresInSeconds` (for a provider that reads the document). */
+  presignGet(input: { key: string; expiresInSeconds: number }): Promise<{ url: string; expiresAt: Date }>;
+  /** What the store holds at `key` (its size, content type and when it was written), or undefined. */
+  head(key: string): Promise<{ sizeBytes: number; contentType?: string; lastModified?: Date } | undefined>;
   /** Creates the bucket when it is missing (development stores; production buckets are provisioned). */
   ensureBucket(): Promise<void>;
 }
@@ -102,41 +105,53 @@ export function createObjectStore(settings: ObjectStoreSettings): ObjectStore {
       ? { host: endpoint.host, path: `${endpoint.pathname.replace(/\/$/, '')}/${escape(bucket)}/${path}` }
       : { host: `${bucket}.${endpoint.host}`, path: `${endpoint.pathname.replace(/\/$/, '')}/${path}` };
   };
+  /** A presigned URL for `method` on `key` with these headers signed (the host always is). */
+  async function presign(method: string, key: string, headers: Record<string, string>, expiresInSeconds: number) {
+    const signedAt = new Date();
+    const { host, path } = objectUrl(key);
+    const signed = await signer.presign(
+      {
+        method,
+        protocol: endpoint.protocol,
+        hostname: host.replace(/:\d+$/, ''),
+        ...(endpoint.port && { port: Number(endpoint.port) }),
+        path,
+        query: {},
+        // A presigned S3 URL signs no payload (the body is not known when signing): UNSIGNED-PAYLOAD,
+        // carried as the X-Amz-Content-Sha256 query parameter.
+        headers: { host, ...headers, 'x-amz-content-sha256': 'UNSIGNED-PAYLOAD' },
+      },
+      { expiresIn: expiresInSeconds, signingDate: signedAt },
+    );
+    const query = Object.entries(signed.query ?? {})
+      .map(([name, value]) => `${escape(name)}=${escape(String(value))}`)
+      .join('&');
+    return {
+      url: `${endpoint.protocol}//${host}${path}?${query}`,
+      expiresAt: new Date(signedAt.getTime() + expiresInSeconds * 1000),
+    };
+  }
   return {
     async presignPut({ key, contentType, sizeBytes, expiresInSeconds }) {
-      const signedAt = new Date();
-      const { host, path } = objectUrl(key);
-      const signed = await signer.presign(
-        {
-          method: 'PUT',
-          protocol: endpoint.protocol,
-          hostname: host.replace(/:\d+$/, ''),
-          ...(endpoint.port && { port: Number(endpoint.port) }),
-          path,
-          query: {},
-          // A presigned S3 URL signs no payload (the body is not known when signing): UNSIGNED-PAYLOAD,
-          // carried as the X-Amz-Content-Sha256 query parameter.
-          headers: {
-            host,
-            'content-type': contentType,
-            'content-length': String(sizeBytes),
-            'x-amz-content-sha256': 'UNSIGNED-PAYLOAD',
-          },
-        },
-        { expiresIn: expiresInSeconds, signingDate: signedAt },
+      // If-None-Match: * makes the PUT create-only (S3 conditional writes): 412 once the key holds an object.
+      const headers = { 'Content-Type': contentType, 'If-None-Match': '*' };
+      const signed = await presign(
+        'PUT',
+        key,
+        { 'content-type': contentType, 'content-length': String(sizeBytes), 'if-none-match': '*' },
+        expiresInSeconds,
       );
-      const query = Object.entries(signed.query ?? {})
-        .map(([name, value]) => `${escape(name)}=${escape(String(value))}`)
-        .join('&');
-      return {
-        url: `${endpoint.protocol}//${host}${path}?${query}`,
-        expiresAt: new Date(signedAt.getTime() + expiresInSeconds * 1000),
-      };
+      return { ...signed, headers };
     },
+    presignGet: ({ key, expiresInSeconds }) => presign('GET', key, {}, expiresInSeconds),
     async head(key) {
       try {
         const object = await client.send(new HeadObjectCommand({ Bucket: bucket, Key: key }));
-        return { sizeBytes: Number(object.ContentLength ?? 0), contentType: object.ContentType };
+        return {
+          sizeBytes: Number(object.ContentLength ?? 0),
+          contentType: object.ContentType,
+          lastModified: object.LastModified,
+        };
       } catch (error) {
         if (
           error instanceof NotFound ||

@@ -3,9 +3,14 @@ import { randomUUID } from 'node:crypto';
 import { createObjectStore } from '../../providers/storage';
 import { harness } from '../support/harness';
 
-/** A PUT as a merchant's client sends it: the body, its content type, and the length fetch derives. */
-async function put(url: string, contentType: string, body: Buffer) {
-  const response = await fetch(url, { method: 'PUT', headers: { 'content-type': contentType }, body });
+/** A PUT as a merchant's client sends it: the body, its content type, If-None-Match, and the length fetch derives. */
+async function put(
+  url: string,
+  contentType: string,
+  body: Buffer,
+  headers: Record<string, string> = { 'if-none-match': '*' },
+) {
+  const response = await fetch(url, { method: 'PUT', headers: { 'content-type': contentType, ...headers }, body });
   return { status: response.status, text: await response.text() };
 }
 
@@ -23,10 +28,33 @@ describe('object storage: the local S3-compatible store refuses what S3 refuses 
     });
     assert.ok(expiresAt.getTime() > Date.now() + 50_000);
     assert.doesNotMatch(url, /x-amz-checksum/i, 'no checksum of an empty body in the URL (S3 would refuse the upload)');
-    assert.match(url, /X-Amz-SignedHeaders=content-length%3Bcontent-type%3Bhost/);
+    assert.match(url, /X-Amz-SignedHeaders=content-length%3Bcontent-type%3Bhost%3Bif-none-match/);
     assert.equal((await put(url, 'application/pdf', pdf)).status, 200);
-    assert.deepEqual(await store().head(key), { sizeBytes: pdf.length, contentType: 'application/pdf' });
+    const stored = await store().head(key);
+    assert.deepEqual([stored?.sizeBytes, stored?.contentType], [pdf.length, 'application/pdf']);
+    assert.ok(stored?.lastModified instanceof Date);
     assert.equal(await store().head(`test/${randomUUID()}.pdf`), undefined, 'nothing at another key');
+  });
+
+  it('create-only: a second PUT to the same URL is refused (412) and the first upload stays; a PUT without If-None-Match is refused (403)', async () => {
+    const key = `test/${randomUUID()}.pdf`;
+    const { url, headers } = await store().presignPut({
+      key,
+      contentType: 'application/pdf',
+      sizeBytes: pdf.length,
+      expiresInSeconds: 60,
+    });
+    assert.deepEqual(headers, { 'Content-Type': 'application/pdf', 'If-None-Match': '*' });
+    const unconditional = await put(url, 'application/pdf', pdf, {});
+    assert.equal(unconditional.status, 403, unconditional.text);
+    assert.equal((await put(url, 'application/pdf', pdf)).status, 200);
+    const other = Buffer.from(pdf);
+    other.write('%PDF-1.7\nreplaced', 0, 'latin1');
+    const replace = await put(url, 'application/pdf', other);
+    assert.equal(replace.status, 412, replace.text);
+    const read = await fetch((await store().presignGet({ key, expiresInSeconds: 60 })).url);
+    assert.equal(read.status, 200);
+    assert.ok(Buffer.from(await read.arrayBuffer()).equals(pdf), 'the first upload is what the store holds');
   });
 
   it('refused by the store itself (403): another content type, another size (shorter or longer), another key, after expiry', async () => {

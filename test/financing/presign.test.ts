@@ -19,7 +19,8 @@ describe('spec 4.5: POST /v1/financing/merchants/{merchantId}/uploads/presign', 
       json: { document_type: 'INVOICE', content_type: 'application/pdf', size_bytes: pdf.length },
     });
     assert.equal(reply.status, 201, JSON.stringify(reply.body));
-    assert.deepEqual(Object.keys(reply.body).sort(), ['expires_at', 'upload_ref', 'url']);
+    assert.deepEqual(Object.keys(reply.body).sort(), ['expires_at', 'upload_headers', 'upload_ref', 'url']);
+    assert.deepEqual(reply.body.upload_headers, { 'Content-Type': 'application/pdf', 'If-None-Match': '*' });
     const expires = Date.parse(reply.body.expires_at);
     assert.ok(expires > Date.now() && expires <= Date.now() + harness().config.UPLOAD_URL_TTL + 1_000);
     const row = await harness().db('financing_documents').where({ id: reply.body.upload_ref }).first();
@@ -37,26 +38,24 @@ describe('spec 4.5: POST /v1/financing/merchants/{merchantId}/uploads/presign', 
     assert.ok(reply.body.url.includes(row.object_key), 'the URL names the key we chose');
     const wrongType = await fetch(reply.body.url, {
       method: 'PUT',
-      headers: { 'content-type': 'image/png' },
+      headers: { 'content-type': 'image/png', 'if-none-match': '*' },
       body: pdf,
     });
     assert.equal(wrongType.status, 403, 'the store refuses another content type');
     const wrongSize = await fetch(reply.body.url, {
       method: 'PUT',
-      headers: { 'content-type': 'application/pdf' },
+      headers: reply.body.upload_headers,
       body: pdf.subarray(10),
     });
     assert.equal(wrongSize.status, 403, 'the store refuses another size');
     const put = await fetch(reply.body.url, {
       method: 'PUT',
-      headers: { 'content-type': 'application/pdf' },
+      headers: reply.body.upload_headers,
       body: pdf,
     });
     assert.equal(put.status, 200);
-    assert.deepEqual(await createObjectStore(harness().config).head(row.object_key), {
-      sizeBytes: pdf.length,
-      contentType: 'application/pdf',
-    });
+    const stored = await createObjectStore(harness().config).head(row.object_key);
+    assert.deepEqual([stored?.sizeBytes, stored?.contentType], [pdf.length, 'application/pdf']);
   });
 
   it('each validation failure is 400 INVALID_PARAMS in the validation shape, naming the field; nothing is recorded', async () => {

@@ -1,0 +1,152 @@
+import { ApplicationFailure } from '@temporalio/common';
+import { settleDocument } from '../../db/financing/documents';
+import { type ExtractionOutcome, findExtractionJob, recordExtraction } from '../../db/financing/invoices';
+import { type AnalysisOutcome, ExtractionError } from '../../providers/extraction/protocol';
+import { ExtractionFailure } from '../../workflows/financing/messages';
+import type { ActivityDeps } from '../index';
+
+/** What one extraction is about: the number asked for and the document it reads. */
+export interface ExtractionJob {
+  status: string;
+  extraction: number;
+  documentId: string;
+  objectKey: string;
+  contentType: string;
+  sizeBytes: number;
+  uploadExpiresAtMs: number;
+}
+
+/** What the store holds for a document: the upload as presigned, nothing yet, or something else. */
+export type UploadFound = { status: 'PRESENT' } | { status: 'MISSING' } | { status: 'MISMATCH'; reason: string };
+
+/** Our own credentials or configuration refused (a key being rotated, a model not served): a service fault, retried. */
+const SERVICE_FAULTS = new Set([401, 403, 404]);
+
+/**
+ * A provider error as the step's failure: transient ones, and refusals of our own credentials
+ * or configuration, are thrown as they are (retried until the run's deadline, visible to an
+ * operator meanwhile, then "unavailable" to the merchant); a refusal of the document ends the
+ * extraction with its reason; a result the provider no longer has (404 on reading) too. Messages
+ * carry neither the key nor the document's URL (the client redacts them).
+ */
+function stepFailure(error: unknown, step: 'analyze' | 'read'): unknown {
+  if (!(error instanceof ExtractionError) || error.details.transient) return error;
+  const status = error.details.httpStatus ?? 0;
+  if (step === 'read' && status === 404)
+    return ApplicationFailure.nonRetryable(
+      'The extraction provider no longer has the analysis',
+      ExtractionFailure.RESULT_GONE,
+    );
+  if (SERVICE_FAULTS.has(status)) return error;
+  return ApplicationFailure.nonRetryable(error.message, ExtractionFailure.REFUSED);
+}
+
+/** The provider fetches the document at once; the URL need not outlive a few minutes. */
+const READ_URL_SECONDS = 300;
+/** A store's Last-Modified is believed only within this much of our clock. */
+const CLOCK_SKEW_MS = 5 * 60_000;
+
+/**
+ * Invoice extraction's steps: the invoice's job, the document in the store, the provider's
+ * analysis (it fetches the document through a presigned GET URL that never leaves this step),
+ * and the outcome recorded.
+ */
+export function createFinancingActivities({ db, providers, clock }: ActivityDeps) {
+  const extraction = () => {
+    if (!providers.extraction)
+      throw ApplicationFailure.nonRetryable(
+        'The invoice-extraction provider is not configured',
+        ExtractionFailure.NOT_CONFIGURED,
+      );
+    return providers.extraction;
+  };
+  return {
+    /** The invoice's current extraction and its document; undefined if there is no such invoice. */
+    async beginExtraction(input: { organizationId: string; invoiceId: string }): Promise<ExtractionJob | undefined> {
+      const job = await findExtractionJob(db, input.organizationId, input.invoiceId);
+      return (
+        job && {
+          status: job.status,
+          extraction: job.extraction,
+          documentId: job.document_id,
+          objectKey: job.object_key,
+          contentType: job.content_type,
+          sizeBytes: Number(job.size_bytes),
+          uploadExpiresAtMs: job.upload_expires_at.getTime(),
+        }
+      );
+    },
+
+    /** Whether the document is in the store as presigned (then it is UPLOADED), missing, or something else. */
+    async findUpload(input: {
+      organizationId: string;
+      documentId: string;
+      objectKey: string;
+      contentType: string;
+      sizeBytes: number;
+    }): Promise<UploadFound> {
+      const object = await providers.storage.head(input.objectKey);
+      if (!object) return { status: 'MISSING' };
+      if (object.sizeBytes !== input.sizeBytes || object.contentType !== input.contentType)
+        return {
+          status: 'MISMATCH',
+          reason: 'The stored document is not the one presigned (its size or content type differs)',
+        };
+      const now = clock.now();
+      const written = object.lastModified?.getTime();
+      // The store's word on when, if it is a time at all and not in our future.
+      const uploadedAt =
+        written !== undefined && Number.isFinite(written) && written <= now.getTime() + CLOCK_SKEW_MS
+          ? new Date(Math.min(written, now.getTime()))
+          : now;
+      await settleDocument(db, input.organizationId, input.documentId, { status: 'UPLOADED', uploadedAt });
+      return { status: 'PRESENT' };
+    },
+
+    /** Submits the document for analysis; answers the provider's result id. */
+    async analyzeInvoice(input: { objectKey: string }): Promise<{ resultId: string }> {
+      const client = extraction();
+      const { url } = await providers.storage.presignGet({ key: input.objectKey, expiresInSeconds: READ_URL_SECONDS });
+      try {
+        return await client.analyze({ documentUrl: url });
+      } catch (error) {
+        throw stepFailure(error, 'analyze');
+      }
+    },
+
+    /** Reads the analysis: running (with the provider's suggested wait), or its outcome. */
+    async readAnalysis(input: { resultId: string }): Promise<AnalysisOutcome> {
+      try {
+        return await extraction().result(input.resultId);
+      } catch (error) {
+        throw stepFailure(error, 'read');
+      }
+    },
+
+    /**
+     * Records how extraction `extraction` ended, if it is still the one asked for; a document that
+     * never arrived is NEVER_UPLOADED. Answers whether it was recorded.
+     */
+    async recordExtraction(input: {
+      organizationId: string;
+      invoiceId: string;
+      documentId: string;
+      extraction: number;
+      outcome: ExtractionOutcome;
+    }): Promise<boolean> {
+      return db.transaction(async (trx) => {
+        const recorded = await recordExtraction(
+          trx,
+          input.organizationId,
+          input.invoiceId,
+          input.extraction,
+          input.outcome,
+          clock.now(),
+        );
+        if (recorded && input.outcome.status === 'NOT_UPLOADED')
+          await settleDocument(trx, input.organizationId, input.documentId, { status: 'NEVER_UPLOADED' });
+        return recorded;
+      });
+    },
+  };
+}

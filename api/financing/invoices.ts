@@ -1,0 +1,196 @@
+import type { Client } from '@temporalio/client';
+import { z } from 'zod';
+import type { Config } from '../../config';
+import { findMerchantDocument } from '../../db/financing/documents';
+import {
+  type ExtractionRequest,
+  type FinancingInvoiceRow,
+  findInvoice,
+  InvoiceStatus,
+  requestExtraction,
+} from '../../db/financing/invoices';
+import { ErrorCode, ServiceError } from '../../domain/errors';
+import { workflowIds } from '../../workflows/ids';
+import type { invoiceExtraction } from '../../workflows/financing/invoice-extraction';
+import { extractionRequestedSignal } from '../../workflows/financing/messages';
+import { OrganizationId } from '../../workflows/search-attributes';
+import type { FinancingCaller } from '../auth/caller';
+import type { AppDeps } from '../deps';
+import { type AnyRoute, defineRoute, type RouteAuth } from '../route';
+import { MERCHANT_WRITE, MerchantPath } from './uploads';
+
+/** Reading a merchant's invoices: `financing.read` on the merchant. */
+const MERCHANT_READ: RouteAuth = {
+  schemes: ['financing'],
+  merchant: { param: 'merchantId', permission: 'financing.read' },
+};
+
+const STATUSES = Object.values(InvoiceStatus) as [InvoiceStatus, ...InvoiceStatus[]];
+
+export const FinancingInvoice = z
+  .object({
+    id: z.uuid(),
+    document_id: z.uuid(),
+    amount_minor_units: z
+      .number()
+      .int()
+      .nullable()
+      .meta({ description: 'In the currency’s minor units; null until an extraction found it (EXTRACTED)' }),
+    currency: z.string().nullable().meta({ description: 'ISO 4217 code; null until EXTRACTED' }),
+    details: z.record(z.string(), z.unknown()).meta({
+      description:
+        'What else the extraction read, when found: invoice_id, vendor_name, customer_name, amount_due_minor_units, ' +
+        'sub_total_minor_units, total_tax_minor_units (in the total’s currency), confidence; {} until EXTRACTED',
+    }),
+    due_date: z.iso.date().nullable().meta({ description: 'null until EXTRACTED' }),
+    issued_date: z.iso.date().nullable().meta({ description: 'null until EXTRACTED' }),
+    status: z.enum(STATUSES).meta({
+      description:
+        'PENDING (an extraction is running) → EXTRACTED, FAILED (failure_reason says why) or NOT_UPLOADED (the ' +
+        'document was not in the store when its upload URL expired, plus DOCUMENT_UPLOAD_GRACE). Another POST on the ' +
+        'document after an ended extraction makes it PENDING again.',
+    }),
+    created_at: z.iso.datetime(),
+    failure_reason: z.string().nullable().meta({ description: 'Extension, when FAILED: why, in words' }),
+  })
+  .meta({ id: 'FinancingInvoice' });
+
+const InvoicePath = MerchantPath.extend({ invoiceId: z.uuid() });
+const RegisterInvoice = z.strictObject({
+  document_id: z.uuid().meta({ description: 'The upload_ref of the merchant’s presigned upload' }),
+});
+
+const view = (row: FinancingInvoiceRow): z.infer<typeof FinancingInvoice> => ({
+  id: row.id,
+  document_id: row.document_id,
+  amount_minor_units: row.amount_minor_units === null ? null : Number(row.amount_minor_units),
+  currency: row.currency,
+  details: row.details,
+  due_date: row.due_date,
+  issued_date: row.issued_date,
+  status: row.status,
+  created_at: row.created_at.toISOString(),
+  failure_reason: row.failure_reason,
+});
+
+/**
+ * Asks the document's extraction run for the invoice's current extraction. A new ask goes by
+ * signal-with-start: a running run takes it after its current extraction, a finished one is
+ * followed by a new run. An ask already made (PENDING) only starts a run if none is running (one
+ * lost to a crash between the statement and the signal): nothing is written to a live run, so
+ * repeated POSTs cannot grow its history.
+ */
+async function askForExtraction(
+  temporal: Client,
+  config: Config,
+  invoice: FinancingInvoiceRow,
+  request: ExtractionRequest,
+): Promise<void> {
+  const options = {
+    taskQueue: config.TEMPORAL_TASK_QUEUE,
+    workflowId: workflowIds.invoiceExtraction(invoice.document_id),
+    workflowIdReusePolicy: 'ALLOW_DUPLICATE' as const,
+    typedSearchAttributes: [{ key: OrganizationId, value: invoice.organization_id }],
+  };
+  const input = {
+    organizationId: invoice.organization_id,
+    merchantId: invoice.merchant_id,
+    invoiceId: invoice.id,
+    documentId: invoice.document_id,
+    uploadGraceMs: config.DOCUMENT_UPLOAD_GRACE,
+    extractionDeadlineMs: config.EXTRACTION_DEADLINE,
+  };
+  if (request === 'IN_PROGRESS') {
+    await temporal.workflow.start<typeof invoiceExtraction>('invoiceExtraction', {
+      ...options,
+      workflowIdConflictPolicy: 'USE_EXISTING',
+      args: [{ ...input, requested: invoice.extraction }],
+    });
+    return;
+  }
+  await temporal.workflow.signalWithStart<typeof invoiceExtraction, [{ extraction: number }]>('invoiceExtraction', {
+    ...options,
+    args: [input],
+    signal: extractionRequestedSignal,
+    signalArgs: [{ extraction: invoice.extraction }],
+  });
+}
+
+/**
+ * Financing invoices (spec 4.5): registration and re-extraction of a merchant's uploaded
+ * document, and reading one (extension). What a POST does depends only on the invoice's state:
+ * none yet, registered (201); its last extraction ended, re-extracted (200, PENDING again, same
+ * id); an extraction running, answered as it is (200) and nothing new begins.
+ */
+export function invoiceRoutes(deps: AppDeps): AnyRoute[] {
+  const { db, config, clock, temporal, providers } = deps;
+  return [
+    defineRoute({
+      method: 'post',
+      path: '/v1/financing/merchants/{merchantId}/invoices',
+      operationId: 'registerFinancingInvoice',
+      summary: 'Register a financing invoice on an uploaded document, or re-extract it',
+      description:
+        'The first POST on a document registers its invoice (201, PENDING) and starts its extraction ' +
+        '(`invoice-extraction/<document id>`): the document must be in the store as presigned (it is waited for until ' +
+        'its upload URL expires, plus DOCUMENT_UPLOAD_GRACE), then the extraction provider reads it. A POST on a ' +
+        'document whose last extraction has ended (EXTRACTED, FAILED, NOT_UPLOADED) re-extracts it: the same invoice, ' +
+        'PENDING again with its extracted fields cleared (200). A POST while an extraction is running changes nothing ' +
+        'and answers the invoice, PENDING (200). Follow the extraction with GET …/invoices/{invoiceId}.',
+      tags: ['financing'],
+      auth: MERCHANT_WRITE,
+      request: { params: MerchantPath, body: RegisterInvoice },
+      responses: {
+        201: { description: 'Registered; its extraction has begun', schema: FinancingInvoice },
+        200: { description: 'Re-extracting, or an extraction was already running', schema: FinancingInvoice },
+      },
+      errors: {
+        NOT_FOUND: 'no such document of the merchant (another merchant’s or organization’s documents are not found)',
+        SERVICE_UNAVAILABLE: 'no invoice-extraction provider is configured',
+      },
+      async handler(ctx, { params, body }) {
+        if (!providers.extraction)
+          throw new ServiceError(ErrorCode.SERVICE_UNAVAILABLE, 'Invoice extraction is not configured');
+        const caller = ctx.state.caller as FinancingCaller;
+        const organizationId = caller.organizationId!;
+        const document = await findMerchantDocument(db, organizationId, params.merchantId, body.document_id, 'INVOICE');
+        if (!document) throw new ServiceError(ErrorCode.NOT_FOUND, 'No such document of the merchant');
+        const { invoice, request } = await requestExtraction(
+          db,
+          organizationId,
+          params.merchantId,
+          document.id,
+          caller.subject,
+          clock.now(),
+        );
+        await askForExtraction(temporal, config, invoice, request);
+        ctx.status = request === 'REGISTERED' ? 201 : 200;
+        if (request === 'REGISTERED')
+          ctx.set(
+            'Location',
+            `/v1/financing/merchants/${encodeURIComponent(params.merchantId)}/invoices/${invoice.id}`,
+          );
+        ctx.body = view(invoice);
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/v1/financing/merchants/{merchantId}/invoices/{invoiceId}',
+      operationId: 'getFinancingInvoice',
+      summary: 'One of the merchant’s financing invoices (extension)',
+      description: 'Where a client follows an extraction to its end: PENDING until EXTRACTED, FAILED or NOT_UPLOADED.',
+      extension: true,
+      tags: ['financing'],
+      auth: MERCHANT_READ,
+      request: { params: InvoicePath },
+      responses: { 200: { description: 'The invoice', schema: FinancingInvoice } },
+      errors: { NOT_FOUND: 'no such invoice of the merchant' },
+      async handler(ctx, { params }) {
+        const caller = ctx.state.caller as FinancingCaller;
+        const invoice = await findInvoice(db, caller.organizationId!, params.merchantId, params.invoiceId);
+        if (!invoice) throw new ServiceError(ErrorCode.NOT_FOUND, 'No such invoice of the merchant');
+        ctx.body = view(invoice);
+      },
+    }),
+  ];
+}

@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { createDocument } from '../../db/financing/documents';
+import { documentWriter } from '../../db/financing/documents';
 import type { FinancingCaller } from '../auth/caller';
 import type { AppDeps } from '../deps';
 import { type AnyRoute, defineRoute, type RouteAuth } from '../route';
@@ -54,6 +54,7 @@ export const PresignedUpload = z
  */
 export function uploadRoutes(deps: AppDeps): AnyRoute[] {
   const { db, config, clock, providers } = deps;
+  const createDocument = documentWriter(db);
   return [
     defineRoute({
       method: 'post',
@@ -84,7 +85,6 @@ export function uploadRoutes(deps: AppDeps): AnyRoute[] {
           expiresInSeconds,
         });
         await createDocument(
-          db,
           organizationId,
           {
             id,

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { groupCommits } from '../../domain/concurrency';
 
 export type DocumentStatus = 'AWAITING_UPLOAD' | 'UPLOADED' | 'NEVER_UPLOADED';
 
@@ -17,17 +18,24 @@ export interface FinancingDocumentRow {
   uploaded_at: Date | null;
 }
 
-/** A document presigned for upload, awaiting it. */
-export async function createDocument(
-  db: Knex,
-  organizationId: string,
-  document: Pick<
-    FinancingDocumentRow,
-    'id' | 'merchant_id' | 'document_type' | 'content_type' | 'object_key' | 'created_by' | 'upload_expires_at'
-  > & { size_bytes: number },
-  now: Date,
-): Promise<void> {
-  await db('financing_documents').insert({ ...document, organization_id: organizationId, created_at: now });
+type NewDocument = Pick<
+  FinancingDocumentRow,
+  'id' | 'merchant_id' | 'document_type' | 'content_type' | 'object_key' | 'created_by' | 'upload_expires_at'
+> & { size_bytes: number };
+
+/**
+ * Records documents presigned for upload, awaiting it, with group commit: documents presigned at
+ * the same moment are inserted together, one statement and one commit (presigning is otherwise
+ * bound by a commit per upload). Each call settles only once its own row is committed.
+ */
+export function documentWriter(db: Knex): (organizationId: string, document: NewDocument, now: Date) => Promise<void> {
+  const write = groupCommits<Record<string, unknown>>(
+    async (rows) => {
+      await db('financing_documents').insert(rows);
+    },
+    { maxBatch: 64, maxInFlight: 2 },
+  );
+  return (organizationId, document, now) => write({ ...document, organization_id: organizationId, created_at: now });
 }
 
 /** The merchant's document of that type, or undefined: another merchant's or organization's is not found. */

@@ -38,6 +38,7 @@ import { loanServicingRoutes } from './loans/servicing';
 import { installmentTransactionRoutes } from './loans/transactions';
 import { loanServicingWorkflows, loanWorkflows } from './loans/workflows';
 import { activationRoutes } from './current-account/activation';
+import { agentRoutes } from './agents/agents';
 import { invoiceRoutes } from './financing/invoices';
 import { uploadRoutes } from './financing/uploads';
 import { smsCallbackRoutes } from './current-account/callbacks';
@@ -112,6 +113,7 @@ export function buildApp(deps: AppDeps, options: { extraRoutes?: AnyRoute[] } = 
   routes.push(...phoneChangeRoutes(deps, selfService));
   routes.push(...smsCallbackRoutes(deps, metrics));
   routes.push(...uploadRoutes(deps), ...invoiceRoutes(deps));
+  routes.push(...agentRoutes(deps));
   routes.push(...(options.extraRoutes ?? []));
 
   /** One JSON body parser per distinct limit; a route's limit follows from its declaration. */

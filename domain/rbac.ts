@@ -16,6 +16,8 @@ export const Permission = {
   LOANS_SERVICE: 'loans.service',
   TRANSACTIONS_WRITE: 'transactions.write',
   AGENTS_READ: 'agents.read',
+  /** Every agent of the organization, not only those the caller supervises. */
+  AGENTS_ADMIN: 'agents.admin',
   FINANCING_READ: 'financing.read',
   FINANCING_WRITE: 'financing.write',
 } as const;
@@ -39,6 +41,7 @@ export const ROLE_GRANTS = {
   LEADER: org(Permission.AGENTS_READ, Permission.ACCOUNTS_READ),
   ADMIN: org(
     Permission.AGENTS_READ,
+    Permission.AGENTS_ADMIN,
     Permission.ACCOUNTS_READ,
     Permission.ACCOUNTS_WRITE,
     Permission.KYC_READ,

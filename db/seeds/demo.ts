@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { agentNetwork, seedAgentNetwork } from './agents';
 import type { Role } from '../../domain/rbac';
 
 /**
@@ -204,6 +205,25 @@ export const DEMO = {
   },
 } as const;
 
+/**
+ * The demo agent networks: in the demo organization two leaders with two managers each and six
+ * agents per manager (the demo's leader, manager and agent users at the top of the first branch),
+ * enough to page through; a small one in the second organization.
+ */
+export const AGENT_NETWORKS = {
+  [DEMO_ORG]: agentNetwork(
+    DEMO_ORG,
+    { leaders: 2, managersPerLeader: 2, agentsPerManager: 6, idPrefix: 'a9e70001' },
+    { leader: DEMO.users.leader, manager: DEMO.users.manager, agent: DEMO.users.agent },
+  ),
+  [SECOND_ORG]: agentNetwork(SECOND_ORG, {
+    leaders: 1,
+    managersPerLeader: 1,
+    agentsPerManager: 3,
+    idPrefix: 'a9e70002',
+  }),
+};
+
 export interface SeedOptions {
   /** Where the demo partner publishes its JWKS (the development identity provider). */
   partnerJwksUrl: string;
@@ -225,6 +245,8 @@ export async function seedDemoData(db: Knex, options: SeedOptions): Promise<void
       )
       .onConflict(['user_id', 'organization_id', 'role'])
       .ignore();
+    for (const [organizationId, network] of Object.entries(AGENT_NETWORKS))
+      await seedAgentNetwork(trx, organizationId, network);
     const { partner, merchant } = DEMO;
     await trx('partners')
       .insert({ ...partner, permissions: [...partner.permissions], jwks_url: options.partnerJwksUrl })

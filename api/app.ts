@@ -39,6 +39,7 @@ import { installmentTransactionRoutes } from './loans/transactions';
 import { loanServicingWorkflows, loanWorkflows } from './loans/workflows';
 import { activationRoutes } from './current-account/activation';
 import { agentRoutes } from './agents/agents';
+import { assignmentRoutes } from './agents/assignments';
 import { invoiceRoutes } from './financing/invoices';
 import { uploadRoutes } from './financing/uploads';
 import { smsCallbackRoutes } from './current-account/callbacks';
@@ -113,7 +114,7 @@ export function buildApp(deps: AppDeps, options: { extraRoutes?: AnyRoute[] } = 
   routes.push(...phoneChangeRoutes(deps, selfService));
   routes.push(...smsCallbackRoutes(deps, metrics));
   routes.push(...uploadRoutes(deps), ...invoiceRoutes(deps));
-  routes.push(...agentRoutes(deps));
+  routes.push(...agentRoutes(deps), ...assignmentRoutes(deps));
   routes.push(...(options.extraRoutes ?? []));
 
   /** One JSON body parser per distinct limit; a route's limit follows from its declaration. */

@@ -1,0 +1,230 @@
+import type { Context } from 'koa';
+import { z } from 'zod';
+import { findAgent } from '../../db/agents/agents';
+import {
+  agentAssignments,
+  assignCustomer,
+  type AssignmentPosition,
+  type AssignmentRow,
+  isCustomer,
+  supervises,
+  unassignCustomer,
+} from '../../db/agents/assignments';
+import { ErrorCode, ServiceError, SubCode } from '../../domain/errors';
+import { allows, Permission } from '../../domain/rbac';
+import type { UserCaller } from '../auth/caller';
+import type { AppDeps } from '../deps';
+import { type AnyRoute, defineRoute, type RouteAuth } from '../route';
+import { AGENT_PAGE_SIZE } from './agents';
+
+export const AgentAssignment = z
+  .object({
+    id: z.uuid(),
+    agent_user_id: z.uuid(),
+    agent_user_name: z.string(),
+    agent_phone_number: z.string().nullable(),
+    agent_email: z.string(),
+    customer_user_id: z.uuid(),
+    customer_name: z.string().nullable(),
+    customer_email: z.string(),
+    customer_phone_number: z.string().nullable(),
+    assigned_at: z.iso.datetime(),
+    unassigned_at: z.iso.datetime().nullable(),
+    assigned_by: z.uuid(),
+    unassigned_by: z.uuid().nullable(),
+    assignment_reason: z.string().nullable(),
+    unassignment_reason: z.string().nullable(),
+    is_active: z.boolean(),
+    resource_id: z.string().meta({ description: 'asg_<32 hex digits>' }),
+  })
+  .meta({ id: 'AgentAssignment' });
+
+const view = (row: AssignmentRow): z.infer<typeof AgentAssignment> => ({
+  id: row.id,
+  agent_user_id: row.agent_user_id,
+  agent_user_name: row.agent_user_name,
+  agent_phone_number: row.agent_phone_number,
+  agent_email: row.agent_email,
+  customer_user_id: row.customer_user_id,
+  customer_name: row.customer_name,
+  customer_email: row.customer_email,
+  customer_phone_number: row.customer_phone_number,
+  assigned_at: row.assigned_at.toISOString(),
+  unassigned_at: row.unassigned_at?.toISOString() ?? null,
+  assigned_by: row.assigned_by,
+  unassigned_by: row.unassigned_by,
+  assignment_reason: row.assignment_reason,
+  unassignment_reason: row.unassignment_reason,
+  is_active: row.is_active,
+  resource_id: `asg_${row.id.replace(/-/g, '')}`,
+});
+
+/** A cursor: base64url of the JSON `[is_active, assigned_at, id]` of a page's last row. */
+const Position = z.tuple([z.boolean(), z.iso.datetime(), z.uuid()]);
+const encodeCursor = (row: AssignmentRow) =>
+  Buffer.from(JSON.stringify([row.is_active, row.assigned_at.toISOString(), row.id])).toString('base64url');
+function decodeCursor(cursor: string): AssignmentPosition | undefined {
+  try {
+    const parsed = Position.safeParse(JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')));
+    if (!parsed.success) return undefined;
+    return { isActive: parsed.data[0], assignedAt: new Date(parsed.data[1]), id: parsed.data[2] };
+  } catch {
+    return undefined;
+  }
+}
+
+const AgentPath = z.object({ userId: z.uuid() });
+const Reason = z
+  .string()
+  .min(1)
+  .max(500)
+  .regex(/^\P{Cc}+$/u, 'printable text, no control characters');
+const READER: RouteAuth = { schemes: ['user'], permission: Permission.AGENTS_READ, refuseWaitingList: true };
+
+/**
+ * An agent's customers (spec 4.6) and the assignments that make them (extensions). Who may see an
+ * agent's list: the agent itself, the agents above it, and the organization's admins
+ * (`agents.admin`); who may assign or unassign: those above it and the admins. Anyone else is
+ * told there is no such agent (404), so the hierarchy is not probed.
+ */
+export function assignmentRoutes(deps: AppDeps): AnyRoute[] {
+  const { db, clock } = deps;
+  /** The agent, if the caller may see it (itself, an agent above it, or an admin); not found otherwise. */
+  async function visibleAgent(ctx: Context, userId: string) {
+    const caller = ctx.state.caller as UserCaller;
+    const admin = allows(caller.grants, Permission.AGENTS_ADMIN, caller.organizationId, caller.organizationId);
+    const agent = await findAgent(db, caller.organizationId, userId);
+    if (!agent || !(admin || (await supervises(db, caller.organizationId, caller.userId, userId, 0))))
+      throw new ServiceError(ErrorCode.NOT_FOUND, 'No such agent');
+    return caller;
+  }
+  /** The agent, if the caller may assign its customers: an agent above it or an admin (not the agent itself). */
+  async function managedAgent(ctx: Context, userId: string) {
+    const caller = await visibleAgent(ctx, userId);
+    if (caller.userId === userId)
+      throw new ServiceError(ErrorCode.FORBIDDEN, 'An agent’s customers are assigned by those above it');
+    return caller;
+  }
+
+  return [
+    defineRoute({
+      method: 'get',
+      path: '/v1/agents/{userId}/customers',
+      operationId: 'listAgentCustomers',
+      summary: 'An agent’s customers: its assignments, active first, then its history',
+      description:
+        'Visible to the agent itself, the agents above it and the organization’s admins; to anyone else the agent is not ' +
+        'found (404). Order: active assignments first, then ended ones, each newest assignment first. Paged forward: ' +
+        'size 1 to 100 (default 20), follow links.next.',
+      tags: ['agents'],
+      auth: READER,
+      request: {
+        params: AgentPath,
+        query: z.strictObject({
+          size: z.coerce.number().int().min(1).max(AGENT_PAGE_SIZE.max).default(AGENT_PAGE_SIZE.default),
+          after: z
+            .string()
+            .max(200)
+            .regex(/^[A-Za-z0-9_-]+$/)
+            .optional(),
+        }),
+      },
+      responses: {
+        200: {
+          description: 'A page of assignments',
+          schema: z
+            .strictObject({
+              data: z.array(AgentAssignment),
+              links: z.strictObject({ next: z.string().nullable() }),
+            })
+            .meta({ id: 'AgentAssignmentPage' }),
+        },
+      },
+      errors: { NOT_FOUND: 'no such agent, or not one the caller may see' },
+      async handler(ctx, { params, query }) {
+        const caller = await visibleAgent(ctx, params.userId);
+        const after = query.after === undefined ? undefined : decodeCursor(query.after);
+        if (query.after !== undefined && !after)
+          throw new ServiceError(ErrorCode.INVALID_PARAMS, 'Invalid parameters', [
+            { path: 'query.after', reason: 'not a cursor this list gave out', sub_code: SubCode.INVALID_VALUE },
+          ]);
+        const page = await agentAssignments(db, caller.organizationId, params.userId, { size: query.size, after });
+        ctx.body = {
+          data: page.rows.map(view),
+          links: {
+            next: page.more ? `${ctx.path}?size=${query.size}&after=${encodeCursor(page.rows.at(-1)!)}` : null,
+          },
+        };
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/v1/agents/{userId}/customers',
+      operationId: 'assignAgentCustomer',
+      summary: 'Assign a customer to the agent (extension)',
+      description:
+        'By the agents above it or an admin. The customer’s active assignment to another agent ends (unassigned_at, ' +
+        'unassigned_by, the same reason) and a new one begins: 201. Already this agent’s customer: 200, nothing changes.',
+      extension: true,
+      tags: ['agents'],
+      auth: READER,
+      request: {
+        params: AgentPath,
+        body: z.strictObject({ customer_user_id: z.uuid(), reason: Reason.optional() }),
+      },
+      responses: {
+        201: { description: 'Assigned', schema: AgentAssignment },
+        200: { description: 'Already assigned to this agent', schema: AgentAssignment },
+      },
+      errors: {
+        NOT_FOUND: 'no such agent the caller may see, or no such customer in the organization',
+        FORBIDDEN: 'the agent itself (its customers are assigned by those above it)',
+      },
+      async handler(ctx, { params, body }) {
+        const caller = await managedAgent(ctx, params.userId);
+        if (!(await isCustomer(db, caller.organizationId, body.customer_user_id)))
+          throw new ServiceError(ErrorCode.NOT_FOUND, 'No such customer');
+        const { assignment, created } = await assignCustomer(db, caller.organizationId, {
+          agentUserId: params.userId,
+          customerUserId: body.customer_user_id,
+          by: caller.userId,
+          reason: body.reason ?? null,
+          now: clock.now(),
+        });
+        ctx.status = created ? 201 : 200;
+        ctx.body = view(assignment);
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/v1/agents/{userId}/customers/{customerUserId}/unassign',
+      operationId: 'unassignAgentCustomer',
+      summary: 'End a customer’s assignment to the agent (extension)',
+      description: 'By the agents above it or an admin; the assignment is kept as history with who ended it and why.',
+      extension: true,
+      tags: ['agents'],
+      auth: READER,
+      request: {
+        params: AgentPath.extend({ customerUserId: z.uuid() }),
+        body: z.strictObject({ reason: Reason }),
+      },
+      responses: { 200: { description: 'Ended', schema: AgentAssignment } },
+      errors: {
+        NOT_FOUND: 'no such agent the caller may see, or the customer is not assigned to it',
+        FORBIDDEN: 'the agent itself',
+      },
+      async handler(ctx, { params, body }) {
+        const caller = await managedAgent(ctx, params.userId);
+        const ended = await unassignCustomer(db, caller.organizationId, {
+          agentUserId: params.userId,
+          customerUserId: params.customerUserId,
+          by: caller.userId,
+          reason: body.reason,
+          now: clock.now(),
+        });
+        if (!ended) throw new ServiceError(ErrorCode.NOT_FOUND, 'The customer is not assigned to this agent');
+        ctx.body = view(ended);
+      },
+    }),
+  ];
+}

@@ -1,0 +1,200 @@
+import { strict as assert } from 'node:assert';
+import { randomUUID } from 'node:crypto';
+import { AGENT_NETWORKS, DEMO } from '../../db/seeds/demo';
+import { harness } from '../support/harness';
+import { call } from '../support/http';
+import { backendToken, bearer } from '../support/tokens';
+
+const DEMO_ORG = DEMO.organizations.demo.id;
+const network = AGENT_NETWORKS[DEMO_ORG]!;
+const managers = network.filter((a) => a.role === 'MANAGER');
+const leaders = network.filter((a) => a.role === 'LEADER');
+/** The demo agent (Juma), under the demo manager (Halima), under the demo leader (Peter). */
+const agent = DEMO.users.agent.id;
+const peer = network.find(
+  (a) => a.role === 'AGENT' && a.supervisor_user_id === DEMO.users.manager.id && a.user_id !== agent,
+)!.user_id;
+const customersPath = (agentId: string) => `/v1/agents/${agentId}/customers`;
+const as = async (userId: string) => bearer(await backendToken(userId));
+
+/** A new customer of the demo organization. */
+async function newCustomer(): Promise<string> {
+  const id = randomUUID();
+  await harness()
+    .db('users')
+    .insert({
+      id,
+      organization_id: DEMO_ORG,
+      email: `customer-${id}@demo-lender.test`,
+      name: `Customer ${id.slice(0, 8)}`,
+    });
+  await harness().db('user_access').insert({ user_id: id, organization_id: DEMO_ORG, role: 'CUSTOMER' });
+  return id;
+}
+
+describe('spec 4.6: GET /v1/agents/{userId}/customers and assignments with history', () => {
+  let foreignAdmin: string;
+  before(async () => {
+    foreignAdmin = randomUUID();
+    const second = DEMO.organizations.second.id;
+    await harness()
+      .db('users')
+      .insert({ id: foreignAdmin, organization_id: second, email: `admin-${foreignAdmin}@second.test`, name: 'Admin' });
+    await harness().db('user_access').insert({ user_id: foreignAdmin, organization_id: second, role: 'ADMIN' });
+  });
+
+  it('an agent’s customers are visible to itself, the agents above it and the organization’s admins; anyone else is told there is no such agent', async () => {
+    const customer = await newCustomer();
+    const assigned = await call('POST', customersPath(agent), {
+      headers: await as(DEMO.users.manager.id),
+      json: { customer_user_id: customer, reason: 'Onboarded at the market' },
+    });
+    assert.equal(assigned.status, 201, assigned.text);
+    const table: [string, string, number][] = [
+      ['the agent itself', agent, 200],
+      ['its manager', DEMO.users.manager.id, 200],
+      ['its leader', DEMO.users.leader.id, 200],
+      ['an admin', DEMO.users.admin.id, 200],
+      ['a peer agent', peer, 404],
+      ['another manager', managers[1]!.user_id, 404],
+      ['another leader', leaders[1]!.user_id, 404],
+      ['a customer', DEMO.users.customer.id, 403],
+      ['another organization’s admin', foreignAdmin, 404],
+    ];
+    for (const [who, userId, status] of table) {
+      const reply = await call('GET', customersPath(agent), { headers: await as(userId) });
+      assert.equal(reply.status, status, `${who}: ${reply.text}`);
+      if (status === 200)
+        assert.ok(reply.body.data.some((a: { customer_user_id: string }) => a.customer_user_id === customer));
+    }
+    const unknown = await call('GET', customersPath(randomUUID()), { headers: await as(DEMO.users.admin.id) });
+    assert.equal(unknown.status, 404);
+    assert.equal(unknown.body.code, 'NOT_FOUND');
+  });
+
+  it('reassigning ends the active assignment with who and why, and the history is kept: active first, then ended, newest first', async () => {
+    const customer = await newCustomer();
+    const manager = await as(DEMO.users.manager.id);
+    const first = await call('POST', customersPath(agent), { headers: manager, json: { customer_user_id: customer } });
+    assert.equal(first.status, 201);
+    const again = await call('POST', customersPath(agent), { headers: manager, json: { customer_user_id: customer } });
+    assert.equal(again.status, 200, 'already this agent’s customer: nothing changes');
+    assert.equal(again.body.id, first.body.id);
+
+    const moved = await call('POST', customersPath(peer), {
+      headers: await as(DEMO.users.leader.id),
+      json: { customer_user_id: customer, reason: 'Moved to a closer agent' },
+    });
+    assert.equal(moved.status, 201, moved.text);
+    assert.deepEqual(
+      [moved.body.agent_user_id, moved.body.is_active, moved.body.assigned_by, moved.body.assignment_reason],
+      [peer, true, DEMO.users.leader.id, 'Moved to a closer agent'],
+    );
+    assert.match(moved.body.resource_id, /^asg_[0-9a-f]{32}$/);
+    const history = await call('GET', customersPath(agent), { headers: manager });
+    const ended = history.body.data.find((a: { id: string }) => a.id === first.body.id);
+    assert.deepEqual(
+      [ended.is_active, ended.unassigned_by, ended.unassignment_reason, typeof ended.unassigned_at],
+      [false, DEMO.users.leader.id, 'Moved to a closer agent', 'string'],
+    );
+    const actives = history.body.data.map((a: { is_active: boolean }) => a.is_active);
+    assert.deepEqual(
+      actives,
+      [...actives].sort((a: boolean, b: boolean) => Number(b) - Number(a)),
+      'active first',
+    );
+
+    const unassigned = await call('POST', `${customersPath(peer)}/${customer}/unassign`, {
+      headers: await as(DEMO.users.admin.id),
+      json: { reason: 'Customer moved away' },
+    });
+    assert.equal(unassigned.status, 200, unassigned.text);
+    assert.deepEqual(
+      [unassigned.body.is_active, unassigned.body.unassigned_by, unassigned.body.unassignment_reason],
+      [false, DEMO.users.admin.id, 'Customer moved away'],
+    );
+    const twice = await call('POST', `${customersPath(peer)}/${customer}/unassign`, {
+      headers: await as(DEMO.users.admin.id),
+      json: { reason: 'Again' },
+    });
+    assert.equal(twice.status, 404, 'nothing active to end');
+    const rows = await harness().db('agent_assignments').where({ customer_user_id: customer });
+    assert.equal(rows.length, 2, 'every assignment kept');
+    assert.equal(rows.filter((r) => r.is_active).length, 0);
+  });
+
+  it('at most one active assignment per customer, even under concurrent assignments to different agents', async () => {
+    const customer = await newCustomer();
+    const admin = await as(DEMO.users.admin.id);
+    const targets = network.filter((a) => a.role === 'AGENT').slice(0, 6);
+    const replies = await Promise.all(
+      targets.map((t) =>
+        call('POST', customersPath(t.user_id), { headers: admin, json: { customer_user_id: customer } }),
+      ),
+    );
+    for (const reply of replies) assert.ok([200, 201].includes(reply.status), reply.text);
+    const rows = await harness().db('agent_assignments').where({ customer_user_id: customer });
+    assert.equal(rows.filter((r) => r.is_active).length, 1);
+    assert.equal(rows.length, targets.length, 'each assignment made, all but the last ended');
+  });
+
+  it('who may assign: those above the agent and admins, not the agent itself (403); only the organization’s customers (404); reasons checked', async () => {
+    const customer = await newCustomer();
+    const self = await call('POST', customersPath(agent), {
+      headers: await as(agent),
+      json: { customer_user_id: customer },
+    });
+    assert.equal(self.status, 403);
+    const byPeer = await call('POST', customersPath(agent), {
+      headers: await as(peer),
+      json: { customer_user_id: customer },
+    });
+    assert.equal(byPeer.status, 404);
+    const manager = await as(DEMO.users.manager.id);
+    for (const notACustomer of [DEMO.users.leader.id, randomUUID(), DEMO.users.secondCustomer.id]) {
+      const reply = await call('POST', customersPath(agent), {
+        headers: manager,
+        json: { customer_user_id: notACustomer },
+      });
+      assert.equal(reply.status, 404, notACustomer);
+    }
+    for (const body of [
+      {},
+      { customer_user_id: 'x' },
+      { customer_user_id: customer, reason: '' },
+      { customer_user_id: customer, extra: 1 },
+    ]) {
+      const reply = await call('POST', customersPath(agent), { headers: manager, json: body });
+      assert.equal(reply.status, 400, JSON.stringify(body));
+      assert.equal(reply.body.code, 'BAD_REQUEST');
+    }
+  });
+
+  it('an agent’s list pages forward with size and links.next', async () => {
+    const manager = await as(DEMO.users.manager.id);
+    const target = peer;
+    for (let i = 0; i < 5; i += 1) {
+      const reply = await call('POST', customersPath(target), {
+        headers: manager,
+        json: { customer_user_id: await newCustomer() },
+      });
+      assert.equal(reply.status, 201);
+    }
+    const all = await call('GET', `${customersPath(target)}?size=100`, { headers: manager });
+    const ids: string[] = [];
+    let path: string | null = `${customersPath(target)}?size=2`;
+    while (path) {
+      const reply = await call('GET', path, { headers: manager });
+      assert.equal(reply.status, 200, reply.text);
+      assert.ok(reply.body.data.length <= 2);
+      ids.push(...reply.body.data.map((a: { id: string }) => a.id));
+      path = reply.body.links.next;
+    }
+    assert.deepEqual(
+      ids,
+      all.body.data.map((a: { id: string }) => a.id),
+    );
+    const bad = await call('GET', `${customersPath(target)}?after=abc`, { headers: manager });
+    assert.equal(bad.status, 400);
+  });
+});

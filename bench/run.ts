@@ -16,6 +16,7 @@ const BENCHMARKS = [
   'repayments.ts',
   'otp.ts',
   'presign.ts',
+  'agents.ts',
 ];
 
 let failed = 0;

@@ -2,22 +2,16 @@ import { findProduct, offerTerms } from '../../db/loans/products';
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
-import { Client, Connection } from '@temporalio/client';
 import Koa from 'koa';
 import pg from 'pg';
-import pino from 'pino';
-import { buildApp } from '../../api/app';
-import { generateServiceSigningKey, loadServiceKeys } from '../../api/auth/service-keys';
 import { encodeCursor } from '../../api/loans/transactions';
 import { loadConfig } from '../../config';
-import { createLogger } from '../../config/logger';
 import { createDb, migrate } from '../../db/knex';
 import { DEMO, seedDemoData } from '../../db/seeds/demo';
 import { startDevelopmentProviders } from '../../dev/simulators';
-import { systemClock } from '../../domain/clock';
-import { createProviders } from '../../providers';
 import { requestToken } from '../../providers/identity/simulator';
 import { benchDatabase } from '../database';
+import { benchService, type Cleanups, runBenchServer } from './process';
 
 /**
  * Servers for the installment transaction list benchmark (bench/installments.ts), on one real
@@ -29,8 +23,6 @@ import { benchDatabase } from '../database';
  *   first, middle and last page of the account list; first and last page of one installment's.
  * Prints their URLs and the borrower's token, as one JSON line. Progress goes to stderr.
  */
-/** Undone on SIGTERM: the bench database and the embedded server, when one was started. */
-const cleanups: (() => Promise<unknown>)[] = [];
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? (process.env.BENCH_QUICK ? 50_000 : 1_000_000));
 /** Rows per insert statement: keeps Postgres's and this process's memory bounded. */
@@ -44,7 +36,7 @@ const BORROWER = DEMO.users.customerByAuthId;
 const CREDIT = DEMO.accounts.borrowerCredit.id;
 const CURRENT = DEMO.accounts.borrowerCurrent.id;
 
-async function main() {
+async function main(cleanups: Cleanups) {
   if (!Number.isSafeInteger(EVENTS) || EVENTS < 1_000 || EVENTS % INSTALLMENTS !== 0)
     throw new Error(`BENCH_EVENTS must be a multiple of ${INSTALLMENTS} of at least 1000`);
   const base = loadConfig({ ...process.env, LOG_LEVEL: 'info' });
@@ -59,17 +51,7 @@ async function main() {
   await seedDemoData(db, dev.seedOptions);
   const { loanId, installmentId } = await seedRepayments(db);
 
-  const logger = createLogger('info', pino.destination({ dest: '/dev/null', sync: false }));
-  // Limits high enough never to trigger: the benchmark measures their bookkeeping, not refusals.
-  const service = buildApp({
-    config: { ...config, RATE_LIMIT_CALLER_POINTS: 1e9, RATE_LIMIT_ORGANIZATION_POINTS: 1e9, RATE_LIMIT_MEMORY: false },
-    db,
-    temporal: new Client({ connection: Connection.lazy({ address: '127.0.0.1:1' }) }),
-    providers: createProviders(config),
-    logger,
-    clock: systemClock,
-    serviceKeys: await loadServiceKeys(JSON.stringify(await generateServiceSigningKey())),
-  }).app;
+  const service = await benchService(config, db);
 
   const pool = new pg.Pool({ connectionString: databaseUrl, max: config.DATABASE_POOL_MAX });
   pool.on('error', () => {}); // idle connections closed at shutdown are expected
@@ -268,14 +250,4 @@ async function seedRepayments(db: ReturnType<typeof createDb>) {
   return { loanId, installmentId: installments.find((i) => i.position === 2)!.id };
 }
 
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(signal, async () => {
-    for (const cleanup of cleanups.reverse()) await cleanup().catch(() => {});
-    process.exit(0);
-  });
-}
-main().catch(async (error) => {
-  console.error(error);
-  for (const cleanup of cleanups.reverse()) await cleanup().catch(() => {});
-  process.exit(1);
-});
+runBenchServer(main);

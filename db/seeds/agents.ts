@@ -55,27 +55,25 @@ export function agentNetwork(
 }
 
 /**
- * Seeds an organization's agent network once (an organization that has agents keeps them): the
- * users that are not there yet, their roles, and the agents with their hierarchy.
+ * Seeds an agent network once (a network whose first agent is stored is kept): the users that are
+ * not there yet and their roles, each table in one statement, then the agents with their hierarchy.
  */
 export async function seedAgentNetwork(trx: Knex, organizationId: string, agents: readonly SeedAgent[]) {
-  if (await trx('agents').where({ organization_id: organizationId }).first('user_id')) return;
-  await trx('users')
-    .insert(
-      agents.map((a) => ({
-        id: a.user_id,
-        organization_id: organizationId,
-        email: a.email,
-        name: a.name,
-        phone_number: a.phone_number ?? null,
-      })),
-    )
-    .onConflict('id')
-    .ignore();
-  await trx('user_access')
-    .insert(agents.map((a) => ({ user_id: a.user_id, organization_id: organizationId, role: a.role })))
-    .onConflict(['user_id', 'organization_id', 'role'])
-    .ignore();
+  if (agents.length === 0 || (await trx('agents').where({ user_id: agents[0]!.user_id }).first('user_id'))) return;
+  const rows = JSON.stringify(agents);
+  await trx.raw(
+    `insert into users (id, organization_id, email, name, phone_number)
+     select user_id, ?, email, name, phone_number
+       from json_to_recordset(?::json) as u(user_id uuid, email text, name text, phone_number text)
+     on conflict (id) do nothing`,
+    [organizationId, rows],
+  );
+  await trx.raw(
+    `insert into user_access (user_id, organization_id, role)
+     select user_id, ?, role from json_to_recordset(?::json) as u(user_id uuid, role text)
+     on conflict (user_id, organization_id, role) do nothing`,
+    [organizationId, rows],
+  );
   await addAgents(
     trx,
     organizationId,

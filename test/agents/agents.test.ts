@@ -1,7 +1,8 @@
 import { strict as assert } from 'node:assert';
 import { randomUUID } from 'node:crypto';
 import { AGENT_NETWORKS, DEMO } from '../../db/seeds/demo';
-import type { SeedAgent } from '../../db/seeds/agents';
+import { type AgentFilters, type AgentPageRequest, type AgentViewer, agentsQuery } from '../../db/agents/agents';
+import { agentNetwork, type SeedAgent, seedAgentNetwork } from '../../db/seeds/agents';
 import { harness } from '../support/harness';
 import { call, type Reply } from '../support/http';
 import { backendToken, bearer } from '../support/tokens';
@@ -154,15 +155,134 @@ describe('spec 4.6: GET /v1/agents (visibility through the hierarchy)', () => {
     assert.deepEqual(sorted(leader.ids), sorted([...mine].filter((id) => byId.get(id)!.role === 'AGENT')));
   });
 
-  it('search is an index scan: the trigram index serves ILIKE on name and e-mail', async () => {
-    const plan = await harness().db.transaction(async (trx) => {
+  it('the list and its search are index scans at any page, a viewer’s bounded by the viewer (never a sequential scan, never a sort without q)', async () => {
+    // A network large enough for the planner to choose as it would in production, written and
+    // analyzed in a transaction that is rolled back.
+    const { db } = harness();
+    const plan = agentNetwork(DEMO_ORG, {
+      leaders: 10,
+      managersPerLeader: 10,
+      agentsPerManager: 100,
+      idPrefix: 'c0e70018',
+    }).map((a) => ({ ...a, email: a.email.replace('@', '@plan.') }));
+    const leader = plan.find((a) => a.role === 'LEADER')!.user_id;
+    const trx = await db.transaction();
+    try {
+      await seedAgentNetwork(trx, DEMO_ORG, plan);
+      await trx.raw('analyze agents');
+      await trx.raw('analyze agent_hierarchy');
+      const explain = async (viewer: AgentViewer, filters: AgentFilters, page: AgentPageRequest = { size: 20 }) => {
+        const { rows } = await trx.raw(`explain ${agentsQuery(trx, DEMO_ORG, viewer, filters, page).toString()}`);
+        return rows.map((r: { 'QUERY PLAN': string }) => r['QUERY PLAN']).join('\n');
+      };
+      const last = { size: 20, after: { name: 'Jabari', userId: leader } };
+      const cases: [string, AgentViewer, AgentFilters, AgentPageRequest | undefined, RegExp][] = [
+        [
+          'a leader, first page',
+          { kind: 'SUBTREE', userId: leader, includeSelf: false },
+          {},
+          undefined,
+          /agent_hierarchy_list/,
+        ],
+        [
+          'a leader, a late page',
+          { kind: 'SUBTREE', userId: leader, includeSelf: false },
+          {},
+          last,
+          /agent_hierarchy_list/,
+        ],
+        [
+          'a leader, scope=OWN',
+          { kind: 'SUBTREE', userId: leader, includeSelf: true },
+          {},
+          undefined,
+          /agent_hierarchy_list/,
+        ],
+        [
+          'a leader, q',
+          { kind: 'SUBTREE', userId: leader, includeSelf: false },
+          { q: 'Imani Chege' },
+          undefined,
+          /agent_hierarchy_(search|list)/,
+        ],
+        [
+          'a leader, q by e-mail',
+          { kind: 'SUBTREE', userId: leader, includeSelf: false },
+          { q: 'AGENT1234@' },
+          undefined,
+          /agent_hierarchy_(search|list)/,
+        ],
+        ['an admin, first page', { kind: 'ORGANIZATION' }, {}, undefined, /agents_organization_id_name_user_id_index/],
+        ['an admin, a late page', { kind: 'ORGANIZATION' }, {}, last, /agents_organization_id_name_user_id_index/],
+        [
+          'an admin, q',
+          { kind: 'ORGANIZATION' },
+          { q: 'Imani Chege' },
+          undefined,
+          /agents_(search|organization_id_name)/,
+        ],
+      ];
+      for (const [name, viewer, filters, page, index] of cases) {
+        const text = await explain(viewer, filters, page);
+        assert.match(text, index, `${name}:\n${text}`);
+        // A viewer's rows are one index range on the viewer: its list, or its search.
+        if (viewer.kind === 'SUBTREE') assert.match(text, /Index Cond: \(+ancestor_user_id = /, `${name}:\n${text}`);
+        assert.doesNotMatch(text, /Seq Scan/, `${name}:\n${text}`);
+        if (!filters.q) assert.doesNotMatch(text, /Sort/, `${name} reads its page in order:\n${text}`);
+      }
+      // A search may walk the viewer's ordered range, filtering it within the index (it stops at
+      // a page), where the planner expects matches to be common; the trigram indexes serve the
+      // search text either way.
       await trx.raw('set local enable_seqscan = off');
-      const { rows } = await trx.raw(`explain select user_id from agents where (name || ' ' || email) ilike ?`, [
-        '%chege%',
-      ]);
-      return rows.map((r: { 'QUERY PLAN': string }) => r['QUERY PLAN']).join('\n');
-    });
-    assert.match(plan, /agents_search/, plan);
+      const served = async (sql: string, bindings: string[]) =>
+        (await trx.raw(`explain ${sql}`, bindings)).rows
+          .map((r: { 'QUERY PLAN': string }) => r['QUERY PLAN'])
+          .join('\n');
+      assert.match(await served(`select user_id from agents where search like ?`, ['%1234%']), /agents_search/);
+      assert.match(
+        await served(
+          `select descendant_user_id from agent_hierarchy
+            where ancestor_user_id = ? and descendant_search like ?`,
+          [leader, '%1234%'],
+        ),
+        /agent_hierarchy_search/,
+      );
+    } finally {
+      await trx.rollback();
+    }
+  });
+
+  it('a renamed agent is listed and searched under its new name by those above it (the closure’s copy follows by ON UPDATE CASCADE)', async () => {
+    const { db } = harness();
+    const agent = network.find((a) => a.role === 'AGENT' && a.supervisor_user_id)!;
+    const manager = agent.supervisor_user_id!;
+    const trx = await db.transaction();
+    try {
+      await trx('agents')
+        .where({ user_id: agent.user_id })
+        .update({ name: 'Zuhura Renamed', email: 'zuhura@renamed.test' });
+      const copies = await trx('agent_hierarchy')
+        .where({ descendant_user_id: agent.user_id })
+        .select('descendant_name', 'descendant_search');
+      assert.ok(copies.length >= 2);
+      for (const copy of copies)
+        assert.deepEqual(copy, {
+          descendant_name: 'Zuhura Renamed',
+          descendant_search: 'zuhura renamed zuhura@renamed.test',
+        });
+      const viewer: AgentViewer = { kind: 'SUBTREE', userId: manager, includeSelf: false };
+      const found = await agentsQuery(trx, DEMO_ORG, viewer, { q: 'ZUHURA@RENAMED' }, { size: 20 });
+      assert.deepEqual(
+        found.map((a: { user_id: string }) => a.user_id),
+        [agent.user_id],
+      );
+      const old = await agentsQuery(trx, DEMO_ORG, viewer, { q: agent.name }, { size: 20 });
+      assert.equal(old.length, 0);
+      const last = await agentsQuery(trx, DEMO_ORG, viewer, {}, { size: 100 });
+      assert.equal(last.at(-1).user_id, agent.user_id, 'listed last, in its new name’s place');
+    } finally {
+      await trx.rollback();
+    }
   });
 
   it('pages forward and backward in name order, links keeping the filters; size is 1 to 100, default 20', async () => {

@@ -7,7 +7,7 @@ import { errorBody, errorFamilyOf, HTTP_STATUS } from './errors';
 /**
  * Requests Node's HTTP parser refuses before Koa sees them (headers over Node's 16 kB limit,
  * bytes that are not HTTP) get the spec's error shape too, instead of Node's empty 431 or 400.
- * The family follows from the request line when the parser got that far.
+ * The family follows from the request's path when the parser got that far.
  */
 export function answerClientErrors(server: Server): void {
   server.on('clientError', (error: NodeJS.ErrnoException & { rawPacket?: Buffer }, socket: Duplex) => {
@@ -17,7 +17,9 @@ export function answerClientErrors(server: Server): void {
     }
     const code = error.code === 'HPE_HEADER_OVERFLOW' ? ErrorCode.HEADERS_TOO_LARGE : ErrorCode.BAD_REQUEST;
     const status = HTTP_STATUS[code];
-    const path = /^[A-Z]+ (\/\S*) HTTP\//.exec(error.rawPacket?.toString('latin1', 0, 8192) ?? '')?.[1] ?? '/';
+    // The path alone decides the family: read up to its end, however long the line (a request
+    // line over the limit has no "HTTP/1.1" in what arrived).
+    const path = /^[A-Z]+ (\/[^\s?#]*)/.exec(error.rawPacket?.toString('latin1', 0, 65_536) ?? '')?.[1] ?? '/';
     const requestId = randomUUID();
     const body = JSON.stringify(errorBody(new ServiceError(code), errorFamilyOf(path), requestId));
     socket.end(

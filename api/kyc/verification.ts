@@ -100,12 +100,14 @@ export function kycVerificationRoutes(deps: AppDeps, workflows: KycWorkflows, ho
   async function submit(application: KycApplicationRow, submission: Submission): Promise<KycApplicationRow> {
     const updated = await beginSubmission(db, application.organization_id, application, submission, clock.now());
     if (!updated) throw new ServiceError(ErrorCode.CONFLICT, 'The application cannot take a submission now');
+    hotReads.forget(application.id);
     return updated;
   }
 
   /** Puts the application back as it was when its workflow could not be started. */
   async function unsubmit(application: KycApplicationRow): Promise<void> {
     await undoSubmission(db, application.organization_id, application, clock.now());
+    hotReads.forget(application.id);
   }
 
   const rulesFor = (version: ProviderApiVersion) =>

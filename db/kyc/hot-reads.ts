@@ -85,6 +85,15 @@ export function createHotReads(db: Knex, max: number, options: { cacheSize?: num
       if (row && listening && changes === before) cache.set(id, row);
       return row;
     },
+    /**
+     * Drops what this instance keeps of an application it has just changed itself, so its next
+     * read is fresh however late the notification arrives (a client reads its own write), and a
+     * read in flight across the change is not kept.
+     */
+    forget(id: string) {
+      changes += 1;
+      cache.delete(id);
+    },
     async close() {
       closed = true;
       listening = false;

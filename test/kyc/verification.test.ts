@@ -1,4 +1,5 @@
 import { strict as assert } from 'node:assert';
+import { createHotReads } from '../../db/kyc/hot-reads';
 import { workflowIds } from '../../workflows/ids';
 import { harness } from '../support/harness';
 import { recordHistory } from '../support/histories';
@@ -121,6 +122,41 @@ describe('spec 4.2: POST /v1/kyc/applications/{id}/verification, server_upload',
     assert.equal(again.status, 202);
     assert.equal((await settledStatus(user, id)).body.status, 'APPROVED');
     assert.equal((await harness().db('kyc_applications').where({ id }).first()).resubmission_count, 1);
+  });
+
+  it('a client reads its own resubmission at once: the API forgets the status it kept, however late the change notification', async () => {
+    const { db } = harness();
+    const listeners = async () =>
+      Number(
+        (
+          await db.raw(
+            `select count(*) as n from pg_stat_activity
+              where datname = current_database() and application_name = 'lending-service-status-changes'
+                and query = 'listen kyc_application_changed'`,
+          )
+        ).rows[0].n,
+      );
+    const before = await listeners();
+    const hotReads = createHotReads(db, 1);
+    try {
+      // Statuses are kept only while the instance listens for changes.
+      while ((await listeners()) <= before) await new Promise((resolve) => setTimeout(resolve, 20));
+      const user = await newApplicant();
+      const id = await newApplication(user);
+      const organization = user.organization_id;
+      assert.equal((await hotReads.kycApplicationStatus(organization, id))?.status, 'DRAFT'); // now kept
+      // A change whose notification never comes (triggers off for this transaction only): the
+      // kept status stands until the instance that made the change forgets it.
+      await db.transaction(async (trx) => {
+        await trx.raw('set local session_replication_role = replica');
+        await trx('kyc_applications').where({ id }).update({ status: 'ID_VERIFICATION_PENDING' });
+      });
+      assert.equal((await hotReads.kycApplicationStatus(organization, id))?.status, 'DRAFT');
+      hotReads.forget(id);
+      assert.equal((await hotReads.kycApplicationStatus(organization, id))?.status, 'ID_VERIFICATION_PENDING');
+    } finally {
+      await hotReads.close();
+    }
   });
 
   it('human review: needs_review while the provisional result stands (confirmed by a signed lookup), then the final verdict', async () => {

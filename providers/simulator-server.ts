@@ -56,14 +56,15 @@ export const controlRouter = () => new Router({ prefix: '/_control' });
 
 /**
  * A simulator's fault modes on its control API: `GET /mode`, `PATCH /mode` (a partial mode,
- * checked by `schema`; 400 otherwise) and `POST /reset` (the defaults back, and `onReset` to
- * forget what was sent). Answers the live mode.
+ * checked by `schema`; 400 otherwise; `onChange` hears each accepted patch) and `POST /reset`
+ * (the defaults back, and `onReset` to forget what was sent). Answers the live mode.
  */
 export function faultModes<M extends object>(
   control: Router,
   schema: { safeParse(value: unknown): { success: true; data: Partial<M> } | { success: false; error: Error } },
   defaults: M,
   onReset: () => void,
+  onChange?: (patch: Partial<M>) => void,
 ): { readonly current: M } {
   let mode = { ...defaults };
   control.get('/mode', (ctx) => {
@@ -77,6 +78,7 @@ export function faultModes<M extends object>(
       return;
     }
     mode = { ...mode, ...parsed.data };
+    onChange?.(parsed.data);
     ctx.body = mode;
   });
   control.post('/reset', (ctx) => {

@@ -3,8 +3,9 @@ import { bodyParser } from '@koa/bodyparser';
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import { z } from 'zod';
+import { callbackChaos, ChaosSettings, withWrongToken } from '../simulator-chaos';
 import { controlRouter, faultModes, SimulatorTimers, startSimulatorServer } from '../simulator-server';
-import type { DeliveryReport, SendRecipient } from './protocol';
+import { type DeliveryReport, type DeliveryStatus, isFinalDelivery, type SendRecipient } from './protocol';
 
 /**
  * The SMS gateway simulator (Africa's Talking's messaging API, see protocol.ts), refusing what the
@@ -17,7 +18,10 @@ import type { DeliveryReport, SendRecipient } from './protocol';
  * reads), `PATCH /_control/mode` makes sends fail (`send`: normal, error (HTTP 500), timeout (no
  * answer until the client gives up), balance (405 InsufficientBalance), gateway (501 GatewayError))
  * and sets delivery reports (`deliveryReportUrl`, `delivery`: Success, Failed, Rejected,
- * AbsentSubscriber, Expired or none; `deliveryDelayMs`); `POST /_control/reset`.
+ * AbsentSubscriber, Expired or none; `deliveryDelayMs`; `interimReports`: a Submitted report
+ * before the final one, as the gateway sends while a text is on its way; `chaos`: each report
+ * delivered as a seeded plan says, see ../simulator-chaos.ts, its record at `GET
+ * /_control/chaos`); `POST /_control/reset`.
  */
 export interface SmsSimulatorOptions {
   username: string;
@@ -41,6 +45,8 @@ const Mode = z.strictObject({
   delivery: z.enum(['Success', 'Failed', 'Rejected', 'AbsentSubscriber', 'Expired', 'none']).optional(),
   deliveryDelayMs: z.number().int().min(0).max(600_000).optional(),
   deliveryReportUrl: z.url().nullable().optional(),
+  interimReports: z.boolean().optional(),
+  chaos: ChaosSettings.nullable().optional(),
 });
 type SimulatorMode = Required<Omit<z.output<typeof Mode>, 'deliveryReportUrl'>> & { deliveryReportUrl: string | null };
 const DEFAULT_MODE: SimulatorMode = {
@@ -48,6 +54,8 @@ const DEFAULT_MODE: SimulatorMode = {
   delivery: 'Success',
   deliveryDelayMs: 50,
   deliveryReportUrl: null,
+  interimReports: false,
+  chaos: null,
 };
 
 /** International format: a plus, a country code and subscriber digits. */
@@ -63,11 +71,25 @@ export interface RunningSmsSimulator {
 
 export async function startSmsSimulator(options: SmsSimulatorOptions): Promise<RunningSmsSimulator> {
   const timers = new SimulatorTimers();
+  const chaos = callbackChaos(timers);
   let messages: SentSms[] = [];
   const control = controlRouter();
-  const modes = faultModes<SimulatorMode>(control, Mode, DEFAULT_MODE, () => {
-    timers.clear();
-    messages = [];
+  const modes = faultModes<SimulatorMode>(
+    control,
+    Mode,
+    DEFAULT_MODE,
+    () => {
+      timers.clear();
+      messages = [];
+      chaos.configure(null);
+    },
+    (patch) => {
+      // Chaos settings given (again) start a new plan and record; null turns it off.
+      if (patch.chaos !== undefined) chaos.configure(patch.chaos);
+    },
+  );
+  control.get('/chaos', (ctx) => {
+    ctx.body = chaos.records();
   });
 
   const text = (ctx: Context, status: number, body: string) => {
@@ -80,20 +102,45 @@ export async function startSmsSimulator(options: SmsSimulatorOptions): Promise<R
     const url = modes.current.deliveryReportUrl;
     if (!url || modes.current.delivery === 'none') return;
     const status = modes.current.delivery;
+    const interim = modes.current.interimReports;
     timers.later(modes.current.deliveryDelayMs, async () => {
       sms.delivery = status;
-      const report: DeliveryReport = {
-        id: sms.messageId,
-        status,
-        phoneNumber: sms.to,
-        networkCode: '63902',
-        ...(FAILURE_REASONS[status] && { failureReason: FAILURE_REASONS[status] }),
-      };
-      await fetch(url, {
+      if (interim) await report(url, sms, 'Submitted');
+      await report(url, sms, status);
+    });
+  }
+
+  /** One delivery report, as chaos mode plans it when set. */
+  function report(url: string, sms: SentSms, status: DeliveryStatus) {
+    const post = (to: string, fields: DeliveryReport) =>
+      fetch(to, {
         method: 'POST',
         headers: { 'content-type': 'application/x-www-form-urlencoded' },
-        body: new URLSearchParams(report as unknown as Record<string, string>).toString(),
+        body: new URLSearchParams(fields as unknown as Record<string, string>).toString(),
+      }).then(async (response) => {
+        await response.body?.cancel();
+        return response.status;
       });
+    const reportOf = (id: string, reported: DeliveryStatus): DeliveryReport => ({
+      id,
+      status: reported,
+      phoneNumber: sms.to,
+      networkCode: '63902',
+      ...(FAILURE_REASONS[reported] && { failureReason: FAILURE_REASONS[reported] }),
+    });
+    const genuine = reportOf(sms.messageId, status);
+    if (!chaos.settings) return post(url, genuine).catch(() => undefined);
+    // The report's URL token is the gateway's only credential: without it, or for a text the
+    // forger cannot name (message ids are unguessable), a forgery can say anything.
+    return chaos.deliver({
+      kind: isFinalDelivery(status) ? 'sms_final' : 'sms_interim',
+      request: sms.messageId,
+      send: () => post(url, genuine),
+      forgeries: {
+        wrong_token: () =>
+          post(withWrongToken(url), reportOf(sms.messageId, status === 'Failed' ? 'Success' : 'Failed')),
+        unknown_message: () => post(url, reportOf(`ATXid_${randomBytes(16).toString('hex')}`, 'Failed')),
+      },
     });
   }
 

@@ -322,10 +322,11 @@ describe('unit: contract: the mobile-money simulator accepts the documented requ
       const expected = fixture(call);
       for (const deadline = Date.now() + 2_000; Date.now() < deadline;) {
         const [request, ...more] = receiver.requestsFor(expected);
-        if (request) {
+        const sent = request && sim.control.callbacks().find((c) => new URL(c.url).pathname === request.path);
+        // The receiver has the request a moment before the simulator has its answer.
+        if (request && (sent?.status !== undefined || Date.now() + 20 >= deadline)) {
           assert.equal(more.length, 0, call);
           noDifferences(expected, 'request', { ...asRequest(request), path: expected.request.path });
-          const sent = sim.control.callbacks().find((c) => new URL(c.url).pathname === request.path);
           assert.equal(sent?.status, expected.answer.status, 'the simulator heard our answer');
           receiver.requests.length = 0;
           return request;

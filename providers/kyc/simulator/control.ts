@@ -1,12 +1,15 @@
 import type { Context } from 'koa';
+import { z } from 'zod';
+import { ChaosSettings } from '../../simulator-chaos';
 import { controlRouter, type SimulatorTimers } from '../../simulator-server';
 import type { JobStore } from './jobs';
 import type { CallbackMode, Control, Outcome, SimulatedJob } from './model';
 
 /**
- * The control API tests drive the simulator with (/_control): reset, fault modes, per-user
- * outcomes, what a client SDK does with its session token, jobs in bulk, releasing held jobs,
- * sending a job's callback in a given mode, forgetting a job, and the TLS certificate.
+ * The control API tests drive the simulator with (/_control): reset, fault modes (chaos mode's
+ * record at GET /chaos), per-user outcomes, what a client SDK does with its session token, jobs
+ * in bulk, releasing held jobs, sending a job's callback in a given mode, forgetting a job, and
+ * the TLS certificate.
  */
 export function controlRoutes(deps: {
   jobs: JobStore;
@@ -30,8 +33,24 @@ export function controlRoutes(deps: {
     ctx.status = 204;
   });
   controlApi.patch('/', (ctx) => {
-    deps.setControl({ ...deps.control(), ...(ctx.request.body as Partial<Control>) });
+    const patch = { ...(ctx.request.body as Partial<Control>) };
+    if (patch.chaos) {
+      const chaos = ChaosSettings.safeParse(patch.chaos);
+      if (!chaos.success) {
+        ctx.status = 400;
+        ctx.body = { error: z.prettifyError(chaos.error) };
+        return;
+      }
+      patch.chaos = chaos.data;
+    }
+    deps.setControl({ ...deps.control(), ...patch });
+    // Chaos settings given (again) start a new plan and record; null turns it off.
+    if (patch.chaos !== undefined) jobs.chaos.configure(patch.chaos);
     ctx.body = deps.control();
+  });
+  /** Chaos mode: per callback, its plan (copies, timing, forgery) and what the receiver answered. */
+  controlApi.get('/chaos', (ctx) => {
+    ctx.body = jobs.chaos.records();
   });
   controlApi.put('/outcomes/:userId', (ctx) => {
     deps.control().outcomes[ctx.params.userId!] = (ctx.request.body as { outcome: Outcome }).outcome;

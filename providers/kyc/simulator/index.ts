@@ -19,8 +19,8 @@ export type { CallbackMode, KycSimulatorOptions, Outcome, SimulatedJob } from '.
  * outcomes decided from the input (./model.ts); signed callbacks after a delay; the v2 zip
  * going to a presigned URL on a separate TLS listener (./storage.ts). The API listens on plain
  * HTTP and on TLS (official SDKs force https). A control API under /_control lets tests lose,
- * duplicate, delay or forge callbacks, hold jobs, make the API fail, forget jobs, and read what
- * was received.
+ * duplicate, delay or forge callbacks (or deliver each as a seeded chaos plan says: `chaos`),
+ * hold jobs, make the API fail, forget jobs, and read what was received.
  */
 export interface RunningKycSimulator {
   url: string;
@@ -50,6 +50,7 @@ export async function startKycSimulator(options: KycSimulatorOptions): Promise<R
     failWith: 0,
     forgeStatusSignature: false,
     outcomes: {},
+    chaos: null,
   });
   let control = defaults();
   jobs.setControl(control);

@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
+import { callbackChaos } from '../../simulator-chaos';
 import type { SimulatorTimers } from '../../simulator-server';
 import { ASSUMED } from '../assumed';
 import { signV2 } from '../signature';
+import { kycForgeries, type SignedCallback } from './forgeries';
 import {
   type CallbackMode,
   type Control,
@@ -17,7 +19,7 @@ import {
 /**
  * The simulator's jobs: where they are kept (by the provider's v2 and v3 ids and by our job
  * id), how they move (processing → (provisional →) final), and the signed callback each result
- * sends as the callback mode says.
+ * sends as the callback mode says (or as chaos mode plans each, ../../simulator-chaos.ts).
  */
 const MAX_JOBS = 250_000;
 
@@ -26,6 +28,7 @@ export function createJobStore(options: { partnerId: string; apiKey: string; tim
   const jobs = new Map<string, SimulatedJob>();
   const byJobId = new Map<string, SimulatedJob>();
   const byV3Id = new Map<string, SimulatedJob>();
+  const chaos = callbackChaos(timers);
   let control: Control;
   function forget(job: SimulatedJob) {
     jobs.delete(job.smileJobId);
@@ -56,7 +59,7 @@ export function createJobStore(options: { partnerId: string; apiKey: string; tim
   });
 
   /** The callback's body and headers, signed with `key` at `at`. */
-  function callback(job: SimulatedJob, at: Date, key: string) {
+  function callback(job: SimulatedJob, at: Date, key: string): SignedCallback {
     const timestamp = at.toISOString();
     const signature = signV2(key, partnerId, timestamp);
     if (job.apiVersion === 'v3') {
@@ -69,7 +72,7 @@ export function createJobStore(options: { partnerId: string; apiKey: string; tim
           [names.timestamp]: timestamp,
           [names.jobId]: job.v3JobId,
           [names.userId]: job.userId,
-        } as Record<string, string>,
+        },
         body: {
           status: v3Status(job),
           message: job.resultText,
@@ -81,23 +84,52 @@ export function createJobStore(options: { partnerId: string; apiKey: string; tim
         },
       };
     }
-    return { headers: {} as Record<string, string>, body: { ...v2Result(job), timestamp, signature } };
+    return { headers: {}, body: { ...v2Result(job), timestamp, signature } };
+  }
+
+  /** Posts a callback to the job's URL; answers the receiver's HTTP status (an unreachable one throws). */
+  async function post(job: SimulatedJob, sent: SignedCallback): Promise<number> {
+    const response = await fetch(job.callbackUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...sent.headers },
+      body: JSON.stringify(sent.body),
+      signal: AbortSignal.timeout(5_000),
+    });
+    await response.body?.cancel();
+    return response.status;
   }
 
   /** Sends the job's current result to its callback URL as the mode says. */
   async function sendCallback(job: SimulatedJob, mode: CallbackMode = control.callbacks): Promise<void> {
     if (mode === 'lose' || !job.callbackUrl) return;
     const at = mode === 'stale' ? new Date(Date.now() - 60 * 60_000) : new Date();
-    const { headers, body } = callback(job, at, mode === 'forge' ? 'wrong-key' : apiKey);
+    const sent = callback(job, at, mode === 'forge' ? 'wrong-key' : apiKey);
     for (let i = 0; i < (mode === 'duplicate' ? 2 : 1); i++) {
       job.callbacksSent += 1;
-      await fetch(job.callbackUrl, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', ...headers },
-        body: JSON.stringify(body),
-        signal: AbortSignal.timeout(5_000),
-      }).catch(() => {});
+      await post(job, sent).catch(() => {});
     }
+  }
+
+  /** A result's callback, now due: as chaos mode plans it when set, else as the callback mode says. */
+  function dispatch(job: SimulatedJob) {
+    if (!control.chaos || !job.callbackUrl) return sendCallback(job);
+    // The callback reports the job as it is now, though a copy may be sent later (signed then).
+    const due: SimulatedJob = { ...job };
+    return chaos.deliver({
+      kind: `kyc_${job.apiVersion}_${job.state === 'provisional' ? 'provisional' : 'final'}`,
+      // Our job id (partner_params.job_id): the one request id both API generations carry.
+      request: job.jobId,
+      send: () => {
+        job.callbacksSent += 1;
+        return post(job, callback(due, new Date(), apiKey));
+      },
+      forgeries: kycForgeries(due, {
+        sign: callback,
+        apiKey,
+        post,
+        otherUsersJob: () => [...byV3Id.values()].find((other) => other.userId !== job.userId),
+      }),
+    });
   }
 
   function complete(job: SimulatedJob) {
@@ -106,7 +138,7 @@ export function createJobStore(options: { partnerId: string; apiKey: string; tim
       job.state = 'provisional';
       job.resultCode = result.provisional.code;
       job.resultText = result.provisional.text;
-      timers.later(control.callbackDelayMs, () => sendCallback(job));
+      timers.later(control.callbackDelayMs, () => dispatch(job));
       timers.later(control.reviewMs, () => complete(job));
       return;
     }
@@ -114,7 +146,7 @@ export function createJobStore(options: { partnerId: string; apiKey: string; tim
     job.resultCode = result.code;
     job.resultText = result.text;
     job.completedAt = new Date().toISOString();
-    timers.later(control.callbackDelayMs, () => sendCallback(job));
+    timers.later(control.callbackDelayMs, () => dispatch(job));
   }
 
   return {
@@ -164,6 +196,13 @@ export function createJobStore(options: { partnerId: string; apiKey: string; tim
       jobs.clear();
       byJobId.clear();
       byV3Id.clear();
+      chaos.configure(null);
+    },
+
+    chaos,
+    /** A status lookup about the job was answered: under chaos, callbacks held until then go now. */
+    queried(job: SimulatedJob) {
+      if (job.state !== 'processing' && job.state !== 'awaiting_upload') chaos.queried(job.jobId);
     },
 
     /** The submission is in: the outcome is decided (unless given) and processing starts (unless jobs are held). */

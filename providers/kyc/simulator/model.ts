@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import type { ChaosSettings } from '../../simulator-chaos';
 
 /**
  * The identity-verification simulator's model: outcomes, jobs, fault modes. Outcome by the last
@@ -102,6 +103,8 @@ export interface Control {
   /** Sign v2 job_status answers with a wrong key (a tampered or spoofed answer). */
   forgeStatusSignature: boolean;
   outcomes: Record<string, Outcome>;
+  /** Seeded callback chaos (copies, shuffling, late, forged per callback); it overrides `callbacks`. null: off. */
+  chaos: ChaosSettings | null;
 }
 
 export const outcomeFor = (control: Control, userId: string, idNumber: string | undefined): Outcome =>

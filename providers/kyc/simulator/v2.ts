@@ -163,6 +163,7 @@ export function v2Routes(deps: V2Deps): Router {
     }
     const timestamp = new Date().toISOString();
     const complete = job.state === 'final' || job.state === 'provisional';
+    jobs.queried(job);
     ctx.body = {
       timestamp,
       signature: signV2(deps.control().forgeStatusSignature ? 'wrong-key' : apiKey, partnerId, timestamp),

@@ -237,6 +237,7 @@ export function v3Routes(deps: V3Deps): Router {
       return;
     }
     const status = v3Status(job);
+    jobs.queried(job);
     ctx.status = status === 'processing' ? 202 : 200;
     ctx.body = {
       status,

@@ -120,6 +120,8 @@ export function providerApi(state: SimulatorState, callbacks: SimulatorCallbacks
     if (forced || push.state === 'pending' || Date.now() < Date.parse(push.receivedAt) + state.mode.processingForMs) {
       return reject(ctx, 500, PROCESSING, 'The transaction is being processed');
     }
+    // Chaos mode: callbacks held until this query was answered go now.
+    state.chaos.queried(push.checkoutRequestId);
     ctx.body = {
       ResponseCode: '0',
       ResponseDescription: 'The service request has been accepted successsfully',

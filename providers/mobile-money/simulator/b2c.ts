@@ -36,7 +36,7 @@ export function b2cRoutes(api: Router, state: SimulatorState, callbacks: Simulat
     (options.initiatorPassword === undefined ||
       state.credentials.decrypt(str(body.SecurityCredential)) === options.initiatorPassword);
 
-  const paymentRequest = (version: SimulatedPayment['api']) => (ctx: Context) => {
+  const paymentRequest = (version: SimulatedPayment['api']) => async (ctx: Context) => {
     if (!authorized(state, ctx)) return;
     const body = ctx.request.body as Record<string, unknown>;
     const phone = str(body.PartyB);
@@ -93,6 +93,9 @@ export function b2cRoutes(api: Router, state: SimulatorState, callbacks: Simulat
     };
     remember(state.payments, originatorConversationId, payment, LIMITS.records);
     callbacks.schedule((callback) => callbacks.decidePayment(payment, payoutOutcome(payment), callback));
+    // A slow answer: the result may reach the caller before the answer does.
+    if (state.mode.payoutAnswerDelayMs > 0)
+      await state.timers.hold(state.mode.payoutAnswerDelayMs, (cancel) => ctx.res.once('close', cancel));
     ctx.body = {
       ConversationID: payment.conversationId,
       OriginatorConversationID: originatorConversationId,

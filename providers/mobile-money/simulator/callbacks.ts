@@ -1,11 +1,12 @@
 import { request } from '../../http';
+import { mobileMoneyForgeries } from './forgeries';
 import type { SimulatorState } from './state';
 import { eatDigits, LIMITS, type Outcome, type SentCallback, type SimulatedPayment, type SimulatedPush } from './model';
 
 /**
  * What the simulated provider sends back: push results and B2C results or queue timeouts, built
  * as the provider builds them, delivered as the callback mode says (lost, duplicated, late,
- * reordered), and the decisions that produce them.
+ * reordered, or as chaos mode plans each), and the decisions that produce them.
  */
 export interface Delivery {
   kind: SentCallback['kind'];
@@ -15,17 +16,13 @@ export interface Delivery {
 }
 
 export function simulatorCallbacks(state: SimulatorState) {
-  async function post(delivery: Delivery): Promise<SentCallback> {
-    const entry: SentCallback = { ...delivery, at: new Date().toISOString() };
+  /** Sends a callback (a forged one under its forgery's name: not counted as the request's). */
+  async function post(delivery: Delivery, forgery?: string): Promise<SentCallback> {
+    const entry: SentCallback = { ...delivery, at: new Date().toISOString(), ...(forgery && { forgery }) };
     state.sent.push(entry);
     if (state.sent.length > LIMITS.callbacks) state.sent.shift();
-    if (delivery.kind === 'stk') {
-      const push = state.pushes.get(delivery.id);
-      if (push) push.callbacksSent += 1;
-    } else {
-      const payment = state.payments.get(delivery.id);
-      if (payment) payment.callbacksSent += 1;
-    }
+    const target = delivery.kind === 'stk' ? state.pushes.get(delivery.id) : state.payments.get(delivery.id);
+    if (target && !forgery) target.callbacksSent += 1;
     try {
       // Keep-alive node:http, as a provider's callback sender would pool its connections.
       const response = await request(
@@ -47,8 +44,24 @@ export function simulatorCallbacks(state: SimulatorState) {
     for (const delivery of due) await post(delivery);
   }
 
+  /** Sends and answers the receiver's HTTP status (an unreachable receiver throws). */
+  async function sent(delivery: Delivery, forgery?: string): Promise<number> {
+    const entry = await post(delivery, forgery);
+    if (entry.status === undefined) throw new Error(entry.error ?? 'not sent');
+    return entry.status;
+  }
+
   /** Delivers a decided result as the callback state.mode says at the moment it is due. */
   function dispatch(delivery: Delivery) {
+    if (state.mode.chaos) {
+      void state.chaos.deliver({
+        kind: delivery.kind,
+        request: delivery.id,
+        send: () => sent(delivery),
+        forgeries: mobileMoneyForgeries(state, { stkBody, b2cBody, send: sent }, delivery),
+      });
+      return;
+    }
     switch (state.mode.callbacks) {
       case 'lose':
         state.sent.push({ ...delivery, at: new Date().toISOString(), lost: true });
@@ -175,7 +188,7 @@ export function simulatorCallbacks(state: SimulatorState) {
 
   /** 'lose' decides at once (nothing will arrive, the status query already knows); else after the delay. */
   const schedule = (decide: (callback?: boolean) => void) => {
-    if (state.mode.callbacks === 'lose') decide(false);
+    if (state.mode.callbacks === 'lose' && !state.mode.chaos) decide(false);
     else state.timers.later(state.mode.callbackDelayMs, () => decide());
   };
 

@@ -17,6 +17,7 @@ export function simulatorControl(state: SimulatorState, callbacks: SimulatorCall
       state.sent.length = 0;
       state.held = [];
       state.mode = state.defaults();
+      state.chaos.configure(null);
     },
     setMode(patch) {
       const leavingReorder =
@@ -24,6 +25,8 @@ export function simulatorControl(state: SimulatorState, callbacks: SimulatorCall
       state.mode = { ...state.mode, ...patch };
       // Each push gets a fresh budget of "being processed" answers.
       if (patch.processingQueries !== undefined) state.processingAnswered.clear();
+      // Chaos settings given (again) start a new plan and record; null turns it off.
+      if (patch.chaos !== undefined) state.chaos.configure(patch.chaos);
       if (leavingReorder) void flush();
       return { ...state.mode };
     },
@@ -32,6 +35,7 @@ export function simulatorControl(state: SimulatorState, callbacks: SimulatorCall
     callbacks: () => [...state.sent],
     flush,
     revokeTokens: () => state.tokens.clear(),
+    chaos: () => state.chaos.records(),
   };
 
   const controlApi = controlRouter();
@@ -60,6 +64,10 @@ export function simulatorControl(state: SimulatorState, callbacks: SimulatorCall
   });
   controlApi.get('/callbacks', (ctx) => {
     ctx.body = control.callbacks();
+  });
+  /** Chaos mode: per callback, its plan (copies, timing, forgery) and what the receiver answered. */
+  controlApi.get('/chaos', (ctx) => {
+    ctx.body = control.chaos();
   });
   controlApi.post('/callbacks/flush', async (ctx) => {
     await control.flush();

@@ -1,13 +1,16 @@
 import { randomInt } from 'node:crypto';
 import { z } from 'zod';
+import { ChaosSettings, type ChaosRecord } from '../../simulator-chaos';
 
 /**
  * Simulator of the mobile-money provider (protocols/mobile-money.md, Daraja-like) for
  * development and tests: OAuth, push prompt, status query and B2C (the current v3 path and the
  * legacy v1 one) with the provider's checks and error envelopes `{requestId, errorCode,
  * errorMessage}`, callbacks after a delay, and a control API under /_control to lose, duplicate,
- * delay or reorder callbacks, hold status queries at "being processed", fail OAuth or pushes,
- * read what was received and sent, and fetch the certificate a B2C SecurityCredential is
+ * delay or reorder callbacks (or deliver each as a seeded chaos plan says: `chaos`, see
+ * ../../simulator-chaos.ts and ./forgeries.ts), hold status queries at "being processed", fail
+ * OAuth or pushes, answer payouts late, read what was received and sent, and fetch the
+ * certificate a B2C SecurityCredential is
  * encrypted with (made at start; its private key decrypts the credential, and one that does not
  * decrypt to the initiator password results in 2001, as the provider does). Access tokens stay
  * valid until they expire, however many are issued.
@@ -74,10 +77,14 @@ export const modeSchema = z
     pushFailWith: z.union([z.literal(0), z.number().int().min(400).max(599), z.literal('timeout')]),
     /** 0: answer payouts normally; or an HTTP status to refuse them with (the payment is not made). */
     payoutFailWith: z.union([z.literal(0), z.number().int().min(400).max(599)]),
+    /** A payout is taken (and decided, and its callback sent, after callbackDelayMs) at once, but answered this much later. */
+    payoutAnswerDelayMs: z.number().int().min(0),
     /** A push answered 5xx or 'timeout' was still delivered to the phone: the indeterminate case. */
     failedPushesTakeEffect: z.boolean(),
     hangMs: z.number().int().min(0),
     tokenTtlSeconds: z.number().int().min(1),
+    /** Seeded callback chaos (copies, shuffling, late, forged per callback); it overrides `callbacks`. null: off. */
+    chaos: ChaosSettings.nullable(),
   })
   .strict();
 export type SimulatorMode = z.infer<typeof modeSchema>;
@@ -137,6 +144,8 @@ export interface SentCallback {
   status?: number;
   error?: string;
   lost?: boolean;
+  /** A forged callback (chaos mode), by the forgery's name; the others are the provider's own. */
+  forgery?: string;
   body: unknown;
 }
 
@@ -156,6 +165,8 @@ export interface RunningMobileMoneySimulator {
     flush(): Promise<void>;
     /** Invalidates every issued token (clients must recover through 404.001.03). */
     revokeTokens(): void;
+    /** What chaos mode did with each callback (also GET /_control/chaos). */
+    chaos(): ChaosRecord[];
   };
   close(): Promise<void>;
 }

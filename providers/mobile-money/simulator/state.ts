@@ -1,4 +1,5 @@
 import { randomBytes, randomInt } from 'node:crypto';
+import { callbackChaos, type CallbackChaos } from '../../simulator-chaos';
 import { SimulatorTimers } from '../../simulator-server';
 import type { Delivery } from './callbacks';
 import { type CredentialKeys, credentialKeys } from './credential';
@@ -32,6 +33,8 @@ export interface SimulatorState {
   /** 'reorder' mode: callbacks held, to be sent last-first. */
   held: Delivery[];
   timers: SimulatorTimers;
+  /** Chaos mode's plans and records (configured from mode.chaos). */
+  chaos: CallbackChaos;
   defaults(): SimulatorMode;
   /** A receipt number never issued before (`SIM` and seven letters or digits). */
   receipt(): string;
@@ -50,10 +53,13 @@ export function createSimulatorState(options: MobileMoneySimulatorOptions): Simu
     failOAuth: false,
     pushFailWith: 0,
     payoutFailWith: 0,
+    payoutAnswerDelayMs: 0,
     failedPushesTakeEffect: true,
     hangMs: 60_000,
     tokenTtlSeconds: 3599,
+    chaos: null,
   });
+  const timers = new SimulatorTimers();
   const state: SimulatorState = {
     options,
     mode: defaults(),
@@ -66,7 +72,8 @@ export function createSimulatorState(options: MobileMoneySimulatorOptions): Simu
     processingAnswered: new Map(),
     sent: [],
     held: [],
-    timers: new SimulatorTimers(),
+    timers,
+    chaos: callbackChaos(timers),
     defaults,
     receipt() {
       for (;;) {

@@ -65,7 +65,7 @@ export function createPayoutActivities(deps: ActivityDeps) {
      */
     async sendB2c(transactionId: string): Promise<PayoutSent> {
       const row = await load(transactionId);
-      if (row.conversation_id) return { state: 'accepted' };
+      if (row.conversation_id) return { state: 'accepted', conversationId: row.conversation_id };
       const triedBefore = row.provider_request_attempted_at !== null;
       if (!triedBefore) await recordAttempt(db, row.id, clock.now());
       const urls = callbackUrls(config.PUBLIC_BASE_URL, row);
@@ -79,10 +79,12 @@ export function createPayoutActivities(deps: ActivityDeps) {
           remarks: `Payout ${row.resource_id}`,
         });
         await recordProviderIds(db, row.id, { conversation_id: accepted.conversationId }, clock.now());
-        return { state: 'accepted' };
+        return { state: 'accepted', conversationId: accepted.conversationId };
       } catch (error) {
         if (!(error instanceof MobileMoneyError)) throw error;
-        if (error.duplicateRequest) return { state: 'accepted' };
+        // An earlier attempt reached the provider, and its answer never reached the row (the
+        // worker died in between): only the result can tell its ConversationID now.
+        if (error.duplicateRequest) return { state: 'accepted', answerLost: true };
         if (refused(error)) {
           if (!triedBefore) return { state: 'rejected', errorCode: error.errorCode };
           deps.logger.warn(

@@ -41,6 +41,9 @@ const CallbackAddress = z.object({ id: z.string().max(64), token: z.string().max
  * - CONFIRMING: handed to the run as a trigger: it asks the provider's status query now;
  * - NOTED: a B2C queue timeout, noted for the failure reason (the payout's fate is unknown;
  *   never applied, never signalled);
+ * - EARLY: a B2C result consistent with the payout but for its ConversationID, which is not
+ *   recorded yet (the result beat the payout's answer): handed to the run, which applies it
+ *   only if the answer brings that ConversationID;
  * - UNVERIFIED: a B2C result inconsistent with the payout, or a refusal that cannot be told from
  *   a forged one: not applied, logged as an error for reconciliation (there is no query to ask);
  * - MISMATCH: names another push than ours (not handed over);
@@ -53,6 +56,7 @@ const CallbackAddress = z.object({ id: z.string().max(64), token: z.string().max
 type Disposition =
   | 'SIGNALLED'
   | 'CONFIRMING'
+  | 'EARLY'
   | 'NOTED'
   | 'UNVERIFIED'
   | 'MISMATCH'
@@ -116,6 +120,11 @@ export function mobileMoneyCallbackRoutes(
       );
     else if (disposition === 'UNVERIFIED')
       logger.error(meta, 'B2C result not applied: inconsistent with the payout or unverifiable; reconcile');
+    else if (disposition === 'EARLY')
+      logger.warn(
+        meta,
+        "B2C result before the payout's answer was recorded: the run applies it only if the answer brings its ConversationID",
+      );
     else if (disposition !== 'SIGNALLED' && disposition !== 'CONFIRMING' && disposition !== 'NOTED')
       logger.warn(meta, 'mobile-money callback not acted on');
   }
@@ -275,18 +284,22 @@ export function mobileMoneyCallbackRoutes(
           },
           { ...result, amount, receipt, receiver: receiver === undefined ? undefined : String(receiver) },
         );
-        if (result.resultCode === '0' && (await receiptClash(receipt, row)))
+        if (result.resultCode === '0' && (await receiptClash(receipt, row))) {
           assessment.problems.push('a receipt already recorded on another transaction');
+          assessment.awaitsAnswer = false;
+        }
+        const outcome = {
+          kind: 'result' as const,
+          resultCode: result.resultCode,
+          resultDesc: result.resultDesc,
+          conversationId: result.conversationId,
+          receipt,
+        };
+        // Before the payout's answer is recorded: the run judges it once the answer comes.
+        if (assessment.awaitsAnswer)
+          return deliver(received, 'EARLY', () => workflows.sendMoneyEarlyResult(row.id, outcome), assessment.problems);
         if (assessment.problems.length > 0) return record(received, 'UNVERIFIED', assessment.problems);
-        return deliver(received, 'SIGNALLED', () =>
-          workflows.sendMoneyResult(row.id, {
-            kind: 'result',
-            resultCode: result.resultCode,
-            resultDesc: result.resultDesc,
-            conversationId: result.conversationId,
-            receipt,
-          }),
-        );
+        return deliver(received, 'SIGNALLED', () => workflows.sendMoneyResult(row.id, outcome));
       },
     }),
     defineRoute({

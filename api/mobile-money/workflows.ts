@@ -3,6 +3,7 @@ import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@te
 import type { Config } from '../../config';
 import { workflowIds } from '../../workflows/ids';
 import {
+  sendMoneyEarlyResultSignal,
   type SendMoneyResult,
   sendMoneyResultSignal,
   type StkCallbackTrigger,
@@ -88,6 +89,8 @@ export function mobileMoneyWorkflows(temporal: Client, config: Config) {
       signal(workflowIds.stkPush(transactionId), (h) => h.signal(stkCallbackSignal, trigger)),
     sendMoneyResult: (transactionId: string, outcome: SendMoneyResult) =>
       signal(workflowIds.sendMoney(transactionId), (h) => h.signal(sendMoneyResultSignal, outcome)),
+    sendMoneyEarlyResult: (transactionId: string, outcome: SendMoneyResult) =>
+      signal(workflowIds.sendMoney(transactionId), (h) => h.signal(sendMoneyEarlyResultSignal, outcome)),
   };
 }
 export type MobileMoneyWorkflows = ReturnType<typeof mobileMoneyWorkflows>;

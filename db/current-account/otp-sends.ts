@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import type { OtpPurpose } from '../../activities/current-account/codes';
+import { DELIVERY_STATUSES, isFinalDelivery } from '../../providers/sms/protocol';
 
 export interface OtpSend {
   organizationId: string;
@@ -95,18 +96,28 @@ export async function recordSent(db: Knex, id: number, providerMessageId: string
   await db('otp_sends').where({ id }).update({ provider_message_id: providerMessageId });
 }
 
-/** A delivery report of the SMS gateway for a message we sent; false when no send has that id. */
+/** Stored statuses an interim report (Sent, Submitted, Buffered) must not replace. */
+const FINAL_STORED = `delivery_status in (${DELIVERY_STATUSES.filter(isFinalDelivery)
+  .map((status) => `'${status}'`)
+  .join(', ')})`;
+
+/**
+ * A delivery report of the SMS gateway for a message we sent; false when no send has that id.
+ * Reports may come in any order: an interim one arriving after the final one leaves it as it is.
+ */
 export async function recordDeliveryReport(
   db: Knex,
   report: { messageId: string; status: string; failureReason?: string },
   now: Date,
 ): Promise<boolean> {
+  const unlessFinal = (column: string, value: string | Date | null) =>
+    isFinalDelivery(report.status) ? value : db.raw(`case when ${FINAL_STORED} then ${column} else ? end`, [value]);
   const updated = await db('otp_sends')
     .where({ provider_message_id: report.messageId, channel: 'SMS' })
     .update({
-      delivery_status: report.status,
-      delivery_failure_reason: report.failureReason ?? null,
-      delivery_reported_at: now,
+      delivery_status: unlessFinal('delivery_status', report.status),
+      delivery_failure_reason: unlessFinal('delivery_failure_reason', report.failureReason ?? null),
+      delivery_reported_at: unlessFinal('delivery_reported_at', now),
     });
   return updated > 0;
 }

@@ -113,11 +113,17 @@ export interface PayoutResultFacts {
  * A B2C result is applied only when it is ours and consistent: our OriginatorConversationID
  * (which the URL shows too) and the ConversationID the provider answered the payout with; a
  * success also with the amount, the recipient's number and a well-formed receipt. There is no
- * status query to ask instead, so anything else is recorded and escalated, never applied; so is
- * every result for a payout whose ConversationID we never learned (its answer was lost): it
- * cannot be told from a forged one, and the hold is released when the wait ends.
+ * status query to ask instead, so anything else is recorded and escalated, never applied. A
+ * result for a payout whose ConversationID is not recorded yet `awaitsAnswer` when all else is
+ * right: the run applies it only if the payout's answer brings that ConversationID; when the
+ * answer was lost (a retry refused as a duplicate), only if it is the one ConversationID the
+ * early results name. The residual risk: a forger holding the URL's token whose result comes
+ * before the genuine one, in that crash window, is believed.
  */
-export function assessPayoutResult(payout: PendingPayout, result: PayoutResultFacts): Assessment {
+export function assessPayoutResult(
+  payout: PendingPayout,
+  result: PayoutResultFacts,
+): Assessment & { awaitsAnswer: boolean } {
   const problems: string[] = [];
   if (result.originatorConversationId !== payout.id) problems.push('another OriginatorConversationID');
   if (payout.conversationId === null) problems.push('a result for a payout whose ConversationID is unknown here');
@@ -133,7 +139,13 @@ export function assessPayoutResult(payout: PendingPayout, result: PayoutResultFa
         )
       : undefined;
   problems.push(...(payment ?? []));
-  return { settles: problems.length === 0, problems, paymentMatches: payment?.length === 0 && problems.length === 0 };
+  return {
+    settles: problems.length === 0,
+    problems,
+    paymentMatches: payment?.length === 0 && problems.length === 0,
+    // Consistent but for the ConversationID not known here yet: the run compares it with its answer's.
+    awaitsAnswer: payout.conversationId === null && problems.length === 1,
+  };
 }
 
 function paymentProblems(

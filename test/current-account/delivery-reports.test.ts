@@ -10,6 +10,12 @@ const sendOf = (userId: string) =>
     .db('otp_sends')
     .where({ user_id: userId })
     .first('provider_message_id', 'delivery_status', 'delivery_failure_reason');
+/** The send once its text went out: the gateway's message id is recorded a moment after the text reached it. */
+const sentText = (userId: string) =>
+  until('the send recorded', async () => {
+    const send = await sendOf(userId);
+    return send?.provider_message_id ? send : undefined;
+  });
 
 describe('protocol: SMS delivery reports (Africa’s Talking, form-encoded, the URL’s token the credential)', () => {
   afterEach(() => smsControl('/mode', 'PATCH', { deliveryReportUrl: null, delivery: 'Success' }));
@@ -41,7 +47,7 @@ describe('protocol: SMS delivery reports (Africa’s Talking, form-encoded, the 
     const customer = await newApplicant();
     await activation.start(customer.headers);
     await codeSentTo(customer.phone);
-    const { provider_message_id: id } = await until('the send', () => sendOf(customer.user.id));
+    const { provider_message_id: id } = await sentText(customer.user.id);
     const form = (fields: Record<string, string>) => new URLSearchParams(fields).toString();
     const post = (token: string, raw: string, contentType = 'application/x-www-form-urlencoded') =>
       call('POST', reportPath(token), { raw, contentType });
@@ -70,5 +76,25 @@ describe('protocol: SMS delivery reports (Africa’s Talking, form-encoded, the 
     );
     assert.equal(ok.status, 200);
     assert.equal((await sendOf(customer.user.id)).delivery_status, 'Rejected');
+  });
+
+  it('reports may come in any order: an interim one (Submitted, Buffered) after the final one leaves it as it is (callback chaos finding)', async () => {
+    const { config } = harness();
+    const customer = await newApplicant();
+    await activation.start(customer.headers);
+    await codeSentTo(customer.phone);
+    const { provider_message_id: id } = await sentText(customer.user.id);
+    const report = (status: string, failureReason?: string) =>
+      call('POST', reportPath(config.SMS_CALLBACK_TOKEN!), {
+        raw: new URLSearchParams({ id, status, ...(failureReason && { failureReason }) }).toString(),
+        contentType: 'application/x-www-form-urlencoded',
+      });
+    assert.equal((await report('Submitted')).status, 200);
+    assert.equal((await sendOf(customer.user.id)).delivery_status, 'Submitted', 'an interim report is recorded');
+    assert.equal((await report('Failed', 'DeliveryFailure')).status, 200);
+    for (const late of ['Buffered', 'Submitted', 'Sent']) assert.equal((await report(late)).status, 200);
+    const send = await sendOf(customer.user.id);
+    assert.equal(send.delivery_status, 'Failed');
+    assert.equal(send.delivery_failure_reason, 'DeliveryFailure');
   });
 });

@@ -5,6 +5,7 @@ import { ledgerIsBalanced } from '../../db/ledger/ledger';
 import { MAX_CALLBACK_SIGNALS } from '../../domain/mobile-money/callbacks';
 import { workflowIds } from '../../workflows/ids';
 import { harness } from '../support/harness';
+import { recordHistory } from '../support/histories';
 import {
   balanceOf,
   checkoutRequestOf,
@@ -227,7 +228,7 @@ describe('attack run, finding 1: a callback moves money only when it is complete
     assert.equal((await paymentsTo(recipient)).length, 1, 'paid once');
   });
 
-  it('a complete B2C success for a payout whose ConversationID is unknown here (its answer was lost) cannot be told from a forged one: UNVERIFIED, never applied', async () => {
+  it('a complete B2C success for a payout whose ConversationID is unknown here (its answer not recorded, or lost) goes to the run as EARLY, which applies it only when its own answer brought that ConversationID: never applied here', async () => {
     const { created, row, recipient } = await pendingPayout();
     await harness().db('transactions').where({ id: row.id }).update({ conversation_id: null });
     const success = b2cResult({
@@ -240,8 +241,9 @@ describe('attack run, finding 1: a callback moves money only when it is complete
     });
     assert.equal((await postCallback('b2c/result', row, success)).status, 200);
     const [stored] = await recorded(created.id);
-    assert.equal(stored!.disposition, 'UNVERIFIED');
+    assert.equal(stored!.disposition, 'EARLY');
     assert.match(stored!.note ?? '', /ConversationID is unknown/);
+    await new Promise((resolve) => setTimeout(resolve, 500));
     assert.equal((await transactionRow(created.id)).status, 'PENDING');
     assert.deepEqual(await journalKinds(created.id), ['HOLD']);
   });
@@ -388,5 +390,51 @@ describe('attack run, finding 1: a callback moves money only when it is complete
     assert.equal(doneB.failure_reason, 'NO_RESULT', 'nothing proved b was paid or refused');
     assert.deepEqual(await journalKinds(pushB.id), []);
     assert.deepEqual(await balanceOf(b.current), { balance: 0, held: 0, available: 0 });
+  });
+});
+
+describe("callback chaos finding: a B2C result that beats the payout's answer is judged by the run once the answer comes", () => {
+  afterEach(resetSimulator);
+
+  it('the genuine result, arriving before the answer was recorded, goes to the run as EARLY and is applied once the answer brings its ConversationID: POSTED', async () => {
+    await setSimulatorMode({ payoutAnswerDelayMs: 1_500 });
+    const customer = await fundedCustomer(300_000);
+    const created = await sendAccepted(customer, 100_000, payerNumber(0));
+    const done = await settled(customer.headers, created.id);
+    assert.equal(done.status, 'POSTED', JSON.stringify(done));
+    const [stored] = await recorded(created.id);
+    assert.deepEqual([stored!.kind, stored!.disposition], ['B2C_RESULT', 'EARLY']);
+    assert.deepEqual(await journalKinds(created.id), ['HOLD', 'PAYOUT']);
+    await recordHistory(workflowIds.sendMoney(created.id), 'sendMoney-early-result');
+  });
+
+  it('an early result naming another ConversationID is never applied; the genuine result settles the payout', async () => {
+    await setSimulatorMode({ payoutAnswerDelayMs: 2_000, callbackDelayMs: 60_000 });
+    const customer = await fundedCustomer(300_000);
+    const recipient = payerNumber(0);
+    const created = await sendAccepted(customer, 100_000, recipient);
+    const [payment] = await until('the payout at the provider', async () => {
+      const payments = await paymentsTo(recipient);
+      return payments.length > 0 && payments;
+    });
+    const row = await transactionRow(created.id);
+    assert.equal(row.conversation_id, null, "before the payout's answer");
+    const forged = b2cResult({
+      originator: row.id,
+      conversation: 'AG_20261126_forged',
+      code: 0,
+      amount: 1_000,
+      receipt: 'FORGED1234',
+      receiver: `${providerPhone(recipient)} - R`,
+    });
+    assert.equal((await postCallback('b2c/result', row, forged)).status, 200);
+    assert.equal((await recorded(created.id))[0]!.disposition, 'EARLY');
+    await payoutSent(created.id);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    assert.equal((await transactionRow(created.id)).status, 'PENDING', 'the forged result was not applied');
+    await sendCallbackNow(payment!.originatorConversationId);
+    const done = await settled(customer.headers, created.id);
+    assert.equal(done.status, 'POSTED', JSON.stringify(done));
+    assert.equal(done.mobilemoney_transaction_id, payment!.transactionId, 'the genuine receipt');
   });
 });

@@ -87,7 +87,9 @@ describe('spec 4.4: POST /v1/transactions/mobilemoney/send-money', () => {
           ...(fee > 0 ? [{ account: ledgerAccounts.feeIncome, amount: -fee }] : []),
         ]);
         const result = await until('B2C result recorded', async () => (await callbacksRecorded(created.id)).at(0));
-        assert.deepEqual([result.kind, result.disposition], ['B2C_RESULT', 'SIGNALLED']);
+        // EARLY when the result beat the payout's answer (the run applied it once the answer came).
+        assert.equal(result.kind, 'B2C_RESULT');
+        assert.ok(['SIGNALLED', 'EARLY'].includes(result.disposition), result.disposition);
         if (fee > 0 && amount === 100_000)
           await recordHistory(workflowIds.sendMoney(created.id), 'sendMoney-posted-queue-timeout-is-not-a-result');
       }),
@@ -187,7 +189,8 @@ describe('spec 4.4: POST /v1/transactions/mobilemoney/send-money', () => {
         const recorded = await until(`${reason} result recorded`, async () =>
           (await callbacksRecorded(created.id)).at(0),
         );
-        assert.deepEqual([recorded.kind, recorded.disposition], ['B2C_RESULT', 'SIGNALLED']);
+        assert.equal(recorded.kind, 'B2C_RESULT');
+        assert.ok(['SIGNALLED', 'EARLY'].includes(recorded.disposition), recorded.disposition);
       }),
     );
   });

@@ -2,8 +2,9 @@ import { strict as assert } from 'node:assert';
 import { randomBytes } from 'node:crypto';
 import { generateServiceSigningKey } from '../../api/auth/service-keys';
 import { ledgerIsBalanced } from '../../db/ledger/ledger';
+import { feeFor } from '../../domain/mobile-money/transaction';
 import { workflowIds } from '../../workflows/ids';
-import type { StkPushInput } from '../../workflows/mobile-money/messages';
+import type { SendMoneyInput, StkPushInput } from '../../workflows/mobile-money/messages';
 import { OrganizationId } from '../../workflows/search-attributes';
 import { harness } from '../support/harness';
 import { recordHistory } from '../support/histories';
@@ -11,9 +12,13 @@ import { restoreSchedules, spawnWorker } from '../support/processes';
 import {
   balanceOf,
   callbacksRecorded,
+  fundedCustomer,
   insertStkPushTransaction,
+  journalKinds,
   journalOf,
+  mobileMoneyActivities,
   newCustomer,
+  paymentsTo,
   pushesTo,
   resetSimulator,
   setSimulatorMode,
@@ -164,5 +169,56 @@ describe('durability: the worker process dies in the middle of a push', () => {
       for (const worker of workers)
         if (worker.child.exitCode === null && worker.child.signalCode === null) worker.child.kill('SIGKILL');
     }
+  });
+});
+
+describe('durability: the worker dies after the provider took a payout, before its answer was recorded', () => {
+  afterEach(resetSimulator);
+
+  it('the retry is refused as a duplicate (the answer lost); the genuine result, the only early one, stands for it: POSTED, paid once, nothing handed back', async function () {
+    this.timeout(60_000);
+    const { client, db, taskQueue } = harness();
+    const amount = 100_000;
+    const fee = feeFor('SEND_MONEY', amount);
+    const funded = 300_000;
+    const customer = await fundedCustomer(funded);
+    const row = await insertStkPushTransaction(customer, amount);
+    await db('transactions')
+      .where({ id: row.id })
+      .update({
+        type: 'SEND_MONEY',
+        fee_amount: fee,
+        details: { type: 'B2C', direction: 'PAYOUT', account_id: customer.current },
+      });
+    // The result comes once the new run has taken over.
+    await setSimulatorMode({ callbackDelayMs: 3_000 });
+    // The dead worker's step: the request reached the provider; its answer never reached the row.
+    assert.equal((await mobileMoneyActivities().sendB2c(row.id)).state, 'accepted');
+    await db('transactions').where({ id: row.id }).update({ conversation_id: null });
+
+    const workflowId = workflowIds.sendMoney(row.id);
+    const input: SendMoneyInput = { transactionId: row.id, organizationId: row.organization_id, resultWaitMs: 120_000 };
+    const handle = await client.workflow.start('sendMoney', { taskQueue, workflowId, args: [input] });
+    assert.deepEqual(await handle.result(), { status: 'POSTED' });
+
+    const [payment, ...again] = await paymentsTo(customer.phone);
+    assert.equal(again.length, 0, 'paid once: the retry was refused as a duplicate');
+    const posted = await transactionRow(row.id);
+    assert.deepEqual(
+      [posted.conversation_id, posted.mobilemoney_transaction_id],
+      [payment!.conversationId, payment!.transactionId],
+    );
+    assert.deepEqual(
+      (await callbacksRecorded(row.id)).map((c) => c.disposition),
+      ['EARLY'],
+    );
+    assert.deepEqual(await journalKinds(row.id), ['HOLD', 'PAYOUT']);
+    assert.deepEqual(await balanceOf(customer.current), {
+      balance: funded - amount - fee,
+      held: 0,
+      available: funded - amount - fee,
+    });
+    assert.ok(await ledgerIsBalanced(db));
+    await recordHistory(workflowId, 'sendMoney-answer-lost-early-result');
   });
 });

@@ -46,19 +46,24 @@ describe('unit: what a mobile-money callback proves (domain/mobile-money/callbac
     );
   });
 
-  it('every B2C result of a payout whose ConversationID is unknown is unverified', () => {
+  it('no B2C result of a payout whose ConversationID is unknown settles it; one right in all else awaits the answer (the run compares its ConversationID)', () => {
     const payout = { id: 'trx-1', conversationId: null, amountMinor: 100_000, phone: '+254712345670' };
+    const result = {
+      originatorConversationId: 'trx-1',
+      conversationId: 'AG_x',
+      amount: 1_000,
+      receipt: 'NLJ7RT61SV',
+      receiver: '254712345670 - A',
+    };
     for (const resultCode of ['0', '2040']) {
-      const assessment = assessPayoutResult(payout, {
-        originatorConversationId: 'trx-1',
-        conversationId: 'AG_x',
-        resultCode,
-        amount: 1_000,
-        receipt: 'NLJ7RT61SV',
-        receiver: '254712345670 - A',
-      });
+      const assessment = assessPayoutResult(payout, { ...result, resultCode });
       assert.equal(assessment.settles, false, resultCode);
+      assert.equal(assessment.awaitsAnswer, true, resultCode);
     }
+    for (const wrong of [{ amount: 999 }, { receiver: '254712345679 - B' }, { originatorConversationId: 'trx-2' }])
+      assert.equal(assessPayoutResult(payout, { ...result, ...wrong, resultCode: '0' }).awaitsAnswer, false);
+    const known = assessPayoutResult({ ...payout, conversationId: 'AG_x' }, { ...result, resultCode: '0' });
+    assert.deepEqual([known.settles, known.awaitsAnswer], [true, false]);
   });
 
   it('Kenyan mobile numbers normalise from every form callbacks use; anything else is undefined (property)', () => {

@@ -67,8 +67,18 @@ export type PushSent =
   | { state: 'accepted'; checkoutRequestId: string; merchantRequestId?: string }
   | { state: 'rejected'; errorCode?: string }
   | { state: 'indeterminate' };
-/** What sending a payout came to: accepted (queued at the provider) or refused. */
-export type PayoutSent = { state: 'accepted' } | { state: 'rejected'; errorCode?: string };
+/**
+ * What sending a payout came to: accepted (queued at the provider; with the ConversationID it
+ * answered, unless that answer was lost; runs started before it was carried have none) or refused.
+ */
+export type PayoutSent =
+  | {
+      state: 'accepted';
+      conversationId?: string;
+      /** A retry was refused as a duplicate: an earlier attempt reached the provider and its answer was lost. */
+      answerLost?: boolean;
+    }
+  | { state: 'rejected'; errorCode?: string };
 
 export interface MoneyMovementResult {
   status: 'POSTED' | 'FAILED';
@@ -80,3 +90,10 @@ export const stkResultSignal = defineSignal<[StkResult]>('stkResult');
 export const stkCallbackSignal = defineSignal<[StkCallbackTrigger]>('stkCallback');
 /** Its wire name predates the area's one name; runs in flight listen for it. */
 export const sendMoneyResultSignal = defineSignal<[SendMoneyResult]>('b2cOutcome');
+/**
+ * A B2C result that came before the payout's answer was recorded, otherwise consistent: the run
+ * applies it only once that answer's ConversationID is the result's; when that answer was lost,
+ * only if every early result names the same ConversationID. Runs started before answers carried
+ * their ConversationID never apply one.
+ */
+export const sendMoneyEarlyResultSignal = defineSignal<[SendMoneyResult]>('sendMoneyEarlyResult');

@@ -1,3 +1,5 @@
+import { isGrpcServiceError } from '@temporalio/client';
+import { isConnectionError } from '../db/knex';
 import { ErrorCode, type InvalidParam, ServiceError, SubCode } from '../domain/errors';
 
 /** The one place an error code becomes an HTTP status (the README's error table mirrors it). */
@@ -81,12 +83,39 @@ export function errorBody(
   return { code: error.code, description: error.message };
 }
 
+/** gRPC status codes of a Temporal server that does not answer: DEADLINE_EXCEEDED, UNAVAILABLE. */
+const TEMPORAL_UNAVAILABLE = new Set([4, 14]);
+/** Seconds a client is told to wait before trying again while a dependency is down. */
+export const DEPENDENCY_RETRY_AFTER = 5;
+
 /**
- * Turns anything thrown into a ServiceError: our own pass through; the http-errors that Koa,
- * the router and the body parser raise map by status; everything else is a 500.
+ * Whether `thrown` (or what it wraps: the Temporal client wraps gRPC errors, fetch its socket
+ * error) says a dependency could not be reached: Postgres, Temporal, or a provider's connection
+ * refused or cut. The answer is then 503 with Retry-After, not 500: the client may send the same
+ * request again (with its Idempotency-Key) shortly.
+ */
+export function isDependencyUnavailable(thrown: unknown): boolean {
+  for (let error = thrown, depth = 0; error && depth < 5; error = (error as { cause?: unknown }).cause, depth++) {
+    if (isConnectionError(error)) return true;
+    if (isGrpcServiceError(error) && TEMPORAL_UNAVAILABLE.has(error.code)) return true;
+  }
+  return false;
+}
+
+/**
+ * Turns anything thrown into a ServiceError: our own pass through; a dependency that does not
+ * answer is 503; the http-errors that Koa, the router and the body parser raise map by status;
+ * everything else is a 500.
  */
 export function toServiceError(thrown: unknown): ServiceError {
   if (thrown instanceof ServiceError) return thrown;
+  if (isDependencyUnavailable(thrown))
+    return new ServiceError(
+      ErrorCode.SERVICE_UNAVAILABLE,
+      `The service is briefly unavailable: try again in ${DEPENDENCY_RETRY_AFTER} seconds`,
+      [],
+      { 'Retry-After': String(DEPENDENCY_RETRY_AFTER) },
+    );
   const status = typeof thrown === 'object' && thrown !== null ? (thrown as { status?: unknown }).status : undefined;
   const type = typeof thrown === 'object' && thrown !== null ? (thrown as { type?: unknown }).type : undefined;
   if (type === 'entity.parse.failed' || (status === 400 && thrown instanceof SyntaxError)) {

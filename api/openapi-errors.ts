@@ -66,6 +66,13 @@ export function errorResponsesOf(route: AnyRoute): Record<string, ResponseConfig
     add(ErrorCode.TOO_MANY_REQUESTS, "over the caller's or the organization's rate limit");
   for (const [code, when] of Object.entries(route.errors ?? {}) as [ErrorCode, string][]) add(code, when);
   add(ErrorCode.HEADERS_TOO_LARGE, 'request headers over 16 kB');
+  // The routes without a rate limit are the operations ones (health, documents, keys), which call
+  // no dependency (readiness answers its own 503).
+  if (route.rateLimit !== false)
+    add(
+      ErrorCode.SERVICE_UNAVAILABLE,
+      'a dependency (Postgres, Temporal, a provider) does not answer: send the request again after Retry-After seconds (with its Idempotency-Key, if it had one)',
+    );
   add(ErrorCode.INTERNAL_SERVER_ERROR, 'an unexpected failure (the answer carries the request id)');
 
   const schema = family === 'validation' ? ValidationError : PlainError;

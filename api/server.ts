@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { Client, Connection } from '@temporalio/client';
 import { loadConfig } from '../config';
 import { createLogger } from '../config/logger';
+import { temporalConnectionOptions } from '../config/temporal';
 import { createDb, migrate } from '../db/knex';
 import { systemClock } from '../domain/clock';
 import { createProviders } from '../providers';
@@ -53,7 +54,7 @@ async function main() {
   const serviceKeys = await loadServiceKeys(config.SERVICE_SIGNING_KEY);
   const db = createDb(config.DATABASE_URL, config.DATABASE_POOL_MAX, logger);
   await migrate(db);
-  const connection = await Connection.connect({ address: config.TEMPORAL_ADDRESS ?? 'localhost:7233' });
+  const connection = await Connection.connect(temporalConnectionOptions(config));
   const temporal = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
   const deps: AppDeps = {
     config,

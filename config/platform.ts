@@ -29,6 +29,11 @@ export const platformSettings = {
   TEMPORAL_ADDRESS: z.string().min(1).optional(),
   TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
   TEMPORAL_TASK_QUEUE: z.string().min(1).default('lending-service'),
+  /**
+   * Longest wait between a client's attempts to reach Temporal again once it stopped answering
+   * (gRPC's own default grows to 2 minutes: a restarted Temporal would go unnoticed that long).
+   */
+  TEMPORAL_RECONNECT_BACKOFF_MAX: duration('5s'),
   WORKER_METRICS_PORT: port(9464),
   WORKER_SHUTDOWN_GRACE: duration('30s'),
   READINESS_TIMEOUT: duration('2s'),

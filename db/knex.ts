@@ -74,3 +74,30 @@ export function isUniqueViolation(error: unknown, constraint?: string): boolean 
 export async function ping(db: Knex): Promise<void> {
   await db.raw('select 1');
 }
+
+/** Socket failures of a server that is down, restarting or unreachable. */
+const CONNECTION_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH']);
+/** SQLSTATEs of a lost or refused connection: admin_shutdown, crash_shutdown, cannot_connect_now. */
+const CONNECTION_STATES = new Set(['57P01', '57P02', '57P03']);
+/**
+ * What pg and knex throw, without a code, for a connection that died or none to be had (knex puts
+ * the query before a query's error: "<sql> - Connection terminated unexpectedly").
+ */
+const CONNECTION_MESSAGES =
+  /(^| - )(Connection terminated|Client has encountered a connection error|Timeout acquiring a connection)/;
+
+/**
+ * Whether an error says Postgres could not be reached (down, restarting, the connection cut, no
+ * pooled connection in time) rather than that a query failed: the request may succeed later
+ * unchanged, so the API answers 503 SERVICE_UNAVAILABLE instead of 500.
+ */
+export function isConnectionError(error: unknown): boolean {
+  const pg = error as { code?: unknown; message?: unknown; name?: unknown } | null;
+  if (typeof pg !== 'object' || pg === null) return false;
+  if (
+    typeof pg.code === 'string' &&
+    (CONNECTION_ERRNOS.has(pg.code) || CONNECTION_STATES.has(pg.code) || pg.code.startsWith('08'))
+  )
+    return true;
+  return pg.name === 'KnexTimeoutError' || (typeof pg.message === 'string' && CONNECTION_MESSAGES.test(pg.message));
+}

@@ -8,6 +8,7 @@ import { loadServiceKeys } from '../api/auth/service-keys';
 import { startApi } from '../api/server';
 import { ConfigError } from '../config';
 import { createLogger } from '../config/logger';
+import { temporalConnectionOptions } from '../config/temporal';
 import { createDb, ensureDatabase, migrate } from '../db/knex';
 import { seedDemoData } from '../db/seeds/demo';
 import { systemClock } from '../domain/clock';
@@ -130,7 +131,7 @@ async function main() {
       temporalAddress = `127.0.0.1:${config.TEMPORAL_DEV_PORT}`;
     }
 
-    const connection = await Connection.connect({ address: temporalAddress });
+    const connection = await Connection.connect(temporalConnectionOptions(config, temporalAddress));
     stops.push(() => connection.close());
     const temporal = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
     await ensureSchedules(temporal, config);

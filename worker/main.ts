@@ -2,6 +2,7 @@ import { Client, Connection } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 import { loadConfig } from '../config';
 import { createLogger } from '../config/logger';
+import { temporalConnectionOptions } from '../config/temporal';
 import { createDb } from '../db/knex';
 import { systemClock } from '../domain/clock';
 import { createProviders } from '../providers';
@@ -25,7 +26,7 @@ async function main() {
   const db = createDb(config.DATABASE_URL, config.DATABASE_POOL_MAX, logger);
   const address = config.TEMPORAL_ADDRESS ?? 'localhost:7233';
   const connection = await NativeConnection.connect({ address });
-  const clientConnection = await Connection.connect({ address });
+  const clientConnection = await Connection.connect(temporalConnectionOptions(config, address));
   const temporal = new Client({ connection: clientConnection, namespace: config.TEMPORAL_NAMESPACE });
   await ensureSchedules(temporal, config);
   const worker = await createWorker(

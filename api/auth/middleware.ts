@@ -39,7 +39,9 @@ export function guard(
       } catch (error) {
         const reason = (error as { reason?: string }).reason;
         if (reason) logger.debug({ req_id: ctx.state.requestId, reason }, 'authentication refused');
-        await rateLimiter.countFailedAuthentication(budgets);
+        // Only a refused credential counts: Postgres down while looking the caller up is no
+        // guess, and counting it would lock every client behind an address out after the outage.
+        if (error instanceof ServiceError) await rateLimiter.countFailedAuthentication(budgets);
         throw error;
       }
       if (!route.auth.schemes.includes(caller.scheme)) {

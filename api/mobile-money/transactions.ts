@@ -10,6 +10,7 @@ import {
   type MovementAccountRow,
   type TransactionRow,
   transactionView,
+  withdrawUnstarted,
 } from '../../db/mobile-money/transactions';
 import { ErrorCode, ServiceError, SubCode } from '../../domain/errors';
 import { isKenyanMobile } from '../../domain/identifiers';
@@ -208,14 +209,23 @@ export function transactionRoutes(deps: AppDeps, workflows: MobileMoneyWorkflows
     return row !== undefined;
   }
 
-  /** Starts the transaction's workflow and answers 201 with it, PENDING. */
+  /**
+   * Starts the transaction's workflow and answers 201 with it, PENDING. When the start fails
+   * (Temporal down), the transaction is withdrawn so the error answer leaves nothing behind; if
+   * its run has begun regardless (the start reached Temporal before the answer was lost), it is
+   * accepted after all.
+   */
   async function accept(
     ctx: Context,
     row: TransactionRow,
     start: (transaction: Movement) => Promise<void>,
     repayment = false,
   ) {
-    await start({ transactionId: row.id, organizationId: row.organization_id, accountId: row.account_id, repayment });
+    try {
+      await start({ transactionId: row.id, organizationId: row.organization_id, accountId: row.account_id, repayment });
+    } catch (error) {
+      if (await withdrawUnstarted(db, row.organization_id, row)) throw error;
+    }
     ctx.status = 201;
     ctx.set('Location', `/v1/transactions/${row.id}`);
     ctx.body = transactionView(row);

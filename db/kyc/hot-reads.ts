@@ -5,6 +5,9 @@ import type { KycStatusRow } from './applications';
 
 type CachedStatus = KycStatusRow & { organization_id: string };
 
+/** The application_name of the connection that listens for status changes (operators find it in pg_stat_activity). */
+export const STATUS_LISTENER_NAME = 'lending-service-status-changes';
+
 /**
  * Reads on the hottest paths (clients polling GET status), through pg directly with named
  * prepared statements: knex's query building and pool bookkeeping cost about as much CPU as
@@ -34,14 +37,15 @@ export function createHotReads(db: Knex, max: number, options: { cacheSize?: num
     listening = false;
     changes += 1;
     cache.clear();
-    listener?.removeAllListeners();
+    // A late error from the connection being closed must find a listener: unhandled, it would end the process.
+    listener?.removeAllListeners().on('error', () => {});
     listener?.end().catch(() => {});
     listener = undefined;
     if (!closed) setTimeout(listen, 1_000).unref();
   }
   async function listen() {
     if (closed) return;
-    const client = new pg.Client({ connectionString, application_name: 'lending-service-status-changes' });
+    const client = new pg.Client({ connectionString, application_name: STATUS_LISTENER_NAME });
     listener = client;
     client.on('error', lost);
     client.on('end', () => {
@@ -99,7 +103,7 @@ export function createHotReads(db: Knex, max: number, options: { cacheSize?: num
       listening = false;
       const client = listener;
       listener = undefined;
-      client?.removeAllListeners();
+      client?.removeAllListeners().on('error', () => {});
       await Promise.all([pool.end(), client?.end().catch(() => {})]);
     },
   };

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { lockAccount } from '../accounts/accounts';
 import type { TransactionStatus, TransactionType } from '../../domain/mobile-money/transaction';
 
 /** A transactions row as stored (money in minor units; bigint columns arrive as strings). */
@@ -119,6 +120,34 @@ export async function createTransaction(
     .ignore()
     .returning<TransactionRow[]>('*');
   return row ?? (await findTransaction(db, values.id))!;
+}
+
+/**
+ * Removes a transaction whose run has not begun: still PENDING, no provider request attempted or
+ * answered, nothing in the ledger (a payout's hold is placed under the account's lock, taken here
+ * too). The API's way back when it could not start the run (Temporal down): the request then
+ * leaves nothing behind. False when the run has begun after all (the start reached Temporal).
+ */
+export async function withdrawUnstarted(
+  db: Knex,
+  organizationId: string,
+  transaction: Pick<TransactionRow, 'id' | 'account_id'>,
+): Promise<boolean> {
+  return db.transaction(async (trx) => {
+    await lockAccount(trx, transaction.account_id);
+    const removed = await trx('transactions')
+      .where({
+        organization_id: organizationId,
+        id: transaction.id,
+        status: 'PENDING',
+        provider_request_attempted_at: null,
+        checkout_request_id: null,
+        conversation_id: null,
+      })
+      .whereNotExists(trx('journal_entries').where({ transaction_id: transaction.id }))
+      .delete();
+    return removed > 0;
+  });
 }
 
 /**

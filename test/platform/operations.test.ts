@@ -1,10 +1,12 @@
 import { strict as assert } from 'node:assert';
+import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import { buildApp } from '../../api/app';
 import { startApi } from '../../api/server';
 import { createDb } from '../../db/knex';
 import { harness } from '../support/harness';
 import { call } from '../support/http';
+import { money, newCustomer } from '../support/money';
 import { freePort } from '../support/ports';
 
 /** Serves the app built from the harness's dependencies with some replaced, for one check. */
@@ -73,5 +75,66 @@ describe('health, readiness and metrics', () => {
       reply.text,
       /http_request_duration_seconds_bucket\{le="0.005",method="GET",route="\/healthz",status="200"\}/,
     );
+  });
+});
+
+describe('a dependency that does not answer', () => {
+  /** The plain error shape with Retry-After: what a client is told while Postgres or Temporal is down. */
+  function assertUnavailable(reply: Awaited<ReturnType<typeof call>>) {
+    assert.equal(reply.status, 503);
+    assert.deepEqual(Object.keys(reply.body).sort(), ['code', 'description']);
+    assert.equal(reply.body.code, 'SERVICE_UNAVAILABLE');
+    assert.match(reply.headers.get('retry-after') ?? '', /^\d+$/);
+  }
+
+  it('Postgres down: 503 SERVICE_UNAVAILABLE in the family shape with Retry-After (never 500), and no lockout after it', async () => {
+    const customer = await newCustomer();
+    const config = { ...harness().config, RATE_LIMIT_MEMORY: true, RATE_LIMIT_AUTH_FAILURE_POINTS: 2 };
+    const db = createDb(`postgres://postgres@127.0.0.1:${await freePort()}/none`, 1, harness().logger);
+    try {
+      await withApp({ db, config }, async (baseUrl) => {
+        // More requests than failed authentications allowed per address: a caller that could not
+        // be looked up was not refused, so none of them counts towards a lockout (429).
+        for (let i = 0; i < 4; i++)
+          assertUnavailable(
+            await call('GET', `/v1/transactions/${randomUUID()}`, { baseUrl, headers: customer.headers }),
+          );
+        const kyc = await call('GET', `/v1/kyc/applications/${randomUUID()}/status`, {
+          baseUrl,
+          headers: customer.headers,
+        });
+        assert.equal(kyc.status, 503);
+        assert.equal(kyc.body.code, 'SERVICE_UNAVAILABLE');
+        assert.deepEqual(kyc.body.invalid_params, []);
+      });
+    } finally {
+      await db.destroy();
+    }
+  });
+
+  it('Temporal down: a push is 503 and leaves no transaction behind; the same request sent again goes through', async () => {
+    const customer = await newCustomer();
+    // No client-side retries: the answer comes at once rather than after the SDK's ~20 s of them.
+    const connection = Connection.lazy({
+      address: `127.0.0.1:${await freePort()}`,
+      connectTimeout: 500,
+      interceptors: [],
+    });
+    const push = {
+      json: { account_id: customer.current, amount: money(10_000), mobile_number: customer.phone },
+      headers: { ...customer.headers, 'Idempotency-Key': randomUUID() },
+    };
+    try {
+      const refused = await withApp({ temporal: new Client({ connection }) }, (baseUrl) =>
+        call('POST', '/v1/transactions/mobilemoney/stk-push', { ...push, baseUrl }),
+      );
+      assertUnavailable(refused);
+    } finally {
+      await connection.close();
+    }
+    const stored = await harness().db('transactions').where({ account_id: customer.current }).count('* as n').first();
+    assert.equal(Number(stored?.n), 0);
+    const accepted = await call('POST', '/v1/transactions/mobilemoney/stk-push', push);
+    assert.equal(accepted.status, 201);
   });
 });

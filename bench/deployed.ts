@@ -17,6 +17,8 @@ export async function startDeployed(options: {
   config: Config;
   cliPath: string | undefined;
   taskQueue: string;
+  /** A Temporal server the caller runs (the restarts suite stops and starts its own); a dev server is started otherwise. */
+  temporalAddress?: string;
   /** The providers' settings the processes get (mobileMoneySettings, currentAccountSettings...). */
   providerEnv: Record<string, string>;
   cleanups: (() => Promise<unknown>)[];
@@ -29,15 +31,19 @@ export async function startDeployed(options: {
   worker: ChildProcess;
 }> {
   const { config, cleanups } = options;
-  const temporalServer = await startTemporalDevServer({ cliPath: options.cliPath });
-  cleanups.push(() => temporalServer.teardown());
-  const connection = await Connection.connect({ address: temporalServer.address });
+  let temporalAddress = options.temporalAddress;
+  if (!temporalAddress) {
+    const temporalServer = await startTemporalDevServer({ cliPath: options.cliPath });
+    cleanups.push(() => temporalServer.teardown());
+    temporalAddress = temporalServer.address;
+  }
+  const connection = await Connection.connect({ address: temporalAddress });
   cleanups.push(() => connection.close());
   const port = await freePort();
   const apiUrl = `http://127.0.0.1:${port}`;
   const env: NodeJS.ProcessEnv = {
     DATABASE_URL: options.databaseUrl,
-    TEMPORAL_ADDRESS: temporalServer.address,
+    TEMPORAL_ADDRESS: temporalAddress,
     TEMPORAL_TASK_QUEUE: options.taskQueue,
     HOST: '127.0.0.1',
     PORT: String(port),
@@ -59,9 +65,9 @@ export async function startDeployed(options: {
   const worker = await startService('worker/main.ts', env, /worker running/);
   cleanups.push(() => stopProcess(worker));
   const trivial = await startServer<{ ready: boolean }>('trivial-worker.ts', {
-    TEMPORAL_ADDRESS: temporalServer.address,
+    TEMPORAL_ADDRESS: temporalAddress,
     TEMPORAL_TASK_QUEUE: 'bench-trivial',
   });
   cleanups.push(() => stopProcess(trivial.child));
-  return { client: new Client({ connection }), temporalAddress: temporalServer.address, apiUrl, env, api, worker };
+  return { client: new Client({ connection }), temporalAddress, apiUrl, env, api, worker };
 }

@@ -1,0 +1,183 @@
+import type { ChildProcess } from 'node:child_process';
+import type { Client } from '@temporalio/client';
+import type { Knex } from 'knex';
+import { DEMO } from '../../db/seeds/demo';
+import { loadDevConfig } from '../../dev/config';
+import { devSeedOptions, grantDemoMerchantOverHttp, withDevIdentityProvider } from '../../dev/identity';
+import { currentAccountSettings, mobileMoneySettings } from '../../dev/simulators';
+import { requestToken, startIdentityProvider } from '../../providers/identity/simulator';
+import { freePort } from '../../test/support/ports';
+import { benchDatabase, demoDatabase } from '../database';
+import { startDeployed } from '../deployed';
+import { startServer, startService, stopProcess } from '../lib';
+
+/**
+ * The service in its deployment shape for the chaos suites: Postgres (a fresh database), a
+ * Temporal dev server, the API, `workers` worker processes on one task queue, and each provider
+ * simulator (mobile money, KYC, SMS gateway, bank) in a process of its own; only the development
+ * identity provider that signs the clients' tokens runs in the suite's process. Workers can be
+ * killed and started again (`workers`). What it starts is stopped by `cleanups`, last first.
+ */
+
+/** The KYC simulator's partner credentials in these runs (development only, never real). */
+const KYC = { partnerId: '2101', apiKey: 'chaos-kyc-api-key-not-a-secret' };
+
+/**
+ * Provider waits shortened so that a run that lost its trigger (a callback that found no worker,
+ * a status still pending) settles by its own fallback within a chaos run's deadline, as it would
+ * in production, only sooner. Each can be overridden through `env`.
+ */
+const CHAOS_TIMINGS: Record<string, string> = {
+  STK_PUSH_CALLBACK_WAIT: '20s',
+  STK_PUSH_QUERY_INTERVAL: '5s',
+  STK_PUSH_QUERY_DEADLINE: '3m',
+  SEND_MONEY_RESULT_WAIT: '3m',
+  KYC_CALLBACK_WAIT: '20s',
+  BANK_STATUS_POLL_INTERVAL: '5s',
+  // Codes outlive the kills' delays: a late confirmation is still the right code.
+  OTP_TTL: '15m',
+  WORKER_SHUTDOWN_GRACE: '1s',
+  // API and workers share the Postgres server with other suites on this machine.
+  DATABASE_POOL_MAX: '5',
+};
+
+export interface WorkerPool {
+  /** How many worker processes run (one per slot). */
+  readonly size: number;
+  /** SIGKILLs the worker in `slot` (no shutdown, no goodbye) and waits until it is gone. */
+  kill(slot: number): Promise<void>;
+  /** Starts a new worker in `slot`, resolving once it polls. */
+  start(slot: number): Promise<void>;
+  /** Every worker process started so far, killed or not (for CPU and exit accounting). */
+  readonly started: number;
+}
+
+export interface ChaosDeployment {
+  db: Knex;
+  databaseUrl: string;
+  apiUrl: string;
+  temporal: Client;
+  /** The simulators' base URLs (each in its own process; `/_control` is their control API). */
+  simulators: { mobileMoney: string; kyc: string; sms: string; bank: string };
+  workers: WorkerPool;
+  /** A backend bearer token for one of the demo organization's users, as a client app holds. */
+  token(userId: string): Promise<string>;
+  organizationId: string;
+  /** API and worker processes that exited without being told to (by `workers.kill` or at cleanup): 0 expected. */
+  unexpectedExits(): number;
+}
+
+export async function startChaosDeployment(options: {
+  workers: number;
+  taskQueue: string;
+  /** Settings for the API and the workers beyond (or instead of) CHAOS_TIMINGS. */
+  env?: Record<string, string>;
+  /** A Postgres server of the suite's own (admin URL) for the fresh database; DATABASE_URL's (or an embedded one) otherwise. */
+  adminUrl?: string;
+  /** A Temporal server of the suite's own; a dev server is started otherwise. */
+  temporalAddress?: string;
+  cleanups: (() => Promise<unknown>)[];
+}): Promise<ChaosDeployment> {
+  const { cleanups } = options;
+  const base = loadDevConfig({ ...process.env, LOG_LEVEL: 'info' });
+  const simulator = async <T>(script: string, which: string, env: NodeJS.ProcessEnv = {}) => {
+    const started = await startServer<T>(script, { BENCH_SIMULATOR: which, ...env });
+    cleanups.push(() => stopProcess(started.child));
+    return started.info;
+  };
+  const idp = await startIdentityProvider({ partnerIssuer: DEMO.partner.issuer });
+  cleanups.push(() => idp.close());
+  await grantDemoMerchantOverHttp(idp);
+  // The simulators start while the database is made, migrated and seeded.
+  const [mobileMoney, kyc, sms, bank, { databaseUrl, db }] = await Promise.all([
+    simulator<{ url: string; certificate: string }>('simulator.ts', 'mobile-money'),
+    simulator<{ url: string; certificate: string }>('simulator.ts', 'kyc', {
+      KYC_PARTNER_ID: KYC.partnerId,
+      KYC_API_KEY: KYC.apiKey,
+    }),
+    simulator<{ url: string }>('current-account-simulator.ts', 'sms'),
+    simulator<{ url: string }>('current-account-simulator.ts', 'bank'),
+    (async () => {
+      const url = await benchDatabase(options.adminUrl ?? base.DATABASE_URL, cleanups);
+      return { databaseUrl: url, db: await demoDatabase(url, devSeedOptions(idp), cleanups) };
+    })(),
+  ]);
+  const config = {
+    ...withDevIdentityProvider(base, idp),
+    KYC_PROVIDER_URL: kyc.url,
+    KYC_PARTNER_ID: KYC.partnerId,
+    KYC_API_KEY: KYC.apiKey,
+  };
+
+  const deployed = await startDeployed({
+    databaseUrl,
+    config,
+    cliPath: base.TEMPORAL_CLI_PATH,
+    temporalAddress: options.temporalAddress,
+    taskQueue: options.taskQueue,
+    providerEnv: {
+      ...mobileMoneySettings(mobileMoney.url, mobileMoney.certificate),
+      ...currentAccountSettings({ sms: sms.url, bank: bank.url }),
+      // The v2 upload goes to the KYC simulator's TLS storage listener, by this name.
+      KYC_PROVIDER_CA: kyc.certificate,
+      KYC_UPLOAD_HOSTS: 'localhost',
+      ...CHAOS_TIMINGS,
+      ...options.env,
+    },
+    cleanups,
+  });
+
+  // A process that exits on its own (a lost connection it did not survive) counts; a kill does not.
+  let unexpectedExits = 0;
+  const told = new WeakSet<ChildProcess>();
+  const watched = (child: ChildProcess) => {
+    child.once('exit', () => {
+      if (!told.has(child)) unexpectedExits++;
+    });
+    return child;
+  };
+  watched(deployed.api);
+  const slots: ChildProcess[] = [watched(deployed.worker)];
+  let started = 1;
+  const startWorker = async () => {
+    started++;
+    return watched(
+      await startService(
+        'worker/main.ts',
+        { ...deployed.env, WORKER_METRICS_PORT: String(await freePort()) },
+        /worker running/,
+      ),
+    );
+  };
+  slots.push(...(await Promise.all(Array.from({ length: options.workers - 1 }, startWorker))));
+  cleanups.push(() => Promise.all(slots.map((worker) => stopProcess(worker))));
+  const workers: WorkerPool = {
+    size: options.workers,
+    get started() {
+      return started;
+    },
+    async kill(slot) {
+      const victim = slots[slot]!;
+      if (victim.exitCode !== null || victim.signalCode !== null) return;
+      const gone = new Promise((resolve) => victim.once('exit', resolve));
+      told.add(victim);
+      victim.kill('SIGKILL');
+      await gone;
+    },
+    async start(slot) {
+      slots[slot] = await startWorker();
+    },
+  };
+
+  return {
+    db,
+    databaseUrl,
+    apiUrl: deployed.apiUrl,
+    temporal: deployed.client,
+    simulators: { mobileMoney: mobileMoney.url, kyc: kyc.url, sms: sms.url, bank: bank.url },
+    workers,
+    token: (userId) => requestToken(idp.url, 'backend', { sub: userId, aud: config.AUTH_AUDIENCE }),
+    organizationId: DEMO.organizations.demo.id,
+    unexpectedExits: () => unexpectedExits,
+  };
+}

@@ -1,0 +1,225 @@
+import { inconsistentLoans } from '../../db/loans/servicing';
+import { loadDevConfig } from '../../dev/config';
+import { checkConsistency, type Figure, operationsNotFinal, printFigures } from './consistency';
+import {
+  type PostgresStop,
+  type Restartable,
+  restartablePostgres,
+  restartableTemporal,
+  type TemporalStop,
+} from './dependencies';
+import { type ChaosDeployment, startChaosDeployment } from './deployment';
+import { seeded, sleep } from './random';
+import { listenerAfter, outcomeMismatches, readyAfter, RECOVERY_DEADLINE_MS, serverErrors } from './restart-checks';
+import {
+  type Answer,
+  type Borrower,
+  firstPushThrough,
+  type Operation,
+  pollReadiness,
+  prepareBorrowers,
+  type ReadinessPoll,
+  steadyFlow,
+} from './restart-load';
+import { type OutageFigures, outageFigures, printAnswers, printOutages } from './restart-report';
+
+/**
+ * The restarts suite (issue 19, item 3): the service as deployed (the API and a worker, each a
+ * process of its own, the simulators) on a Postgres and a Temporal dev server of the suite's own,
+ * under a steady flow of STK pushes and repayments, while Postgres is stopped (fast shutdown, then
+ * an immediate one: crash recovery at its start) and later Temporal (killed; in the full run also
+ * stopped gracefully first), each for a while and started again on the same port with its state.
+ *
+ * For each outage it prints what GET /readyz answered while the dependency was down (503 expected),
+ * how long after its return /readyz was 200 again and a new push went through end to end, and what
+ * the clients' requests were answered meanwhile (201, or 503 SERVICE_UNAVAILABLE in the error shape
+ * with Retry-After; nothing else). Then, once the flow has settled: every accepted push final, no
+ * process exited, and the ledger consistent (consistency.ts) with every stored transaction's status
+ * the outcome of its run. Seeded (CHAOS_SEED); CHAOS_RESTART_RATE pushes a second,
+ * CHAOS_RESTART_DOWN_S seconds down, CHAOS_RESTART_BORROWERS borrowers, CHAOS_RESTART_OUTAGES which.
+ */
+const TASK_QUEUE = 'chaos-restarts';
+/** Every accepted push must be final (and every posted repayment allocated) within this after the flow stops. */
+const SETTLE_DEADLINE_MS = 4 * 60_000;
+
+type Outage = { dependency: 'postgres'; how: PostgresStop } | { dependency: 'temporal'; how: TemporalStop };
+
+const OUTAGE_NAMES: Record<string, string> = {
+  'postgres fast': 'Postgres, fast shutdown',
+  'postgres immediate': 'Postgres, immediate (crash)',
+  'temporal graceful': 'Temporal, stopped (SIGINT)',
+  'temporal killed': 'Temporal, killed (SIGKILL)',
+};
+
+function sizes(bounded: boolean) {
+  const env = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
+  const every: Outage[] = [
+    { dependency: 'postgres', how: 'fast' },
+    { dependency: 'postgres', how: 'immediate' },
+    { dependency: 'temporal', how: 'graceful' },
+    { dependency: 'temporal', how: 'killed' },
+  ];
+  // CHAOS_RESTART_OUTAGES picks some, in its order (e.g. "temporal-killed,postgres-fast").
+  const chosen = process.env.CHAOS_RESTART_OUTAGES?.split(',').map((name) => {
+    const found = every.find((o) => `${o.dependency}-${o.how}` === name.trim());
+    if (!found) throw new Error(`CHAOS_RESTART_OUTAGES: no outage ${name}`);
+    return found;
+  });
+  const outages = chosen ?? every.filter((o) => !bounded || o.how !== 'graceful');
+  return {
+    seed: env('CHAOS_SEED', 20261124),
+    rate: env('CHAOS_RESTART_RATE', bounded ? 1 : 3),
+    downMs: env('CHAOS_RESTART_DOWN_S', bounded ? 10 : 20) * 1000,
+    borrowers: env('CHAOS_RESTART_BORROWERS', bounded ? 6 : 20),
+    /** Load before the first outage and between recoveries and the next one. */
+    calmMs: bounded ? 3_000 : 15_000,
+    outages,
+  };
+}
+
+export async function runRestarts(options: { bounded: boolean }): Promise<boolean> {
+  const size = sizes(options.bounded);
+  const cleanups: (() => Promise<unknown>)[] = [];
+  const started = Date.now();
+  try {
+    const base = loadDevConfig(process.env);
+    const postgres = await restartablePostgres(cleanups);
+    const temporal = await restartableTemporal({ cliPath: base.TEMPORAL_CLI_PATH }, cleanups);
+    const deployment = await startChaosDeployment({
+      workers: 1,
+      taskQueue: TASK_QUEUE,
+      adminUrl: postgres.address,
+      temporalAddress: temporal.address,
+      cleanups,
+    });
+    const borrowers = await prepareBorrowers(deployment, size.borrowers + 1);
+    const prober = borrowers.pop()!;
+    const runStart = new Date();
+    console.log(
+      `restarts: deployed, ${size.borrowers + 1} loans taken, in ${((Date.now() - started) / 1000).toFixed(0)} s`,
+    );
+
+    const answers: Answer[] = [];
+    const readiness = pollReadiness(deployment.apiUrl);
+    cleanups.push(() => readiness.stop());
+    const flow = steadyFlow({
+      apiUrl: deployment.apiUrl,
+      borrowers,
+      rate: size.rate,
+      next: seeded(size.seed),
+      answers,
+    });
+    const probes: Operation[] = [];
+    const outages: OutageFigures[] = [];
+    for (const outage of size.outages) {
+      await sleep(size.calmMs);
+      outages.push(
+        await takeDown({ postgres, temporal }, outage, size.downMs, {
+          deployment,
+          prober,
+          polls: readiness.polls,
+          answers,
+          probes,
+        }),
+      );
+    }
+    await sleep(size.calmMs);
+    flow.stop();
+    await flow.done;
+    await readiness.stop();
+
+    const operations = [...flow.operations, ...probes];
+    const accepted = operations.filter((op) => op.id !== undefined).map((op) => op.id!);
+    const settleStart = Date.now();
+    while (Date.now() - settleStart < SETTLE_DEADLINE_MS) {
+      const open = await operationsNotFinal(deployment.db, { transactions: accepted });
+      if (open.transactions + open.repayments === 0) break;
+      await sleep(1_000);
+    }
+    const settledSeconds = (Date.now() - settleStart) / 1000;
+
+    printOutages(outages, answers, size);
+    const answeredFigures = printAnswers(answers, operations);
+    const stored = (await deployment.db('transactions').where('transacted_at', '>=', runStart).pluck('id')) as string[];
+    const acceptedSet = new Set(accepted);
+    const report = await checkConsistency(deployment.db, { transactions: stored });
+    const figures: Figure[] = [
+      ...outageFigures(outages),
+      ...answeredFigures,
+      { name: 'API 5xx but 503, any route (/metrics)', value: await serverErrors(deployment.apiUrl), expectZero: true },
+      { name: 'service processes exited', value: deployment.unexpectedExits(), expectZero: true },
+      { name: 'transactions stored', value: stored.length },
+      {
+        name: 'stored without a 201 answer',
+        value: stored.filter((id) => !acceptedSet.has(id)).length,
+        expectZero: true,
+      },
+      { name: 'not final (pushes, repayments)', value: report.notFinal, expectZero: true },
+      { name: 'status not its run outcome', value: await outcomeMismatches(deployment, stored), expectZero: true },
+      { name: 'double postings', value: report.doublePostings, expectZero: true },
+      { name: 'holds left behind', value: report.holdsLeft, expectZero: true },
+      { name: 'postings not matching', value: report.postingsNotMatching, expectZero: true },
+      { name: 'allocations not matching', value: report.allocationsNotMatching, expectZero: true },
+      { name: 'loans: ledger vs schedule', value: (await inconsistentLoans(deployment.db)).length, expectZero: true },
+      { name: 'ledger total', value: report.ledgerTotal, expectZero: true },
+    ];
+    return printFigures(
+      `Restarts: figures (the flow settled ${settledSeconds.toFixed(0)} s after it stopped)`,
+      figures,
+    );
+  } finally {
+    for (const cleanup of cleanups.reverse()) await cleanup().catch(() => {});
+  }
+}
+
+/** Takes one dependency down for `downMs` while the flow runs, brings it back, and measures the recovery. */
+async function takeDown(
+  dependencies: { postgres: Restartable<PostgresStop>; temporal: Restartable<TemporalStop> },
+  outage: Outage,
+  downMs: number,
+  watch: {
+    deployment: ChaosDeployment;
+    prober: Borrower;
+    polls: ReadinessPoll[];
+    answers: Answer[];
+    probes: Operation[];
+  },
+): Promise<OutageFigures> {
+  const stopping = Date.now();
+  if (outage.dependency === 'postgres') await dependencies.postgres.down(outage.how);
+  else await dependencies.temporal.down(outage.how);
+  const downAt = Date.now();
+  await sleep(downMs);
+  const upAt = Date.now();
+  await dependencies[outage.dependency].up();
+  const backAt = Date.now();
+  const { apiUrl, db } = watch.deployment;
+  const [readyAfterMs, pushAfterMs, listenerAfterMs] = await Promise.all([
+    readyAfter(watch.polls, backAt),
+    firstPushThrough(apiUrl, watch.prober, backAt, RECOVERY_DEADLINE_MS, watch.probes, watch.answers),
+    outage.dependency === 'postgres' ? listenerAfter(db, backAt) : undefined,
+  ]);
+  const whileDown = watch.polls.filter((p) => p.sentAt >= downAt && p.answeredAt <= upAt);
+  return {
+    name: OUTAGE_NAMES[`${outage.dependency} ${outage.how}`]!,
+    dependency: outage.dependency,
+    downSeconds: (backAt - stopping) / 1000,
+    polls: whileDown.length,
+    polls503: whileDown.filter((p) => p.status === 503).length,
+    readyAfterMs,
+    pushAfterMs,
+    listenerAfterMs,
+    from: stopping,
+    to: backAt,
+  };
+}
+
+if (require.main === module) {
+  runRestarts({ bounded: process.argv.includes('--bounded') }).then(
+    (ok) => process.exit(ok ? 0 : 1),
+    (error) => {
+      console.error(error);
+      process.exit(1);
+    },
+  );
+}

@@ -99,5 +99,9 @@ export function isConnectionError(error: unknown): boolean {
     (CONNECTION_ERRNOS.has(pg.code) || CONNECTION_STATES.has(pg.code) || pg.code.startsWith('08'))
   )
     return true;
-  return pg.name === 'KnexTimeoutError' || (typeof pg.message === 'string' && CONNECTION_MESSAGES.test(pg.message));
+  // The message only for errors without a SQLSTATE: a query's error repeats the values it was given.
+  return (
+    pg.name === 'KnexTimeoutError' ||
+    (typeof pg.code !== 'string' && typeof pg.message === 'string' && CONNECTION_MESSAGES.test(pg.message))
+  );
 }

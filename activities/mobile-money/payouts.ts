@@ -35,10 +35,15 @@ export function createPayoutActivities(deps: ActivityDeps) {
      */
     async holdFunds(transactionId: string): Promise<boolean> {
       return db.transaction(async (trx) => {
+        const seen = await findTransaction(trx, transactionId);
+        if (!seen)
+          throw ApplicationFailure.nonRetryable(`transaction ${transactionId} does not exist`, Failure.NOT_FOUND);
+        await lockAccount(trx, seen.account_id);
+        // Read again under the account's lock: the API withdraws an unstarted payout under the
+        // same lock, and a hold placed for a row read before that would never be released.
         const row = await findTransaction(trx, transactionId);
         if (!row)
-          throw ApplicationFailure.nonRetryable(`transaction ${transactionId} does not exist`, Failure.NOT_FOUND);
-        await lockAccount(trx, row.account_id);
+          throw ApplicationFailure.nonRetryable(`transaction ${transactionId} was withdrawn`, Failure.NOT_FOUND);
         if (await hasJournalEntry(trx, transactionId, 'HOLD')) return true;
         if (row.status !== TransactionStatus.PENDING) return false;
         const { available } = await accountBalance(trx, row.account_id);
@@ -91,7 +96,9 @@ export function createPayoutActivities(deps: ActivityDeps) {
             { transaction_id: row.id, error_code: error.errorCode, http_status: error.httpStatus },
             'payout retry refused after an attempt of unknown fate; its result decides',
           );
-          return { state: 'accepted' };
+          // The first attempt's answer never reached the row either: as with a duplicate, only
+          // its result can tell its ConversationID.
+          return { state: 'accepted', answerLost: true };
         }
         if (!error.indeterminate && !triedBefore) await forgetAttempt(db, row.id);
         throw error;

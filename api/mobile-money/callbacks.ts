@@ -21,6 +21,7 @@ import {
   assessPayoutResult,
   assessPushCallback,
   MAX_CALLBACK_SIGNALS,
+  MAX_EARLY_CALLBACK_SIGNALS,
   RECEIPT,
 } from '../../domain/mobile-money/callbacks';
 import { FINAL_STATUSES } from '../../domain/mobile-money/transaction';
@@ -140,8 +141,10 @@ export function mobileMoneyCallbackRoutes(
     send: () => Promise<boolean>,
     problems: string[] = [],
   ): Promise<void> {
-    if (!(await claimCallbackSignal(db, received.row.id, MAX_CALLBACK_SIGNALS)))
-      return record(received, 'OVER_BUDGET', problems);
+    // Early results spend at most MAX_EARLY_CALLBACK_SIGNALS of the budget: a flood of them (a
+    // failure needs no amount or receipt to look consistent) leaves room for the result itself.
+    const budget = disposition === 'EARLY' ? MAX_EARLY_CALLBACK_SIGNALS : MAX_CALLBACK_SIGNALS;
+    if (!(await claimCallbackSignal(db, received.row.id, budget))) return record(received, 'OVER_BUDGET', problems);
     let delivered: boolean;
     try {
       delivered = await send();
@@ -161,7 +164,9 @@ export function mobileMoneyCallbackRoutes(
   async function addressed(ctx: Context, params: { id: string; token: string }, kind: Kind): Promise<Received> {
     const raw = ctx.request.rawBody ?? '';
     const row = isUuid(params.id) ? await findTransaction(db, params.id) : undefined;
-    if (!row || !sameToken(params.token, row.callback_token)) {
+    // A push's address takes no payout callbacks and the reverse: each would spend the other's budget.
+    const ofItsKind = row?.type === (kind === 'STK' ? 'STK_PUSH' : 'SEND_MONEY');
+    if (!row || !ofItsKind || !sameToken(params.token, row.callback_token)) {
       metrics.callbackRefused('mobile_money', 'token');
       // Metadata only: never the token, never the body.
       logger.warn(

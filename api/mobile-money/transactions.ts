@@ -211,9 +211,11 @@ export function transactionRoutes(deps: AppDeps, workflows: MobileMoneyWorkflows
 
   /**
    * Starts the transaction's workflow and answers 201 with it, PENDING. When the start fails
-   * (Temporal down), the transaction is withdrawn so the error answer leaves nothing behind; if
-   * its run has begun regardless (the start reached Temporal before the answer was lost), it is
-   * accepted after all.
+   * (Temporal down), a keyed request keeps its transaction: the client's retry with the same key
+   * names the same id, finds it and starts its run (withdrawing it could strand the retry behind
+   * a run that did start and then found nothing). An unkeyed one cannot be retried into it, so it
+   * is withdrawn and the error answer leaves nothing behind, unless its run has begun regardless
+   * (the start reached Temporal before its answer was lost): then it is accepted after all.
    */
   async function accept(
     ctx: Context,
@@ -224,7 +226,8 @@ export function transactionRoutes(deps: AppDeps, workflows: MobileMoneyWorkflows
     try {
       await start({ transactionId: row.id, organizationId: row.organization_id, accountId: row.account_id, repayment });
     } catch (error) {
-      if (await withdrawUnstarted(db, row.organization_id, row)) throw error;
+      if (idempotentExecutionId(ctx) !== undefined || (await withdrawUnstarted(db, row.organization_id, row)))
+        throw error;
     }
     ctx.status = 201;
     ctx.set('Location', `/v1/transactions/${row.id}`);

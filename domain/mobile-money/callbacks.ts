@@ -18,6 +18,8 @@ export const RECEIPT = /^[A-Z0-9]{10}$/;
  * queries settle it. Keeps a flood from growing a run's history toward Temporal's limits.
  */
 export const MAX_CALLBACK_SIGNALS = 10;
+/** Of those, what B2C results arriving before the payout's answer (EARLY) may spend. */
+export const MAX_EARLY_CALLBACK_SIGNALS = 5;
 
 /** A whole number of shillings as callbacks carry it (`100`, `"100"`, `100.0`), else undefined (`"0x64"`, `100.004`). */
 export function wholeShillings(value: unknown): number | undefined {

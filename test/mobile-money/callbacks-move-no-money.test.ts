@@ -2,7 +2,7 @@ import { strict as assert } from 'node:assert';
 import { buildApp } from '../../api/app';
 import { startApi } from '../../api/server';
 import { ledgerIsBalanced } from '../../db/ledger/ledger';
-import { MAX_CALLBACK_SIGNALS } from '../../domain/mobile-money/callbacks';
+import { MAX_CALLBACK_SIGNALS, MAX_EARLY_CALLBACK_SIGNALS } from '../../domain/mobile-money/callbacks';
 import { workflowIds } from '../../workflows/ids';
 import { harness } from '../support/harness';
 import { recordHistory } from '../support/histories';
@@ -406,6 +406,50 @@ describe("callback chaos finding: a B2C result that beats the payout's answer is
     assert.deepEqual([stored!.kind, stored!.disposition], ['B2C_RESULT', 'EARLY']);
     assert.deepEqual(await journalKinds(created.id), ['HOLD', 'PAYOUT']);
     await recordHistory(workflowIds.sendMoney(created.id), 'sendMoney-early-result');
+  });
+
+  it(`a flood of forged early failures spends at most ${MAX_EARLY_CALLBACK_SIGNALS} of the payout's callback budget: the genuine result after the answer still settles it`, async () => {
+    await setSimulatorMode({ payoutAnswerDelayMs: 2_000, callbackDelayMs: 60_000 });
+    const customer = await fundedCustomer(300_000);
+    const recipient = payerNumber(0);
+    const created = await sendAccepted(customer, 100_000, recipient);
+    const [payment] = await until('the payout at the provider', async () => {
+      const payments = await paymentsTo(recipient);
+      return payments.length > 0 && payments;
+    });
+    const row = await transactionRow(created.id);
+    assert.equal(row.conversation_id, null, "before the payout's answer");
+    // A failure needs no amount or receipt to look consistent: only the token is needed to send one.
+    for (let i = 0; i < MAX_CALLBACK_SIGNALS; i++) {
+      const forged = b2cResult({ originator: row.id, conversation: `AG_20261126_forged_${i}`, code: 1 });
+      assert.equal((await postCallback('b2c/result', row, forged)).status, 200);
+    }
+    const dispositions = (await recorded(created.id, MAX_CALLBACK_SIGNALS)).map((c) => c.disposition);
+    assert.equal(dispositions.filter((d) => d === 'EARLY').length, MAX_EARLY_CALLBACK_SIGNALS);
+    assert.equal(
+      dispositions.filter((d) => d === 'OVER_BUDGET').length,
+      MAX_CALLBACK_SIGNALS - MAX_EARLY_CALLBACK_SIGNALS,
+    );
+    await payoutSent(created.id);
+    await sendCallbackNow(payment!.originatorConversationId);
+    const done = await settled(customer.headers, created.id);
+    assert.equal(done.status, 'POSTED', JSON.stringify(done));
+    assert.deepEqual(await journalKinds(created.id), ['HOLD', 'PAYOUT']);
+  });
+
+  it("a push's callback address takes no B2C callback (404, nothing recorded): each kind of transaction has its own budget", async () => {
+    const customer = await newCustomer(0);
+    const push = await pushAccepted(customer, { amount: 10_000 });
+    const row = await transactionRow(push.id);
+    const body = b2cResult({ originator: row.id, conversation: 'AG_20261126_other', code: 1 });
+    for (const kind of ['b2c/result', 'b2c/timeout'] as const)
+      assert.equal((await postCallback(kind, row, body)).status, 404, kind);
+    assert.deepEqual(await callbacksRecorded(push.id), []);
+    const { callback_signals: spent } = await harness()
+      .db('transactions')
+      .where({ id: push.id })
+      .first('callback_signals');
+    assert.equal(spent, 0);
   });
 
   it('an early result naming another ConversationID is never applied; the genuine result settles the payout', async () => {

@@ -1,4 +1,5 @@
 import { strict as assert } from 'node:assert';
+import { lockAccount } from '../../db/accounts/accounts';
 import { ledgerAccounts, ledgerIsBalanced } from '../../db/ledger/ledger';
 import { feeFor } from '../../domain/mobile-money/transaction';
 import { workflowIds } from '../../workflows/ids';
@@ -240,11 +241,42 @@ describe("durability: a payout is never released on a retry's refusal while an e
     const fresh = await payout(false);
     assert.deepEqual(await activities.sendB2c(fresh), { state: 'rejected', errorCode: '400.001.01' });
     const retried = await payout(true);
-    assert.deepEqual(await activities.sendB2c(retried), { state: 'accepted' });
+    // Its first answer never reached the row either: only the result can tell its ConversationID.
+    assert.deepEqual(await activities.sendB2c(retried), { state: 'accepted', answerLost: true });
     assert.equal(
       (await transactionRow(retried)).status,
       'PENDING',
       'left to its result, its queue timeout or the wait',
     );
+  });
+});
+
+describe('Temporal down at the start: a withdrawn payout is never held', () => {
+  it("a payout withdrawn while its hold waits for the account's lock is not held: the hold reads it again under the lock", async () => {
+    const { db } = harness();
+    const customer = await fundedCustomer(300_000);
+    const row = await insertStkPushTransaction(customer, 100_000);
+    await db('transactions').where({ id: row.id }).update({ type: 'SEND_MONEY' });
+    const waitingForLock = async () =>
+      Number(
+        (
+          await db.raw(
+            `select count(*) as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`,
+          )
+        ).rows[0].n,
+      ) > 0;
+    let hold: Promise<boolean> | undefined;
+    // The API's withdraw takes the account's lock and deletes the row; the run's hold has read
+    // the row already and waits for that lock.
+    await db.transaction(async (trx) => {
+      await lockAccount(trx, customer.current);
+      hold = mobileMoneyActivities().holdFunds(row.id);
+      hold.catch(() => {}); // judged below, once the lock is released
+      await until('the hold waiting for the account lock', waitingForLock, 10_000);
+      await trx('transactions').where({ id: row.id }).delete();
+    });
+    await assert.rejects(hold!, /withdrawn/);
+    assert.deepEqual(await journalKinds(row.id), []);
+    assert.deepEqual(await balanceOf(customer.current), { balance: 300_000, held: 0, available: 300_000 });
   });
 });

@@ -6,7 +6,7 @@ import { startApi } from '../../api/server';
 import { createDb } from '../../db/knex';
 import { harness } from '../support/harness';
 import { call } from '../support/http';
-import { money, newCustomer } from '../support/money';
+import { money, newCustomer, until } from '../support/money';
 import { freePort } from '../support/ports';
 
 /** Serves the app built from the harness's dependencies with some replaced, for one check. */
@@ -112,29 +112,55 @@ describe('a dependency that does not answer', () => {
     }
   });
 
-  it('Temporal down: a push is 503 and leaves no transaction behind; the same request sent again goes through', async () => {
-    const customer = await newCustomer();
+  /** A push sent to an API whose Temporal does not answer. */
+  async function pushWhileTemporalDown(push: { json: unknown; headers: Record<string, string> }) {
     // No client-side retries: the answer comes at once rather than after the SDK's ~20 s of them.
     const connection = Connection.lazy({
       address: `127.0.0.1:${await freePort()}`,
       connectTimeout: 500,
       interceptors: [],
     });
+    try {
+      return await withApp({ temporal: new Client({ connection }) }, (baseUrl) =>
+        call('POST', '/v1/transactions/mobilemoney/stk-push', { ...push, baseUrl }),
+      );
+    } finally {
+      await connection.close();
+    }
+  }
+  const stored = async (accountId: string) =>
+    (await harness().db('transactions').where({ account_id: accountId }).select('id', 'status')) as {
+      id: string;
+      status: string;
+    }[];
+
+  it('Temporal down: a push without an Idempotency-Key is 503 and leaves no transaction behind', async () => {
+    const customer = await newCustomer();
+    const refused = await pushWhileTemporalDown({
+      json: { account_id: customer.current, amount: money(10_000), mobile_number: customer.phone },
+      headers: customer.headers,
+    });
+    assertUnavailable(refused);
+    assert.deepEqual(await stored(customer.current), []);
+  });
+
+  it('Temporal down: a keyed push is 503 and keeps its PENDING transaction, which the same request sent again starts', async () => {
+    const customer = await newCustomer();
     const push = {
       json: { account_id: customer.current, amount: money(10_000), mobile_number: customer.phone },
       headers: { ...customer.headers, 'Idempotency-Key': randomUUID() },
     };
-    try {
-      const refused = await withApp({ temporal: new Client({ connection }) }, (baseUrl) =>
-        call('POST', '/v1/transactions/mobilemoney/stk-push', { ...push, baseUrl }),
-      );
-      assertUnavailable(refused);
-    } finally {
-      await connection.close();
-    }
-    const stored = await harness().db('transactions').where({ account_id: customer.current }).count('* as n').first();
-    assert.equal(Number(stored?.n), 0);
+    assertUnavailable(await pushWhileTemporalDown(push));
+    const kept = await stored(customer.current);
+    assert.equal(kept.length, 1);
+    assert.equal(kept[0]!.status, 'PENDING');
     const accepted = await call('POST', '/v1/transactions/mobilemoney/stk-push', push);
-    assert.equal(accepted.status, 201);
+    assert.equal(accepted.status, 201, accepted.text);
+    assert.equal(accepted.body.id, kept[0]!.id);
+    await until(
+      'the push settled by its run',
+      async () => (await stored(customer.current))[0]!.status !== 'PENDING',
+      30_000,
+    );
   });
 });

@@ -39,6 +39,10 @@ describe('errors: a dependency that does not answer is 503, not 500', () => {
   it('a failed query or a refused call is not an outage: still a 500', () => {
     const cases = [
       Object.assign(new Error('duplicate key value violates unique constraint'), { code: '23505' }),
+      // A query's error repeats the value it was given, which may read like an outage.
+      Object.assign(new Error('select $1::uuid - invalid input syntax for type uuid: "x - Connection terminated"'), {
+        code: '22P02',
+      }),
       new Error('Connection settings are invalid'),
       new TemporalServiceError('Failed to start Workflow', { cause: grpcError(5, 'namespace not found') }),
     ];

@@ -17,6 +17,7 @@ import {
   paymentAppliedSignal,
   repaymentSignal,
   type ReversalRequest,
+  type TakenLoan,
   type WaiverRequest,
 } from '../../workflows/loans/messages';
 
@@ -37,6 +38,16 @@ interface LoanRef {
 /** The loans area's activities: each one database transaction, safe to run twice. */
 export function createLoanActivities(deps: ActivityDeps) {
   const { db, clock, temporal } = deps;
+  /** What the run needs to pay out a taken offer's loan and start its run. */
+  const takenLoan = async (
+    organizationId: string,
+    loan: { id: string; account_id: string; user_id: string },
+  ): Promise<TakenLoan> => ({
+    loanId: loan.id,
+    accountId: loan.account_id,
+    userId: loan.user_id,
+    installments: await installmentDueDays(db, organizationId, loan.id),
+  });
   /** Tells a loan's run that a step elsewhere repaid it (it closes the loan); a closed run needs nothing. */
   const tellRepaid = async (loanIds: string[]) => {
     for (const loanId of loanIds)
@@ -56,13 +67,7 @@ export function createLoanActivities(deps: ActivityDeps) {
     async acceptLoanOffer(
       ref: ApplicationRef & { loanAmount: number; tenure: number; collateralAmount: number; acceptedBy: string },
     ): Promise<
-      | {
-          outcome: 'accepted';
-          loanId: string;
-          accountId: string;
-          userId: string;
-          installments: { position: number; dueDay: number }[];
-        }
+      | ({ outcome: 'accepted' } & TakenLoan)
       | { outcome: 'insufficient_funds'; available: number }
       | { outcome: 'not_eligible'; reason: string; detail: string }
       | { outcome: 'not_open'; status: string }
@@ -95,14 +100,7 @@ export function createLoanActivities(deps: ActivityDeps) {
       );
       if (accepted.outcome === 'insufficient_funds' || accepted.outcome === 'not_eligible') return accepted;
       if (accepted.outcome === 'not_open') return { outcome: 'not_open', status: accepted.application.status };
-      const { loan } = accepted;
-      return {
-        outcome: 'accepted',
-        loanId: loan.id,
-        accountId: loan.account_id,
-        userId: loan.user_id,
-        installments: await installmentDueDays(db, ref.organizationId, loan.id),
-      };
+      return { outcome: 'accepted', ...(await takenLoan(ref.organizationId, accepted.loan)) };
     },
 
     /** Pays the principal to the borrower's current account (once). */
@@ -114,6 +112,27 @@ export function createLoanActivities(deps: ActivityDeps) {
     /** Expires an offer nobody took; answers its status then (EXPIRED, or ACCEPTED/DISBURSED when taken first). */
     async expireLoanOffer(ref: ApplicationRef): Promise<string> {
       return (await expireOffer(db, ref.organizationId, ref.applicationId, clock.now())) ?? 'EXPIRED';
+    },
+
+    /**
+     * Closes the offer at its expiry: one nobody took expires (or stays CANCELLED); one taken
+     * answers the loan its acceptance made and the acceptance's id, for the run to finish it (the
+     * acceptance may be one whose Update died before the run recorded it).
+     */
+    async closeLoanOffer(
+      ref: ApplicationRef,
+    ): Promise<{ outcome: 'closed'; status: string } | ({ outcome: 'taken'; acceptedBy: string } & TakenLoan)> {
+      await expireOffer(db, ref.organizationId, ref.applicationId, clock.now());
+      const application = await findLoanApplication(db, ref.organizationId, ref.applicationId);
+      if (!application) throw new Error(`no loan application ${ref.applicationId}`);
+      // An acceptance writes the loan id with ACCEPTED, in its one transaction.
+      if (!application.loan_id) return { outcome: 'closed', status: application.status };
+      return {
+        outcome: 'taken',
+        acceptedBy: application.accepted_by ?? '',
+        // The loan is the application's: same credit account, same borrower.
+        ...(await takenLoan(ref.organizationId, { ...application, id: application.loan_id })),
+      };
     },
 
     advanceInstallment(ref: LoanRef & { position: number; to: 'DUE' | 'OVERDUE' }) {

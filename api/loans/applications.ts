@@ -245,14 +245,17 @@ export function loanApplicationRoutes(deps: AppDeps, workflows: LoanWorkflows): 
     if (taken.tenureUnit !== undefined && taken.tenureUnit !== application.tenure_unit)
       throw refusal('body.tenure.unit', `The offer's tenures are in ${application.tenure_unit}`, SubCode.OUT_OF_RANGE);
     const updateId = idempotentExecutionId(ctx) ?? randomUUID();
+    const ours = application.accepted_by === updateId;
     // The same keyed request again, after its first answer was lost: the loan it made.
-    if (application.accepted_by === updateId && application.status !== 'APPROVED') {
+    if (ours && application.status === 'DISBURSED') {
       ctx.status = 200;
       ctx.body = appliedView(application);
       return;
     }
+    // Taken by this request's first execution but not disbursed: its Update died with a worker (or
+    // still runs). The same Update again finishes it; every step finds what the first one did.
     const outcome =
-      application.status === 'APPROVED'
+      application.status === 'APPROVED' || (ours && application.status === 'ACCEPTED')
         ? await workflows.acceptOffer(
             application.id,
             { loanAmount: taken.loanAmount, tenure: taken.tenure, collateralAmount: taken.collateralAmount },

@@ -10,11 +10,12 @@ import {
   setHandler,
   startChild,
 } from '@temporalio/workflow';
+import { WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy } from '@temporalio/common';
 import type { LoanActivities } from '../../activities';
 import { acceptanceProblem } from '../../domain/loans/terms';
 import { workflowIds } from '../ids';
 import { AccountId, ApplicationId, OrganizationId, UserId } from '../search-attributes';
-import { acceptOfferUpdate, type LoanOfferInput, LoanOfferError, offerStateQuery } from './messages';
+import { acceptOfferUpdate, type LoanOfferInput, LoanOfferError, offerStateQuery, type TakenLoan } from './messages';
 import { loan } from './loan';
 
 const activities = proxyActivities<LoanActivities>({
@@ -31,25 +32,103 @@ const steps = proxyLocalActivities<LoanActivities>({
 const PATCHES = {
   /** The acceptance's steps as local activities (they were activities). */
   localSteps: 'loan-apply-local-steps',
+  /** At its expiry the run finishes an acceptance it finds in Postgres (it used to end there, undisbursed). */
+  finishFoundAcceptance: 'loan-apply-finish-found-acceptance',
 } as const;
 
+type Steps = typeof activities;
+
 /**
- * An offer's life (`loan-application/<id>`): open until `expiresAt`, when it expires by itself
- * (EXPIRED), unless the borrower takes it first through the acceptOffer Update. The Update's
- * validator refuses, before anything is recorded, an expired or taken offer and terms outside
- * the offer; its handler holds the collateral and makes the loan and its schedule (one step),
- * disburses the principal (one step), and starts the loan's own workflow. Every step is
- * idempotent in Postgres, so a crash or a retried Update moves no money twice.
+ * An offer's life (`loan-application/<id>`): open until `expiresAt`, unless the borrower takes it
+ * first through the acceptOffer Update. The Update's validator refuses, before anything is
+ * recorded, an expired or taken offer and terms outside the offer; its handler holds the
+ * collateral and makes the loan and its schedule (one step), disburses the principal (one step),
+ * and starts the loan's own workflow. Every step is idempotent in Postgres, so a crash or a
+ * retried Update moves no money twice. At `expiresAt` the run closes the offer (`closeOffer`):
+ * EXPIRED when nobody took it, else it finishes the acceptance Postgres holds. An Update arriving
+ * past `expiresAt` takes nothing: it waits for the close, and answers the loan only when the close
+ * finished that very acceptance (the same Update sent again, its first delivery lost).
  */
 export async function loanApplication(input: LoanOfferInput): Promise<string> {
   const ref = { organizationId: input.organizationId, applicationId: input.applicationId };
+  const expiresMs = Date.parse(input.expiresAt);
   let state: 'OPEN' | 'ACCEPTING' | 'ACCEPTED' | 'EXPIRED' = 'OPEN';
   let loanId: string | undefined;
+  /** From the offer's close on, the close decides what became of it: Updates wait for `closed`. */
+  let closing = false;
+  /** What the close found: the acceptance it finished (and whose it was), or nothing taken (null). */
+  let closed: { loanId: string; acceptedBy: string } | null | undefined;
+
+  /** An acceptance's steps after its first: the principal paid out, the loan's own run started. */
+  async function finish(run: Steps, taken: TakenLoan, options: { resumed: boolean }): Promise<void> {
+    const disbursed = await run.disburseLoan({ organizationId: input.organizationId, loanId: taken.loanId });
+    const started = startChild(loan, {
+      workflowId: workflowIds.loan(taken.loanId),
+      parentClosePolicy: ParentClosePolicy.ABANDON,
+      // A resumed acceptance's loan may have had a run already (its Update got that far): never a second.
+      ...(options.resumed && { workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE }),
+      typedSearchAttributes: [
+        { key: OrganizationId, value: input.organizationId },
+        { key: AccountId, value: taken.accountId },
+        { key: ApplicationId, value: input.applicationId },
+        { key: UserId, value: taken.userId },
+      ],
+      args: [
+        {
+          organizationId: input.organizationId,
+          loanId: taken.loanId,
+          anchorMs: Math.floor(disbursed.disbursedAtMs / input.dayMs) * input.dayMs,
+          dayMs: input.dayMs,
+          installments: taken.installments,
+          penalty: input.terms.penalty,
+        },
+      ],
+    });
+    await started.catch((error: unknown) => {
+      if (!(options.resumed && error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
+    });
+  }
+
+  /**
+   * The offer's time is up: untaken, it expires. Taken in Postgres by an acceptance this run never
+   * recorded (its Update died with a worker before its first task was saved, and the client never
+   * sent it again), that acceptance is finished here, exactly once: the borrower agreed to the
+   * terms, was found eligible and had the collateral held, all committed together; what is left
+   * is ours (pay the principal into their own current account, start the loan's run), and the
+   * same keyed request sent at any time would finish it just so. Undoing it instead would give
+   * the borrower an outcome that depends on whether their retry came before the expiry or after
+   * (and a made loan has no status to be unmade into), for a loan whose schedule runs from the
+   * disbursement anyway: no day is charged for the delay.
+   */
+  async function closeOffer(): Promise<void> {
+    closing = true;
+    const found = await activities.closeLoanOffer(ref);
+    if (found.outcome === 'closed') {
+      state = 'EXPIRED';
+      closed = null;
+      return;
+    }
+    state = 'ACCEPTING';
+    await finish(activities, found, { resumed: true });
+    loanId = found.loanId;
+    state = 'ACCEPTED';
+    closed = { loanId: found.loanId, acceptedBy: found.acceptedBy };
+  }
 
   setHandler(offerStateQuery, () => state);
   setHandler(
     acceptOfferUpdate,
     async (taken) => {
+      // The Update's id: a retried request (the same Idempotency-Key) finds the loan it made.
+      const acceptedBy = currentUpdateInfo()?.id ?? '';
+      // Past the offer's time only the close can tell: the loan when it finished this very acceptance.
+      if (closing || Date.now() >= expiresMs) {
+        await condition(() => closed !== undefined);
+        if (closed?.acceptedBy === acceptedBy) return { loanId: closed.loanId };
+        throw closed
+          ? ApplicationFailure.nonRetryable('The offer has been taken already', LoanOfferError.TAKEN)
+          : ApplicationFailure.nonRetryable('The offer has expired', LoanOfferError.EXPIRED);
+      }
       if (state === 'ACCEPTED' && loanId) return { loanId };
       state = 'ACCEPTING';
       const run = patched(PATCHES.localSteps) ? steps : activities;
@@ -57,8 +136,7 @@ export async function loanApplication(input: LoanOfferInput): Promise<string> {
         loanAmount: taken.loanAmount,
         tenure: taken.tenure,
         collateralAmount: taken.collateralAmount,
-        // The Update's id: a retried request (the same Idempotency-Key) finds the loan it made.
-        acceptedBy: currentUpdateInfo()?.id ?? '',
+        acceptedBy,
         ...ref,
       });
       if (accepted.outcome === 'insufficient_funds' || accepted.outcome === 'not_eligible') {
@@ -78,30 +156,7 @@ export async function loanApplication(input: LoanOfferInput): Promise<string> {
           wasTaken ? LoanOfferError.TAKEN : LoanOfferError.EXPIRED,
         );
       }
-      const disbursed = await run.disburseLoan({
-        organizationId: input.organizationId,
-        loanId: accepted.loanId,
-      });
-      await startChild(loan, {
-        workflowId: workflowIds.loan(accepted.loanId),
-        parentClosePolicy: ParentClosePolicy.ABANDON,
-        typedSearchAttributes: [
-          { key: OrganizationId, value: input.organizationId },
-          { key: AccountId, value: accepted.accountId },
-          { key: ApplicationId, value: input.applicationId },
-          { key: UserId, value: accepted.userId },
-        ],
-        args: [
-          {
-            organizationId: input.organizationId,
-            loanId: accepted.loanId,
-            anchorMs: Math.floor(disbursed.disbursedAtMs / input.dayMs) * input.dayMs,
-            dayMs: input.dayMs,
-            installments: accepted.installments,
-            penalty: input.terms.penalty,
-          },
-        ],
-      });
+      await finish(run, accepted, { resumed: false });
       loanId = accepted.loanId;
       state = 'ACCEPTED';
       return { loanId: accepted.loanId };
@@ -111,21 +166,27 @@ export async function loanApplication(input: LoanOfferInput): Promise<string> {
         // Exactly the three terms: nothing else rides along into the activity.
         if (Object.keys(taken).sort().join() !== 'collateralAmount,loanAmount,tenure')
           throw ApplicationFailure.nonRetryable('Unexpected acceptance fields', LoanOfferError.INVALID_TERMS);
-        if (state === 'EXPIRED' || Date.now() >= Date.parse(input.expiresAt))
-          throw ApplicationFailure.nonRetryable('The offer has expired', LoanOfferError.EXPIRED);
-        if (state === 'ACCEPTING' || state === 'ACCEPTED')
+        if (state === 'EXPIRED') throw ApplicationFailure.nonRetryable('The offer has expired', LoanOfferError.EXPIRED);
+        if (!closing && (state === 'ACCEPTING' || state === 'ACCEPTED'))
           throw ApplicationFailure.nonRetryable('The offer has been taken already', LoanOfferError.TAKEN);
+        // Past the offer's time the handler takes nothing: it answers what the close finds, which
+        // may be this very acceptance (the same Update again, its first delivery lost).
+        if (closing || Date.now() >= expiresMs) return;
         const problem = acceptanceProblem({ loanAmount: input.loanAmount, terms: input.terms }, taken);
         if (problem) throw ApplicationFailure.nonRetryable(problem.reason, LoanOfferError.INVALID_TERMS, problem);
       },
     },
   );
 
-  const remaining = () => Math.max(0, Date.parse(input.expiresAt) - Date.now());
+  const remaining = () => Math.max(0, expiresMs - Date.now());
   for (;;) {
     if (!(await condition(() => state !== 'OPEN', remaining()))) {
+      if (patched(PATCHES.finishFoundAcceptance)) {
+        await closeOffer();
+        break;
+      }
+      // Before the patch the run ended on an acceptance it found, as if it could not have missed one.
       state = 'EXPIRED';
-      // Taken in Postgres by an acceptance this run cannot have missed: the expiry changes nothing then.
       const status = await activities.expireLoanOffer(ref);
       if (status === 'ACCEPTED' || status === 'DISBURSED') state = 'ACCEPTED';
       break;

@@ -24,6 +24,14 @@ export interface OfferAcceptance {
   collateralAmount: number;
 }
 
+/** A taken offer's loan (made, perhaps not yet disbursed): what the run needs to pay it out and start its run. */
+export interface TakenLoan {
+  loanId: string;
+  accountId: string;
+  userId: string;
+  installments: { position: number; dueDay: number }[];
+}
+
 /** The Update's refusals (the API maps them to its errors). */
 export const LoanOfferError = {
   EXPIRED: 'OFFER_EXPIRED',

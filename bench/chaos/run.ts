@@ -1,0 +1,52 @@
+import { runCallbackChaos } from './callbacks';
+import { runLoadHeld } from './load';
+import { runRestarts } from './restarts';
+import { runWorkerCrash } from './worker-crash';
+
+/**
+ * `npm run chaos`: the reliability suites of issue 19, one after another, each starting and
+ * stopping its own deployment, then one summary line per suite. `--bounded` runs the CI sizes
+ * (a few minutes in all); names pick suites (`npm run chaos -- --bounded restarts load`).
+ * Exit 0 only when every suite's expected zeros held.
+ */
+const SUITES = {
+  'worker-crash': (bounded: boolean) => runWorkerCrash({ bounded }),
+  callbacks: (bounded: boolean) => runCallbackChaos({ bounded }),
+  restarts: (bounded: boolean) => runRestarts({ bounded }),
+  load: (bounded: boolean) => runLoadHeld({ bounded }),
+} satisfies Record<string, (bounded: boolean) => Promise<boolean>>;
+type Name = keyof typeof SUITES;
+
+async function main(): Promise<boolean> {
+  const args = process.argv.slice(2);
+  const bounded = args.includes('--bounded');
+  const named = args.filter((a) => !a.startsWith('--'));
+  const unknown = named.filter((n) => !(n in SUITES));
+  if (unknown.length) throw new Error(`unknown suite ${unknown.join(', ')}; suites: ${Object.keys(SUITES).join(', ')}`);
+  const chosen = (named.length ? named : Object.keys(SUITES)) as Name[];
+  const results: { name: Name; ok: boolean; seconds: number; error?: unknown }[] = [];
+  for (const name of chosen) {
+    const started = Date.now();
+    console.log(`\n=== ${name}${bounded ? ' (bounded)' : ''}`);
+    try {
+      results.push({ name, ok: await SUITES[name](bounded), seconds: (Date.now() - started) / 1000 });
+    } catch (error) {
+      console.error(error);
+      results.push({ name, ok: false, seconds: (Date.now() - started) / 1000, error });
+    }
+  }
+  console.log(`\nChaos suites${bounded ? ' (bounded)' : ''}:`);
+  for (const r of results)
+    console.log(
+      `  ${r.name.padEnd(14)} ${r.ok ? 'every expected zero held' : r.error ? 'FAILED (crashed)' : 'FAILED'}  ${r.seconds.toFixed(0)} s`,
+    );
+  return results.every((r) => r.ok);
+}
+
+main().then(
+  (ok) => process.exit(ok ? 0 : 1),
+  (error) => {
+    console.error(error);
+    process.exit(1);
+  },
+);

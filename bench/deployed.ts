@@ -8,8 +8,9 @@ import { startServer, startService, stopProcess } from './lib';
 
 /**
  * The service as deployed, for the end-to-end benchmarks: a Temporal dev server, the API
- * (api/server.ts) and the worker (worker/main.ts) each in its own process on `taskQueue`, and a
- * bare worker (servers/trivial-worker.ts, task queue `bench-trivial`) for the baselines. What it
+ * (api/server.ts) and the worker (worker/main.ts) each in its own process on `taskQueue`, and
+ * (unless `baseline` is false) a bare worker (servers/trivial-worker.ts, task queue
+ * `bench-trivial`) for the baselines. What it
  * starts is stopped by `cleanups`, last first.
  */
 export async function startDeployed(options: {
@@ -19,6 +20,8 @@ export async function startDeployed(options: {
   taskQueue: string;
   /** A Temporal server the caller runs (the restarts suite stops and starts its own); a dev server is started otherwise. */
   temporalAddress?: string;
+  /** Start the bare worker the baselines run on (task queue `bench-trivial`); true unless a suite has no baseline. */
+  baseline?: boolean;
   /** The providers' settings the processes get (mobileMoneySettings, currentAccountSettings...). */
   providerEnv: Record<string, string>;
   cleanups: (() => Promise<unknown>)[];
@@ -64,10 +67,12 @@ export async function startDeployed(options: {
   cleanups.push(() => stopProcess(api));
   const worker = await startService('worker/main.ts', env, /worker running/);
   cleanups.push(() => stopProcess(worker));
-  const trivial = await startServer<{ ready: boolean }>('trivial-worker.ts', {
-    TEMPORAL_ADDRESS: temporalAddress,
-    TEMPORAL_TASK_QUEUE: 'bench-trivial',
-  });
-  cleanups.push(() => stopProcess(trivial.child));
+  if (options.baseline !== false) {
+    const trivial = await startServer<{ ready: boolean }>('trivial-worker.ts', {
+      TEMPORAL_ADDRESS: temporalAddress,
+      TEMPORAL_TASK_QUEUE: 'bench-trivial',
+    });
+    cleanups.push(() => stopProcess(trivial.child));
+  }
   return { client: new Client({ connection }), temporalAddress, apiUrl, env, api, worker };
 }

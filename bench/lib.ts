@@ -81,6 +81,12 @@ export async function compare(options: {
 }
 
 /**
+ * What every process a benchmark starts inherits: the AWS SDK's notice that its releases after
+ * January 2027 need Node 22 is printed once by each process, and would be most of a suite's output.
+ */
+const QUIET = { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' };
+
+/**
  * Starts a bench server script in its own process (the load generator must not share the
  * server's event loop) and resolves with the JSON line it prints once listening.
  */
@@ -91,7 +97,7 @@ export async function startServer<T>(
   const root = path.resolve(__dirname, '..');
   const child = spawn(path.join(root, 'node_modules/.bin/tsx'), [path.join(__dirname, 'servers', script)], {
     cwd: root,
-    env: { ...process.env, LOG_LEVEL: 'silent', ...env },
+    env: { ...process.env, ...QUIET, LOG_LEVEL: 'silent', ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const info = await new Promise<T>((resolve, reject) => {
@@ -140,7 +146,7 @@ export async function startService(
   const nodeArgs = [...serviceNodeArgs, ...(process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean)];
   const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', path.join(root, entry)], {
     cwd: root,
-    env: { ...process.env, LOG_LEVEL: 'info', ...env },
+    env: { ...process.env, ...QUIET, LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   await new Promise<void>((resolve, reject) => {

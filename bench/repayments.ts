@@ -6,21 +6,10 @@ import { DEMO } from '../db/seeds/demo';
 import { mobileMoneySettings, startDevelopmentProviders } from '../dev/simulators';
 import { requestToken } from '../providers/identity/simulator';
 import { workflowIds } from '../workflows/ids';
-import { offerStateQuery } from '../workflows/loans/messages';
 import { benchDatabase, demoDatabase } from './database';
-import { seedBorrowers } from './seed';
+import { BENCH_LOAN, seedBorrowers, takeBenchLoans } from './seed';
 import { startDeployed } from './deployed';
-import {
-  closedLoop,
-  cpuDuring,
-  inBatches,
-  line,
-  type Loop,
-  pidsMatching,
-  poster,
-  startServer,
-  stopProcess,
-} from './lib';
+import { closedLoop, cpuDuring, line, type Loop, pidsMatching, poster, startServer, stopProcess } from './lib';
 
 /**
  * Repayments end to end, with the service as deployed (API and worker each in its own process,
@@ -43,8 +32,6 @@ const SECONDS = QUICK ? 3 : 8;
 const ROUNDS = QUICK ? 1 : 3;
 const BORROWERS = 64;
 const AMOUNT = 1_000; // KES 10.00
-/** Each loan: the first-loan limit, so the pushes of a full run (about 10 to 20 per loan) leave it ACTIVE. */
-const LOAN = { amount: 1_000_000, collateral: 100_000, deposit: 200_000, weeks: 4 };
 const GOAL = 0.9;
 const TASK_QUEUE = 'bench-repayments';
 const ORG = DEMO.organizations.demo.id;
@@ -75,7 +62,7 @@ export async function repaymentsBench(): Promise<number> {
       phone: `+25471${String(i).padStart(6, '0')}0`,
       payer: `+25473${String(i).padStart(6, '0')}0`,
     }));
-    await seedBorrowers(db, ORG, borrowers, LOAN.deposit);
+    await seedBorrowers(db, ORG, borrowers, BENCH_LOAN.deposit);
     // Every event the loan runs write is notified (the benchmark's own database only).
     await db.raw(`create function bench_notify_loan_transaction() returns trigger language plpgsql as $$
       begin perform pg_notify('${CHANNEL}', new.id::text); return null; end $$`);
@@ -95,26 +82,7 @@ export async function repaymentsBench(): Promise<number> {
     );
     const call = poster(apiUrl, tokens);
 
-    // A loan each, through the API: the offer (its run's first task done), then apply.
-    const offers: string[] = [];
-    await inBatches(BORROWERS, async (i) => {
-      offers[i] = (await call(i, `/v1/accounts/loan/applications/${ORG}`, {}, 201)).id as string;
-      await client.workflow.getHandle(workflowIds.loanApplication(offers[i]!)).query(offerStateQuery);
-    });
-    await inBatches(BORROWERS, async (i) => {
-      const applied = await call(
-        i,
-        '/v1/accounts/loan/applications/partner-b',
-        {
-          application_id: offers[i],
-          loan_amount: LOAN.amount,
-          tenure: { duration: LOAN.weeks, unit: 'WEEKS' },
-          collateral_amount: LOAN.collateral,
-        },
-        200,
-      );
-      if (applied.status !== 'DISBURSED') throw new Error(`apply answered ${applied.status}`);
-    });
+    await takeBenchLoans(call, client, ORG, BORROWERS);
     const activeLoans = async () =>
       Number(
         (

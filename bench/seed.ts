@@ -1,6 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
+import type { Client } from '@temporalio/client';
 import { ledgerAccounts } from '../db/ledger/ledger';
+import { workflowIds } from '../workflows/ids';
+import { offerStateQuery } from '../workflows/loans/messages';
+import { inBatches } from './lib';
 
 export interface BenchBorrower {
   id: string;
@@ -124,4 +128,43 @@ export async function seedApplicants(db: Knex, organizationId: string, applicant
       ),
     );
   }
+}
+
+/**
+ * The loan the benchmarks' and chaos suites' borrowers take: the first-loan limit over four weeks,
+ * so repayments of a few shillings leave it ACTIVE; `deposit` is what seedBorrowers gives each for
+ * the collateral.
+ */
+export const BENCH_LOAN = { amount: 1_000_000, collateral: 100_000, deposit: 200_000, weeks: 4 };
+
+/**
+ * Each of `count` borrowers takes BENCH_LOAN through the API, as `call(i, …)` (bench/lib poster):
+ * the offer (waiting for its run's first task: applying needs the offer made), then partner-b,
+ * which must answer DISBURSED. Answers the application ids.
+ */
+export async function takeBenchLoans(
+  call: (i: number, path: string, body: unknown, expected: number) => Promise<Record<string, unknown>>,
+  temporal: Client,
+  organizationId: string,
+  count: number,
+): Promise<string[]> {
+  const offers: string[] = [];
+  await inBatches(count, async (i) => {
+    const offer = (await call(i, `/v1/accounts/loan/applications/${organizationId}`, {}, 201)).id as string;
+    await temporal.workflow.getHandle(workflowIds.loanApplication(offer)).query(offerStateQuery);
+    const applied = await call(
+      i,
+      '/v1/accounts/loan/applications/partner-b',
+      {
+        application_id: offer,
+        loan_amount: BENCH_LOAN.amount,
+        tenure: { duration: BENCH_LOAN.weeks, unit: 'WEEKS' },
+        collateral_amount: BENCH_LOAN.collateral,
+      },
+      200,
+    );
+    if (applied.status !== 'DISBURSED') throw new Error(`apply answered ${String(applied.status)}`);
+    offers[i] = offer;
+  });
+  return offers;
 }

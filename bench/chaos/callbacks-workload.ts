@@ -1,10 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import type { Knex } from 'knex';
-import { workflowIds } from '../../workflows/ids';
-import { offerStateQuery } from '../../workflows/loans/messages';
-import { inBatches, poster } from '../lib';
-import { seedApplicants, seedBorrowers } from '../seed';
+import { poster } from '../lib';
+import { BENCH_LOAN, seedApplicants, seedBorrowers, takeBenchLoans } from '../seed';
 import { below, seeded, shuffled } from './random';
 
 /**
@@ -72,7 +70,6 @@ export interface Actor {
 }
 
 const ORG_FUNDS = 10_000_000;
-const LOAN = { amount: 1_000_000, collateral: 100_000, deposit: 200_000, weeks: 4 };
 /** +2547, the operation kind, its index and its digit: unique in a run, the same in both runs. */
 const number = (prefix: number, index: number, digit: number) =>
   `+2547${prefix}${String(index).padStart(6, '0')}${digit}`;
@@ -102,7 +99,7 @@ export async function prepareActors(options: {
   }));
   const of = (...kinds: OperationKind[]) => actors.filter((_, i) => kinds.includes(operations[i]!.kind));
   await seedBorrowers(db, org, of('stk_push', 'send_money'), ORG_FUNDS);
-  await seedBorrowers(db, org, of('repayment'), LOAN.deposit);
+  await seedBorrowers(db, org, of('repayment'), BENCH_LOAN.deposit);
   await seedApplicants(db, org, of('activation'));
   const applicants = of('kyc_v2', 'kyc_v3');
   if (applicants.length > 0) {
@@ -125,19 +122,12 @@ export async function prepareActors(options: {
     withTokens.map((a) => a.token),
   );
   const borrowers = operations.filter((op) => op.kind === 'repayment').map((op) => op.index);
-  await inBatches(borrowers.length, async (b) => {
-    const i = borrowers[b]!;
-    const offer = (await call(i, `/v1/accounts/loan/applications/${org}`, {}, 201)).id as string;
-    await options.temporal.workflow.getHandle(workflowIds.loanApplication(offer)).query(offerStateQuery);
-    const body = {
-      application_id: offer,
-      loan_amount: LOAN.amount,
-      tenure: { duration: LOAN.weeks, unit: 'WEEKS' },
-      collateral_amount: LOAN.collateral,
-    };
-    const applied = await call(i, '/v1/accounts/loan/applications/partner-b', body, 200);
-    if (applied.status !== 'DISBURSED') throw new Error(`apply answered ${String(applied.status)}`);
-  });
+  await takeBenchLoans(
+    (b, path, body, expected) => call(borrowers[b]!, path, body, expected),
+    options.temporal,
+    org,
+    borrowers.length,
+  );
   return withTokens;
 }
 

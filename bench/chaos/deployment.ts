@@ -115,6 +115,7 @@ export async function startChaosDeployment(options: {
     cliPath: base.TEMPORAL_CLI_PATH,
     temporalAddress: options.temporalAddress,
     taskQueue: options.taskQueue,
+    baseline: false,
     providerEnv: {
       ...mobileMoneySettings(mobileMoney.url, mobileMoney.certificate),
       ...currentAccountSettings({ sms: sms.url, bank: bank.url }),

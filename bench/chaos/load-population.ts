@@ -2,10 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import type { Knex } from '../../db/knex';
 import { DEMO } from '../../db/seeds/demo';
-import { workflowIds } from '../../workflows/ids';
-import { offerStateQuery } from '../../workflows/loans/messages';
 import { inBatches, poster } from '../lib';
-import { type BenchBorrower, seedBorrowers } from '../seed';
+import { type BenchBorrower, BENCH_LOAN, seedBorrowers, takeBenchLoans } from '../seed';
 
 /**
  * Who the load suite's requests come from, prepared untimed in a fresh demo database:
@@ -18,8 +16,6 @@ import { type BenchBorrower, seedBorrowers } from '../seed';
  *   - the demo network's leader, manager and admin, who list agents.
  */
 export const ORG = DEMO.organizations.demo.id;
-/** Each loan: the first-loan limit over four weeks; the deposit covers the 10 % collateral. */
-const LOAN = { amount: 1_000_000, collateral: 100_000, deposit: 200_000, weeks: 4 };
 /** Every push moves KES 10: a repayment never comes near what a loan owes. */
 export const PUSH_AMOUNT = 1_000;
 
@@ -71,7 +67,7 @@ export async function preparePopulation(options: {
     payer: `+25473${String(i).padStart(6, '0')}0`,
   }));
   const prospectRows = Array.from({ length: options.prospects }, (_, i) => customer(i, '4', i % 4 === 3 ? 1 : 0));
-  await seedBorrowers(db, ORG, borrowerRows, LOAN.deposit);
+  await seedBorrowers(db, ORG, borrowerRows, BENCH_LOAN.deposit);
   await seedBorrowers(db, ORG, prospectRows, 0);
   const { token } = options;
   const withTokens = <T extends { id: string }>(rows: T[]) =>
@@ -85,22 +81,7 @@ export async function preparePopulation(options: {
     apiUrl,
     borrowers.map((b) => b.token),
   );
-  await inBatches(borrowers.length, async (i) => {
-    const offer = (await call(i, `/v1/accounts/loan/applications/${ORG}`, {}, 201)).id as string;
-    await options.temporal.workflow.getHandle(workflowIds.loanApplication(offer)).query(offerStateQuery);
-    const applied = await call(
-      i,
-      '/v1/accounts/loan/applications/partner-b',
-      {
-        application_id: offer,
-        loan_amount: LOAN.amount,
-        tenure: { duration: LOAN.weeks, unit: 'WEEKS' },
-        collateral_amount: LOAN.collateral,
-      },
-      200,
-    );
-    if (applied.status !== 'DISBURSED') throw new Error(`apply answered ${applied.status}`);
-  });
+  await takeBenchLoans(call, options.temporal, ORG, borrowers.length);
   const prepared = new Map<string, string>();
   await inBatches(borrowers.length, async (i) => {
     const b = borrowers[i]!;

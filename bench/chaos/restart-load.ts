@@ -1,8 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { workflowIds } from '../../workflows/ids';
-import { offerStateQuery } from '../../workflows/loans/messages';
-import { inBatches, poster } from '../lib';
-import { type BenchBorrower, seedBorrowers } from '../seed';
+import { poster } from '../lib';
+import { type BenchBorrower, BENCH_LOAN, seedBorrowers, takeBenchLoans } from '../seed';
 import type { ChaosDeployment } from './deployment';
 import { below, sleep } from './random';
 
@@ -12,8 +10,6 @@ import { below, sleep } from './random';
  * allocated by the loan's run), sent as a careful client does, plus the readiness probe polled.
  */
 
-/** Each loan: the first-loan limit over four weeks, so KES 10 repayments never come near what it owes. */
-const LOAN = { amount: 1_000_000, collateral: 100_000, deposit: 200_000, weeks: 4 };
 const PUSH_AMOUNT = 1_000;
 /** A request gets this long to answer (a start waits out the Temporal client's own retries, about 20 s). */
 const REQUEST_TIMEOUT_MS = 60_000;
@@ -36,25 +32,13 @@ export async function prepareBorrowers(deployment: ChaosDeployment, count: numbe
     phone: `+25471${String(i).padStart(6, '0')}0`,
     payer: `+25473${String(i).padStart(6, '0')}0`,
   }));
-  await seedBorrowers(deployment.db, deployment.organizationId, rows, LOAN.deposit);
+  await seedBorrowers(deployment.db, deployment.organizationId, rows, BENCH_LOAN.deposit);
   const borrowers = await Promise.all(rows.map(async (b) => ({ ...b, token: await deployment.token(b.id) })));
   const call = poster(
     deployment.apiUrl,
     borrowers.map((b) => b.token),
   );
-  await inBatches(count, async (i) => {
-    const offer = (await call(i, `/v1/accounts/loan/applications/${deployment.organizationId}`, {}, 201)).id as string;
-    // Applying needs the offer's run to have made its offer.
-    await deployment.temporal.workflow.getHandle(workflowIds.loanApplication(offer)).query(offerStateQuery);
-    const terms = {
-      application_id: offer,
-      loan_amount: LOAN.amount,
-      tenure: { duration: LOAN.weeks, unit: 'WEEKS' },
-      collateral_amount: LOAN.collateral,
-    };
-    const taken = await call(i, '/v1/accounts/loan/applications/partner-b', terms, 200);
-    if (taken.status !== 'DISBURSED') throw new Error(`a loan was answered ${String(taken.status)}`);
-  });
+  await takeBenchLoans(call, deployment.temporal, deployment.organizationId, count);
   return borrowers;
 }
 

@@ -36,8 +36,16 @@ export const mobileMoneySettings = {
    */
   STK_PUSH_CONFIRM_SUCCESS: flag(false),
   /**
-   * How long send-money waits for the B2C result or queue timeout (the provider always sends
-   * one). Past it the payout is FAILED with NO_RESULT and its hold released.
+   * How long send-money waits for the B2C result or a status answer that settles it. Past it
+   * the payout is FAILED with NO_RESULT (QUEUE_TIMEOUT after a queue timeout) and its hold released.
    */
   SEND_MONEY_RESULT_WAIT: duration('24h'),
+  /**
+   * With no result by then, the provider's Transaction Status is asked about the payout. Also
+   * how long the provider is given before its "not found" counts (the payout never left its
+   * queue): keep it above the provider's queue timeout.
+   */
+  SEND_MONEY_STATUS_QUERY_AFTER: duration('2m'),
+  /** Then how often it is asked again, until an answer or a result settles the payout or the wait ends. */
+  SEND_MONEY_STATUS_QUERY_INTERVAL: duration('5m'),
 };

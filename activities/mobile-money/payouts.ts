@@ -1,3 +1,4 @@
+import { randomBytes, randomUUID } from 'node:crypto';
 import { ApplicationFailure } from '@temporalio/common';
 import { lockAccount } from '../../db/accounts/accounts';
 import { accountBalance, hasJournalEntry, ledgerAccounts, type Leg, postJournal } from '../../db/ledger/ledger';
@@ -9,12 +10,13 @@ import {
   recordAttempt,
   recordProviderIds,
 } from '../../db/mobile-money/transactions';
+import { createStatusQuery, recordStatusQueryAnswer } from '../../db/mobile-money/status-queries';
 import { Failure } from '../../domain/failures';
 import { payoutFailureReason, TransactionStatus } from '../../domain/mobile-money/transaction';
 import { MobileMoneyError, toWholeShillings } from '../../providers/mobile-money/protocol';
-import type { PayoutSent } from '../../workflows/mobile-money/messages';
+import type { PayoutSent, PayoutStatusAsked } from '../../workflows/mobile-money/messages';
 import type { ActivityDeps } from '../index';
-import { callbackUrls, moneySteps, move, refused, total } from './shared';
+import { callbackUrls, moneySteps, move, refused, statusCallbackUrls, total } from './shared';
 
 /**
  * The send-money run's steps. Each is safe to run again: the HOLD, PAYOUT and RELEASE entries
@@ -106,6 +108,43 @@ export function createPayoutActivities(deps: ActivityDeps) {
     },
 
     /**
+     * Asks the provider's Transaction Status about the payout (by our OriginatorConversationID);
+     * the answer comes to the query's own URL, token recorded first. Asking again is harmless, so
+     * a query the provider refuses or cannot take is logged and reported not asked, never
+     * retried here: the run asks again at its next interval.
+     */
+    async askPayoutStatus(transactionId: string): Promise<PayoutStatusAsked> {
+      const row = await load(transactionId);
+      if (row.status !== TransactionStatus.PENDING) return { asked: false };
+      const query = {
+        id: randomUUID(),
+        transaction_id: row.id,
+        organization_id: row.organization_id,
+        token: randomBytes(24).toString('base64url'),
+        asked_at: clock.now(),
+      };
+      await createStatusQuery(db, query);
+      const urls = statusCallbackUrls(config.PUBLIC_BASE_URL, query);
+      try {
+        const accepted = await mm.transactionStatus({
+          originalConversationId: row.id,
+          resultUrl: urls.result,
+          queueTimeoutUrl: urls.timeout,
+          remarks: `Status of payout ${row.resource_id}`,
+        });
+        await recordStatusQueryAnswer(db, query.id, accepted);
+        return { asked: true, queryId: query.id };
+      } catch (error) {
+        if (!(error instanceof MobileMoneyError)) throw error;
+        deps.logger.warn(
+          { transaction_id: row.id, error_code: error.errorCode, http_status: error.httpStatus },
+          'payout status query not taken; asked again at the next interval',
+        );
+        return { asked: false };
+      }
+    },
+
+    /**
      * Gives the held money back and records why the payout failed. A payout whose wait ended
      * (NO_RESULT) after the provider reported a queue timeout failed QUEUE_TIMEOUT.
      */
@@ -123,7 +162,8 @@ export function createPayoutActivities(deps: ActivityDeps) {
             legs: move(row, ledgerAccounts.hold(row.account_id), ledgerAccounts.customer(row.account_id)),
           });
         }
-        await fail(trx, transactionId, reason, input.resultCode);
+        // A decline reported without its code has none to record.
+        await fail(trx, transactionId, reason, input.resultCode || undefined);
       });
       return reason;
     },

@@ -17,6 +17,12 @@ export function callbackUrls(publicBaseUrl: string | undefined, row: Pick<Transa
   };
 }
 
+/** A payout status query's addresses: its own id and token, so a leaked payout URL cannot answer for the provider. */
+export function statusCallbackUrls(publicBaseUrl: string | undefined, query: { id: string; token: string }) {
+  const base = `${publicBaseUrl}/v1/transactions/mobilemoney/callbacks/b2c-status/${query.id}/${query.token}`;
+  return { result: `${base}/result`, timeout: `${base}/timeout` };
+}
+
 /**
  * A definite refusal of the request itself (not the OAuth step, not a transport failure, not the
  * provider's rate limit: a 429 turns the request away before it is looked at, so it is retried).

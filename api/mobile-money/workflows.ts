@@ -6,6 +6,8 @@ import {
   sendMoneyEarlyResultSignal,
   type SendMoneyResult,
   sendMoneyResultSignal,
+  type PayoutStatusAnswer,
+  sendMoneyStatusSignal,
   type StkCallbackTrigger,
   stkCallbackSignal,
   type StkResult,
@@ -79,6 +81,8 @@ export function mobileMoneyWorkflows(temporal: Client, config: Config) {
               transactionId: transaction.transactionId,
               organizationId: transaction.organizationId,
               resultWaitMs: config.SEND_MONEY_RESULT_WAIT,
+              statusQueryAfterMs: config.SEND_MONEY_STATUS_QUERY_AFTER,
+              statusQueryIntervalMs: config.SEND_MONEY_STATUS_QUERY_INTERVAL,
             },
           ],
         }),
@@ -91,6 +95,8 @@ export function mobileMoneyWorkflows(temporal: Client, config: Config) {
       signal(workflowIds.sendMoney(transactionId), (h) => h.signal(sendMoneyResultSignal, outcome)),
     sendMoneyEarlyResult: (transactionId: string, outcome: SendMoneyResult) =>
       signal(workflowIds.sendMoney(transactionId), (h) => h.signal(sendMoneyEarlyResultSignal, outcome)),
+    sendMoneyStatus: (transactionId: string, answer: PayoutStatusAnswer) =>
+      signal(workflowIds.sendMoney(transactionId), (h) => h.signal(sendMoneyStatusSignal, answer)),
   };
 }
 export type MobileMoneyWorkflows = ReturnType<typeof mobileMoneyWorkflows>;

@@ -29,10 +29,13 @@ import { sleep } from './random';
  * deliveries by callback kind, the forgeries and their answers, and the comparison; true when no
  * operation differs or is stuck, and the chaos run's ledger checks are all 0.
  *
- * One thing is not comparable, by the protocols: when every copy of a B2C result, a B2C queue
- * timeout or an SMS delivery report is lost, there is no status query to ask; those operations
- * are counted apart (what they became is printed: a payout FAILED NO_RESULT with its hold
- * released, a text whose delivery is unknown), not as mismatches.
+ * Two things are not comparable: when every copy of an SMS delivery report is lost, there is no
+ * status query to ask (the gateway has none); when every copy of a payout's B2C queue timeout is
+ * lost, the provider's "not found" alone does not release the hold (its meaning is assumed), so
+ * the payout ends FAILED NO_RESULT at the wait's end. Those operations are counted apart (what
+ * they became is printed), not as mismatches. A payout whose B2C results are all lost is
+ * compared like the rest: the service asks the provider's Transaction Status (its results are
+ * callbacks too, under the same chaos).
  *
  * Environment: CHAOS_SEED; sizes CHAOS_CALLBACK_PUSHES, _PAYOUTS, _REPAYMENTS, _KYC (half on
  * each API generation), _ACTIVATIONS.
@@ -46,6 +49,9 @@ const TIMINGS: Record<string, string> = {
   STK_PUSH_QUERY_INTERVAL: '1s',
   STK_PUSH_QUERY_DEADLINE: '60s',
   SEND_MONEY_RESULT_WAIT: '12s',
+  // A few status queries within the wait, so that losing every answer of every one is rare.
+  SEND_MONEY_STATUS_QUERY_AFTER: '2s',
+  SEND_MONEY_STATUS_QUERY_INTERVAL: '2s',
   KYC_CALLBACK_WAIT: '3s',
   // Every callback comes from this machine's address: the per-source limit is not what is tested.
   RATE_LIMIT_CALLBACK_POINTS: '1000000000',
@@ -204,7 +210,7 @@ export async function runCallbackChaos(options: { bounded: boolean }): Promise<b
   printComparison(rows);
   if (unrecoverableAs.size > 0) {
     console.log(
-      '\nEvery copy lost of a callback no status query can replace (not compared): what those operations became',
+      '\nEvery copy lost of a callback no status query can replace (SMS delivery reports, payout queue timeouts; not compared): what those operations became',
     );
     for (const [became, n] of unrecoverableAs) console.log(`  ${n} × ${became}`);
   }

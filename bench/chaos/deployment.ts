@@ -32,6 +32,8 @@ const CHAOS_TIMINGS: Record<string, string> = {
   STK_PUSH_QUERY_INTERVAL: '5s',
   STK_PUSH_QUERY_DEADLINE: '3m',
   SEND_MONEY_RESULT_WAIT: '3m',
+  SEND_MONEY_STATUS_QUERY_AFTER: '20s',
+  SEND_MONEY_STATUS_QUERY_INTERVAL: '10s',
   KYC_CALLBACK_WAIT: '20s',
   BANK_STATUS_POLL_INTERVAL: '5s',
   // Codes outlive the kills' delays: a late confirmation is still the right code.

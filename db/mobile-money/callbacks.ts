@@ -9,7 +9,7 @@ import type { Knex } from 'knex';
  * retention by db/platform/callback-retention.ts.
  */
 export interface MobileMoneyCallbackRecord {
-  kind: 'STK' | 'B2C_RESULT' | 'B2C_TIMEOUT';
+  kind: 'STK' | 'B2C_RESULT' | 'B2C_TIMEOUT' | 'B2C_STATUS' | 'B2C_STATUS_TIMEOUT';
   transactionId: string;
   raw: string;
   body: unknown;

@@ -114,13 +114,14 @@ export interface PayoutResultFacts {
 /**
  * A B2C result is applied only when it is ours and consistent: our OriginatorConversationID
  * (which the URL shows too) and the ConversationID the provider answered the payout with; a
- * success also with the amount, the recipient's number and a well-formed receipt. There is no
- * status query to ask instead, so anything else is recorded and escalated, never applied. A
- * result for a payout whose ConversationID is not recorded yet `awaitsAnswer` when all else is
- * right: the run applies it only if the payout's answer brings that ConversationID; when the
- * answer was lost (a retry refused as a duplicate), only if it is the one ConversationID the
- * early results name. The residual risk: a forger holding the URL's token whose result comes
- * before the genuine one, in that crash window, is believed.
+ * success also with the amount, the recipient's number and a well-formed receipt. Anything else
+ * is recorded and escalated, never applied: the run's Transaction Status queries settle the
+ * payout (./payout-status.ts). A result for a payout whose ConversationID is not recorded yet
+ * `awaitsAnswer` when all else is right: the run applies it only if the payout's answer brings
+ * that ConversationID. When the answer was lost (a retry refused as a duplicate), the run asks
+ * the provider instead; only runs started before it asked, or one no status answer settled
+ * for the whole wait, take the one ConversationID the early results name (the
+ * residual risk there: a forger holding the URL's token whose result comes first is believed).
  */
 export function assessPayoutResult(
   payout: PendingPayout,
@@ -150,7 +151,8 @@ export function assessPayoutResult(
   };
 }
 
-function paymentProblems(
+/** What is missing or wrong in a reported payment: amount (whole shillings), phone (any form), receipt (form). */
+export function paymentProblems(
   amountMinor: number,
   phone: string,
   amount: unknown,

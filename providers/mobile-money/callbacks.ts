@@ -1,8 +1,10 @@
 import { z } from 'zod';
+import type { PayoutStatusFacts } from '../../domain/mobile-money/payout-status';
 
 /**
- * The provider's callbacks, read: push-prompt results and B2C results or queue timeouts. What a
- * callback proves is decided elsewhere (domain/mobile-money/callbacks.ts).
+ * The provider's callbacks, read: push-prompt results, B2C results or queue timeouts, and the
+ * Results of Transaction Status queries. What a callback proves is decided elsewhere
+ * (domain/mobile-money/callbacks.ts, domain/mobile-money/payout-status.ts).
  */
 export interface StkCallback {
   merchantRequestId: string;
@@ -32,6 +34,9 @@ export interface B2cResult {
   parameters: Record<string, string | number>;
   referenceData: Record<string, string | number>;
 }
+
+/** A Transaction Status Result, read (protocol.ts, "Transaction Status"): what domain/mobile-money/payout-status.ts judges. */
+export type TransactionStatusResult = PayoutStatusFacts;
 
 /** A callback body that does not have the protocol's shape: answer it 400 and keep waiting. */
 export class MalformedCallbackError extends Error {
@@ -64,7 +69,8 @@ const keyValues = z
 const b2cResultBody = z.object({
   Result: z.object({
     ResultType: z.union([z.number().int(), z.string().regex(/^\d+$/).transform(Number)]),
-    ResultCode: z.union([z.number().int(), z.string().min(1)]),
+    // Logged and stored: the provider's codes are a few characters ("SFC_IC0003").
+    ResultCode: z.union([z.number().int(), z.string().min(1).max(64)]),
     ResultDesc: z.string(),
     OriginatorConversationID: z.string().min(1),
     ConversationID: z.string().min(1),
@@ -133,4 +139,47 @@ export function parseB2cResult(body: unknown): B2cResult {
     parameters: byKey(r.ResultParameters?.ResultParameter),
     referenceData: byKey(r.ReferenceData?.ReferenceItem),
   };
+}
+
+/** `2547... - Name`: a party name that is a customer's number (the credit party of a payout). */
+const CUSTOMER_PARTY = /^254[17]\d{8}\b/;
+
+/** Reads a Transaction Status Result (or the query's queue timeout), as JSON text or parsed. */
+export function parseTransactionStatusResult(body: unknown): TransactionStatusResult {
+  const r = parseCallback(b2cResultBody, body, 'status result').Result;
+  const result: TransactionStatusResult = {
+    resultCode: String(r.ResultCode),
+    resultDesc: r.ResultDesc,
+    queryOriginatorConversationId: r.OriginatorConversationID,
+    queryConversationId: r.ConversationID,
+  };
+  const items = r.ResultParameters?.ResultParameter ?? [];
+  if (items.length === 0) return result;
+  // Keys are read without their spaces (the v1-era sample writes "Originator Conversation ID"),
+  // and may repeat (the current page lists DebitPartyName twice): every value is kept.
+  const values = (key: string) =>
+    items
+      .filter((i) => i.Key.replace(/\s+/g, '') === key && i.Value !== undefined && i.Value !== null)
+      .map((i) => i.Value as string | number);
+  const text = (key: string) => {
+    const value = values(key).at(-1);
+    return value === undefined ? undefined : String(value);
+  };
+  const parties = [...values('CreditPartyName'), ...values('DebitPartyName')].map(String);
+  const finalised = text('FinalisedTime');
+  const amount = values('Amount').at(-1);
+  result.transaction = Object.fromEntries(
+    Object.entries({
+      status: text('TransactionStatus'),
+      originatorConversationId: text('OriginatorConversationID'),
+      conversationId: text('ConversationID'),
+      receipt: text('ReceiptNo'),
+      amount,
+      creditParty: text('CreditPartyName') ?? parties.findLast((p) => CUSTOMER_PARTY.test(p)),
+      finalisedTime: finalised !== undefined && /^\d{14}$/.test(finalised) ? finalised : undefined,
+      reasonCode: text('ReasonCode'),
+      reason: text('TransactionReason'),
+    }).filter(([, v]) => v !== undefined),
+  );
+  return result;
 }

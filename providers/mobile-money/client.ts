@@ -14,7 +14,8 @@ import { securityCredentials } from './security-credential';
 
 /**
  * Client of the mobile-money provider: OAuth with a cached token, push prompt (STK push) with
- * its status query, and send money (B2C), over keep-alive HTTP. Its types and edge conversions
+ * its status query, send money (B2C) and the Transaction Status query that asks about a payout
+ * whose result did not come, over keep-alive HTTP. Its types and edge conversions
  * are ./protocol.ts; its callbacks are read by ./callbacks.ts.
  */
 const wholeShillings = (amount: number) => {
@@ -45,7 +46,8 @@ const pushAnswer = z.object({
   ResponseDescription: z.string().optional(),
 });
 const queryAnswer = z.object({ ResultCode: providerValue, ResultDesc: z.string().optional() });
-const b2cAnswer = z.object({
+/** B2C and Transaction Status are answered alike: accepted, with the request's ids. */
+const acceptedAnswer = z.object({
   ConversationID: z.string().min(1),
   OriginatorConversationID: z.string(),
   ResponseCode: providerValue,
@@ -178,6 +180,21 @@ export function createMobileMoneyClient(options: MobileMoneyClientOptions): Mobi
 
   const ok = (answer: Answer) => answer.status >= 200 && answer.status < 300;
 
+  /** The initiator's part of B2C and Transaction Status bodies (a new SecurityCredential each time). */
+  const initiator = () => ({ SecurityCredential: securityCredential(), PartyA: b2cShortCode });
+
+  /** Reads an accepted B2C or Transaction Status answer; anything else is a MobileMoneyError. */
+  function accepted(operation: MobileMoneyOperation, answer: Answer) {
+    if (!ok(answer)) throw failure(operation, answer);
+    const parsed = acceptedAnswer.safeParse(answer.body);
+    if (!parsed.success) throw unreadable(operation, answer);
+    return {
+      conversationId: parsed.data.ConversationID,
+      originatorConversationId: parsed.data.OriginatorConversationID,
+      responseCode: String(parsed.data.ResponseCode),
+    };
+  }
+
   function credentials() {
     const timestamp = providerTimestamp(clock());
     return { BusinessShortCode: shortCode, Password: stkPassword(shortCode, passkey, timestamp), Timestamp: timestamp };
@@ -244,24 +261,35 @@ export function createMobileMoneyClient(options: MobileMoneyClientOptions): Mobi
       const answer = await post('b2c', '/mpesa/b2c/v3/paymentrequest', {
         OriginatorConversationID: request.originatorConversationId,
         InitiatorName: options.initiatorName,
-        SecurityCredential: securityCredential(),
+        ...initiator(),
         CommandID: request.commandId ?? 'BusinessPayment',
         Amount: wholeShillings(request.amount),
-        PartyA: b2cShortCode,
         PartyB: toProviderPhone(request.phone),
         Remarks: bounded(request.remarks, 100, 'remarks'),
         QueueTimeOutURL: request.queueTimeoutUrl,
         ResultURL: request.resultUrl,
         ...(request.occasion && { Occasion: request.occasion.slice(0, 100) }),
       });
-      if (!ok(answer)) throw failure('b2c', answer);
-      const parsed = b2cAnswer.safeParse(answer.body);
-      if (!parsed.success) throw unreadable('b2c', answer);
-      return {
-        conversationId: parsed.data.ConversationID,
-        originatorConversationId: parsed.data.OriginatorConversationID,
-        responseCode: String(parsed.data.ResponseCode),
-      };
+      return accepted('b2c', answer);
+    },
+
+    async transactionStatus(request) {
+      if (!request.originalConversationId && !request.receipt)
+        throw new RangeError('a status query needs the originalConversationId or the receipt');
+      // Asking twice is harmless: on any failure the caller simply asks again later.
+      const answer = await post('transactionStatus', '/mpesa/transactionstatus/v1/query', {
+        Initiator: options.initiatorName,
+        ...initiator(),
+        CommandID: 'TransactionStatusQuery',
+        ...(request.receipt && { TransactionID: request.receipt }),
+        ...(request.originalConversationId && { OriginalConversationID: request.originalConversationId }),
+        IdentifierType: '4',
+        ResultURL: request.resultUrl,
+        QueueTimeOutURL: request.queueTimeoutUrl,
+        Remarks: bounded(request.remarks, 100, 'remarks'),
+        ...(request.occasion && { Occasion: request.occasion.slice(0, 100) }),
+      });
+      return accepted('transactionStatus', answer);
     },
   };
 }

@@ -73,15 +73,39 @@ export interface B2cAccepted {
   responseCode: string;
 }
 
+/**
+ * A Transaction Status query (see "Transaction Status" below): by the original request's
+ * OriginatorConversationID (ours, for a v3 payout) and/or the M-Pesa receipt.
+ */
+export interface TransactionStatusRequest {
+  originalConversationId?: string;
+  /** The M-Pesa receipt (the provider's TransactionID), when known. */
+  receipt?: string;
+  /** Where the status comes, and the queue timeout of the query itself: each should carry an unguessable token. */
+  resultUrl: string;
+  queueTimeoutUrl: string;
+  /** Truncated to 100 characters. */
+  remarks: string;
+  occasion?: string;
+}
+
+/** Accepted for processing, nothing more: the status comes to the ResultURL. Both ids are the query's own. */
+export interface TransactionStatusAccepted {
+  conversationId: string;
+  originatorConversationId: string;
+  responseCode: string;
+}
+
 export interface MobileMoneyClient {
   /** The cached access token, fetched or refreshed as needed. For diagnostics: never log it. */
   accessToken(): Promise<string>;
   stkPush(request: StkPushRequest): Promise<StkPushAccepted>;
   stkQuery(checkoutRequestId: string): Promise<StkQueryResult>;
   b2c(request: B2cRequest): Promise<B2cAccepted>;
+  transactionStatus(request: TransactionStatusRequest): Promise<TransactionStatusAccepted>;
 }
 
-export type MobileMoneyOperation = 'oauth' | 'stkPush' | 'stkQuery' | 'b2c';
+export type MobileMoneyOperation = 'oauth' | 'stkPush' | 'stkQuery' | 'b2c' | 'transactionStatus';
 
 export const ERROR_CODES = {
   badRequest: '400.002.02',
@@ -134,6 +158,57 @@ export class MobileMoneyError extends Error {
     );
   }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Transaction Status (added to protocols/mobile-money.md's notes here; that file is shared)
+//
+// Sources: developer.safaricom.co.ke/apis/TransactionStatus (read through the glama.ai mirror,
+// daraja_docs_v3/docs/TransactionStatus.md), the v1-era Daraja sample kept in
+// Ghostscypher/php-mpesa mpesa_endpoints.md, and the clients mpesakit (schemas.py), mpesa-node
+// 0.1.3 (endpoints/transaction-status.js), mpesa-api 3.0.2 (lib/index.js), mpesa-sdk-kotlin
+// (TransactionStatusRequest.kt).
+//
+// - "A secondary reconciliation mechanism when Callbacks are not received"; B2C transactions
+//   among others. `POST /mpesa/transactionstatus/v1/query`, Bearer token, PascalCase body:
+//   `Initiator`, `SecurityCredential` (as for B2C), `CommandID` "TransactionStatusQuery",
+//   `TransactionID` (the M-Pesa receipt) and/or `OriginalConversationID` (the Originator
+//   Conversation ID of the transaction asked about; "either"), `PartyA` (our shortcode),
+//   `IdentifierType` ("4": organization shortcode; 1 MSISDN, 2 till), `ResultURL`,
+//   `QueueTimeOutURL`, `Remarks` (up to 100), `Occasion` (optional, up to 100). The spellings
+//   differ between sources: the page's sample writes "Command ID" and "Transaction ID" (its
+//   table CommandID, TransactionID), the Kotlin client sends "OriginatorConversationId" and the
+//   page's table "QueueTimeoutURL"; we send the table's OriginalConversationID (mpesakit's too)
+//   and QueueTimeOutURL (the sample's and every client's). mpesa-node and mpesa-api send only
+//   TransactionID.
+// - The answer is `{OriginatorConversationID, ConversationID, ResponseCode: "0",
+//   ResponseDescription: "Accept the service request successfully."}`: accepted, nothing more;
+//   both ids are the query's own. Errors in the usual envelope.
+// - The status comes as a Result to the ResultURL, the B2C envelope: `Result.ResultCode`/
+//   `ResultDesc` say whether the query succeeded (documented: 0; "SFC_IC0003 The operator does
+//   not exist."); `Result.OriginatorConversationID`/`ConversationID` are the query's ids (as it
+//   was answered), `Result.TransactionID` a placeholder (`MBN0000000`). What is known of the
+//   transaction asked about is in `ResultParameters` by Key: `ReceiptNo`, `Amount` ("300" or
+//   10), `TransactionStatus` ("Completed"), `FinalisedTime` and `InitiatedTime`
+//   (`YYYYMMDDHHmmss`, text or number), `OriginatorConversationID` (v1-era sample: "Originator
+//   Conversation ID"), `ConversationID` ("Conversation ID"), `DebitPartyName` (`600310 -
+//   Name`), `CreditPartyName` (`2547... - Name`, v1-era sample; the current page lists
+//   `DebitPartyName` twice, the second with the customer: read here as the credit party),
+//   `DebitAccountType`, `DebitPartyCharges` (`Fee For B2C Payment|KES|22.40`), `ReasonType`,
+//   `TransactionReason` (often without Value). `ReferenceData` echoes `Occasion`.
+// - Transaction statuses (the page's FAQ): Initiated, Authorized / Pending Authorized (not
+//   final), then Cancelled, Declined, Completed or Expired (final).
+// *Assumed* (no public source shows them):
+// - a transaction the provider does not know (never reached its core, or timed out in its queue
+//   unprocessed) is a Result with ResultCode 2032 "The transaction receipt number does not
+//   exist." and no ResultParameters (2032 with that text is the one M-Pesa core not-found
+//   answer a public report shows, from Safaricom Ethiopia's receipt lookup, not a Daraja page);
+// - a payout M-Pesa declined reports TransactionStatus "Declined", its own result code in
+//   `ReasonCode` and its description in `TransactionReason`;
+// - every other non-zero ResultCode (2001 "The initiator information is invalid.", SFC_IC0003)
+//   is the query's own failure and says nothing about the transaction asked about;
+// - the query's QueueTimeOutURL body is the Result envelope, as for B2C.
+
+// What these codes and statuses mean to a payout: domain/mobile-money/payout-status.ts.
 
 // ---------------------------------------------------------------------------------------------
 // Conversions at the edge

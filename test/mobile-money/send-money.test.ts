@@ -196,7 +196,7 @@ describe('spec 4.4: POST /v1/transactions/mobilemoney/send-money', () => {
     );
   });
 
-  it('protocol: a queue timeout (sent to QueueTimeOutURL) is noted, never applied: with no result by SEND_MONEY_RESULT_WAIT the payout fails QUEUE_TIMEOUT and the hold is released', async () => {
+  it('protocol: a queue timeout (sent to QueueTimeOutURL) is noted, never applied: the status query asked SEND_MONEY_STATUS_QUERY_AFTER later finds the payout never processed, and it fails QUEUE_TIMEOUT with the hold released', async () => {
     const funded = 500_000;
     const customer = await fundedCustomer(funded);
     const recipient = payerNumber(7);
@@ -206,17 +206,24 @@ describe('spec 4.4: POST /v1/transactions/mobilemoney/send-money', () => {
     assert.equal(
       (await transactionRow(created.id)).status,
       'PENDING',
-      'the fate is unknown: the hold stays while the result may still come',
+      'the fate is unknown: the hold stays until the provider says',
     );
     const done = await settled(customer.headers, created.id);
     assert.equal(done.status, 'FAILED', JSON.stringify(done));
     assert.equal(done.failure_reason, 'QUEUE_TIMEOUT');
     const [timedOut, failed] = [Date.parse(recorded.received_at), Date.parse(done.failed_at)];
+    const { config } = harness();
     assert.ok(
-      failed - timedOut >= harness().config.SEND_MONEY_RESULT_WAIT - 1_500,
-      'released when the wait ended, not on the timeout',
+      failed - Date.parse(done.transacted_at) >= config.SEND_MONEY_STATUS_QUERY_AFTER - 100 && failed > timedOut,
+      'released on the status answer, not on the timeout',
     );
-    await recordHistory(workflowIds.sendMoney(created.id), 'sendMoney-queue-timeout-noted');
+    const answers = (await callbacksRecorded(created.id)).filter((c) => c.kind === 'B2C_STATUS');
+    assert.deepEqual(
+      answers.map((c) => c.disposition),
+      ['SIGNALLED'],
+      'one "not found", from a query asked once the provider had time',
+    );
+    await recordHistory(workflowIds.sendMoney(created.id), 'sendMoney-queue-timeout-noted-then-not-found');
     const [payment] = await paymentsTo(recipient);
     assert.equal(payment!.state, 'timed_out');
     await assertReleased(customer, created.id, funded);

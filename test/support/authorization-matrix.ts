@@ -232,6 +232,8 @@ export const RULES: Record<string, Rule> = {
   'POST /v1/transactions/mobilemoney/callbacks/stk/{id}/{token}': CALLBACK,
   'POST /v1/transactions/mobilemoney/callbacks/b2c/{id}/{token}/result': CALLBACK,
   'POST /v1/transactions/mobilemoney/callbacks/b2c/{id}/{token}/timeout': CALLBACK,
+  'POST /v1/transactions/mobilemoney/callbacks/b2c-status/{id}/{token}/result': CALLBACK,
+  'POST /v1/transactions/mobilemoney/callbacks/b2c-status/{id}/{token}/timeout': CALLBACK,
 
   'POST /v1/accounts/loan/applications/partner-a': { ...LENDING, scope: 'borrower', absent: 400, success: [200, 201] },
   'POST /v1/accounts/loan/applications/{organization}': {

@@ -1,4 +1,5 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { createStatusQuery } from '../../db/mobile-money/status-queries';
 import type { Org } from './authorization-matrix';
 import {
   db,
@@ -94,6 +95,67 @@ const moneyCallback = (kind: 'stk' | 'result' | 'timeout'): Exercise => ({
     const stored = await first(
       db()('mobile_money_callbacks')
         .where({ transaction_ref: target!.ids.id })
+        .where('received_at', '>=', since)
+        .select('disposition'),
+    );
+    return problem(stored?.disposition === 'LATE', `recorded ${stored?.disposition}`);
+  },
+});
+
+/**
+ * A payout status query's Result or queue timeout (each query has its own URL token): the
+ * customer's query with its own token, another query's token, another organization's query.
+ */
+const statusCallback = (kind: 'result' | 'timeout'): Exercise => ({
+  async prepare(world) {
+    const house = await world.moneyHousehold();
+    const asked = async (member: Member) => {
+      const payout = house[member].payouts[kind === 'result' ? 2 : 3]!;
+      const query = {
+        id: randomUUID(),
+        transaction_id: payout.id,
+        organization_id: house[member].person.organizationId,
+        token: randomBytes(24).toString('base64url'),
+        asked_at: new Date(),
+      };
+      await createStatusQuery(db(), query);
+      return { ...query, transaction: payout.id };
+    };
+    const [own, peer, foreign] = [await asked('customer'), await asked('peer'), await asked('foreign')];
+    const instance = (label: string, query: typeof own, token: string, genuine: boolean): Instance => ({
+      label,
+      genuine,
+      ids: { id: query.id, token, transaction: query.transaction },
+      secrets: [],
+    });
+    return {
+      targets: [
+        instance('its own URL token', own, own.token, true),
+        instance("another query's token", own, peer.token, false),
+        instance("another organization's query", foreign, own.token, false),
+      ],
+    };
+  },
+  // "Not found", so a Result for a FAILED payout is LATE (a completed one would be PAID_AFTER_FAILURE).
+  request: ({ target }) => ({
+    params: { id: target!.ids.id!, token: target!.ids.token! },
+    json: {
+      Result: {
+        ResultType: 0,
+        ResultCode: '2032',
+        ResultDesc: 'authorization matrix',
+        OriginatorConversationID: '1-2-3',
+        ConversationID: 'AG_matrix',
+      },
+    },
+  }),
+  rows: (target) => [
+    { table: 'mobile_money_callbacks', where: { transaction_ref: target!.ids.transaction! }, columns: ['id'] },
+  ],
+  async done({ target }, _reply, _context, since) {
+    const stored = await first(
+      db()('mobile_money_callbacks')
+        .where({ transaction_ref: target!.ids.transaction })
         .where('received_at', '>=', since)
         .select('disposition'),
     );
@@ -268,6 +330,8 @@ export const MONEY_EXERCISES: Record<string, Exercise> = {
   'POST /v1/transactions/mobilemoney/callbacks/stk/{id}/{token}': moneyCallback('stk'),
   'POST /v1/transactions/mobilemoney/callbacks/b2c/{id}/{token}/result': moneyCallback('result'),
   'POST /v1/transactions/mobilemoney/callbacks/b2c/{id}/{token}/timeout': moneyCallback('timeout'),
+  'POST /v1/transactions/mobilemoney/callbacks/b2c-status/{id}/{token}/result': statusCallback('result'),
+  'POST /v1/transactions/mobilemoney/callbacks/b2c-status/{id}/{token}/timeout': statusCallback('timeout'),
 
   'POST /v1/accounts/loan/applications/partner-a': offers(false),
   'POST /v1/accounts/loan/applications/{organization}': offers(true),

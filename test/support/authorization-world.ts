@@ -374,7 +374,11 @@ export async function buildWorld() {
       person: member,
       accounts,
       push: await failedTransaction(member, accounts.current, 'STK_PUSH'),
+      // One per callback route of payouts (result, timeout, status result, status timeout): each
+      // transaction stores only CALLBACKS_STORED_PER_RESOURCE callbacks.
       payouts: [
+        await failedTransaction(member, accounts.current, 'SEND_MONEY'),
+        await failedTransaction(member, accounts.current, 'SEND_MONEY'),
         await failedTransaction(member, accounts.current, 'SEND_MONEY'),
         await failedTransaction(member, accounts.current, 'SEND_MONEY'),
       ],

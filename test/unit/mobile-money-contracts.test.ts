@@ -1,6 +1,6 @@
 import { strict as assert } from 'node:assert';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { parseB2cResult, parseStkCallback } from '../../providers/mobile-money/callbacks';
+import { parseB2cResult, parseStkCallback, parseTransactionStatusResult } from '../../providers/mobile-money/callbacks';
 import { createMobileMoneyClient } from '../../providers/mobile-money/client';
 import type { MobileMoneyClient } from '../../providers/mobile-money/protocol';
 import { securityCredentials } from '../../providers/mobile-money/security-credential';
@@ -69,6 +69,9 @@ describe('unit: contract fixtures of the mobile-money provider', () => {
       'stk-push',
       'stk-query-paid',
       'stk-query-processing',
+      'transaction-status',
+      'transaction-status-result-completed',
+      'transaction-status-result-not-found',
     ]);
   });
 });
@@ -169,6 +172,27 @@ describe('unit: contract: the mobile-money client sends the documented requests 
     });
   });
 
+  it('transaction-status: by OriginalConversationID, PartyA the B2C shortcode, IdentifierType 4; accepted means asked, not answered', async () => {
+    const client = await clientFor('transaction-status');
+    const body = bodyOf(fixture('transaction-status'));
+    const accepted = await client.transactionStatus({
+      originalConversationId: String(body.OriginalConversationID),
+      resultUrl: String(body.ResultURL),
+      queueTimeoutUrl: String(body.QueueTimeOutURL),
+      remarks: 'OK',
+      occasion: 'OK',
+    });
+    const [request] = sent('transaction-status');
+    noDifferences(fixture('transaction-status'), 'request', request);
+    assert.equal(keys.decrypt(String((request!.body as Body).SecurityCredential)), CONTRACT.initiatorPassword);
+    const answer = fixture('transaction-status').answer.body as Body;
+    assert.deepEqual(accepted, {
+      conversationId: answer.ConversationID,
+      originatorConversationId: answer.OriginatorConversationID,
+      responseCode: '0',
+    });
+  });
+
   it('a certificate that is not one is refused when the client is made, not at the first payout', () => {
     assert.throws(
       () => createMobileMoneyClient({ ...CONTRACT, certificate: 'not a certificate', baseUrl: 'http://127.0.0.1:1' }),
@@ -221,6 +245,29 @@ describe('unit: contract: our mobile-money callback parser reads the documented 
     assert.equal(result.resultType, 1);
     assert.notEqual(result.resultCode, '0');
   });
+
+  it("transaction-status-result-completed: the query's ids at the top, the payout's facts by Key (TransactionReason without Value)", () => {
+    assert.deepEqual(parseTransactionStatusResult(bodyOf(fixture('transaction-status-result-completed'))), {
+      resultCode: '0',
+      resultDesc: 'The service request is processed successfully.',
+      queryOriginatorConversationId: '3213-416199-2',
+      queryConversationId: 'AG_20180223_0000493344ae97d86f75',
+      transaction: {
+        status: 'Completed',
+        originatorConversationId: '3211-416020-3',
+        conversationId: 'AG_20180223_000041b09c22e613d6c9',
+        receipt: 'MBN31H462N',
+        amount: '300',
+        creditParty: '254708374149 - John Doe',
+        finalisedTime: '20180223054112',
+      },
+    });
+  });
+
+  it('transaction-status-result-not-found: 2032 with no ResultParameters (*assumed*)', () => {
+    const result = parseTransactionStatusResult(bodyOf(fixture('transaction-status-result-not-found')));
+    assert.deepEqual([result.resultCode, result.transaction], ['2032', undefined]);
+  });
 });
 
 describe('unit: contract: the mobile-money simulator accepts the documented requests and answers as documented', () => {
@@ -233,6 +280,8 @@ describe('unit: contract: the mobile-money simulator accepts the documented requ
     'b2c-result-success',
     'b2c-result-failure',
     'b2c-queue-timeout',
+    'transaction-status-result-completed',
+    'transaction-status-result-not-found',
   ];
 
   before(async () => {
@@ -314,6 +363,15 @@ describe('unit: contract: the mobile-money simulator accepts the documented requ
     assert.equal(payment?.occasion, 'Christmas');
   });
 
+  it('transaction-status: the documented query is accepted, answered with ids of its own', async () => {
+    sim.control.setMode({ statusResultsLost: 1 }); // the sample's ResultURL is not called
+    const answer = await send(fixture('transaction-status'), { SecurityCredential: credential() });
+    noDifferences(fixture('transaction-status'), 'answer', answer);
+    const [query] = sim.control.statusQueries();
+    assert.equal(query?.originalConversationId, bodyOf(fixture('transaction-status')).OriginalConversationID);
+    assert.equal(query?.initiatorValid, true);
+  });
+
   describe('callbacks, as documented, to a receiver answering as our routes do', () => {
     beforeEach(() => sim.control.setMode({ callbacks: 'normal' }));
 
@@ -380,6 +438,38 @@ describe('unit: contract: the mobile-money simulator accepts the documented requ
     it('b2c-queue-timeout: the Result envelope at QueueTimeOutURL', async () => {
       await payout('b2c-queue-timeout', '254708374147');
       await received('b2c-queue-timeout');
+    });
+
+    /** A status query about `originalConversationId`, its Result sent to the receiver as `call`. */
+    const askStatus = (call: string, originalConversationId: string) => {
+      const url = callbackUrl(call);
+      return send(
+        fixture('transaction-status'),
+        {
+          SecurityCredential: credential(),
+          OriginalConversationID: originalConversationId,
+          ResultURL: url,
+          QueueTimeOutURL: url,
+          Occasion: undefined, // the sample's Result echoes none
+        },
+        false,
+      );
+    };
+
+    it('transaction-status-result-completed: a paid payout whose result was lost, reported Completed', async () => {
+      sim.control.setMode({ callbacks: 'lose' });
+      await payout('transaction-status-result-completed', '254708374149');
+      const [payment] = sim.control.payments();
+      await askStatus('transaction-status-result-completed', payment!.originatorConversationId);
+      const request = await received('transaction-status-result-completed');
+      const parameters = (request.body as { Result: { ResultParameters: { ResultParameter: { Value?: unknown }[] } } })
+        .Result.ResultParameters.ResultParameter;
+      assert.equal(parameters[12]?.Value, payment!.transactionId, 'its receipt');
+    });
+
+    it('transaction-status-result-not-found: a payout the provider never had', async () => {
+      await askStatus('transaction-status-result-not-found', randomUUID());
+      await received('transaction-status-result-not-found');
     });
   });
 });

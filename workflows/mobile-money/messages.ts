@@ -50,6 +50,12 @@ export interface SendMoneyInput {
   organizationId?: string;
   /** How long to wait for the B2C result or queue timeout. */
   resultWaitMs: number;
+  /**
+   * With no result by then, the provider's Transaction Status is asked, and again every
+   * interval until the wait ends (absent in runs started before the query was asked).
+   */
+  statusQueryAfterMs?: number;
+  statusQueryIntervalMs?: number;
 }
 
 /** A B2C result or queue timeout, as the callback route hands it over. */
@@ -61,6 +67,30 @@ export interface SendMoneyResult {
   receipt?: string;
   completedAt?: string;
 }
+
+/**
+ * What the provider's Transaction Status said of a payout, checked by the callback route against
+ * the query it answers (its own URL token and ids) and the payout (our OriginatorConversationID;
+ * when completed, the amount, recipient and an unused receipt). Only final answers come:
+ * completed, failed (declined, cancelled, expired), or not found (the provider does not know it).
+ */
+export interface PayoutStatusAnswer {
+  /** The query it answers (the run knows which of its queries were asked when "not found" means something). */
+  queryId: string;
+  state: 'completed' | 'failed' | 'not_found';
+  /** The payout's ConversationID as the provider reports it. */
+  conversationId?: string;
+  receipt?: string;
+  /** A failed payout's own result code and description, when the provider gives them. */
+  resultCode?: string;
+  resultDesc?: string;
+}
+
+/**
+ * A status query asked (its id, which its answer names), or not (the provider refused it or
+ * could not be reached: asked again at the next interval).
+ */
+export type PayoutStatusAsked = { asked: true; queryId: string } | { asked: false };
 
 /** What sending a push prompt came to: accepted (with the provider's ids), refused, or unknown (its answer was lost). */
 export type PushSent =
@@ -97,3 +127,5 @@ export const sendMoneyResultSignal = defineSignal<[SendMoneyResult]>('b2cOutcome
  * their ConversationID never apply one.
  */
 export const sendMoneyEarlyResultSignal = defineSignal<[SendMoneyResult]>('sendMoneyEarlyResult');
+/** A payout's Transaction Status answer; runs started before the query was asked ignore it. */
+export const sendMoneyStatusSignal = defineSignal<[PayoutStatusAnswer]>('sendMoneyStatus');

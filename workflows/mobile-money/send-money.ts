@@ -6,6 +6,7 @@ import {
   type SendMoneyInput,
   type SendMoneyResult,
   sendMoneyResultSignal,
+  sendMoneyStatusSignal,
 } from './messages';
 
 /**
@@ -18,6 +19,8 @@ import {
 const PATCHES = {
   /** A queue timeout says the payout's fate is unknown: noted, never applied (the result or the wait decides). */
   queueTimeoutIsNoResult: 'send-money-queue-timeout-is-not-a-result',
+  /** Without a result the provider's Transaction Status is asked; a lost answer is confirmed by it. */
+  statusQuery: 'send-money-status-query',
 } as const;
 
 /** Early results a run keeps; the callback route's signal budget bounds how many can come at all. */
@@ -34,18 +37,27 @@ const money = proxyLocalActivities<MobileMoneyActivities>({
  * (a repeat is refused there, so retrying the request can never send twice), wait for the
  * result, then post the payout or release the hold. Every path ends with nothing held.
  *
- * The callback route hands over only results consistent with the payout (there is no status
- * query to ask instead); one that came before the payout's answer was recorded comes as an early
- * result, applied once the answer's ConversationID is its own. When that answer was lost (the
- * worker died after the provider took the payout, and the retry was refused as a duplicate), an
- * early result stands for it if it is the only ConversationID early results name: the payout
- * reached the provider, and releasing the hold at the wait's end would hand back money already
- * paid out. A queue timeout leaves the fate unknown: the route notes it and the run keeps waiting
- * for the result, releasing the hold (QUEUE_TIMEOUT) only when the wait ends without one.
+ * The callback route hands over only results consistent with the payout; one that came before
+ * the payout's answer was recorded comes as an early result, applied once the answer's
+ * ConversationID is its own. A queue timeout leaves the fate unknown: the route notes it and
+ * the run keeps waiting. With no result by `statusQueryAfterMs`, the run asks the provider's
+ * Transaction Status, again every `statusQueryIntervalMs` until an answer or a result settles
+ * it or the wait ends: completed posts the payout with its receipt, a decline releases the hold
+ * with its reason, and "not found" releases it (QUEUE_TIMEOUT: accepted, never processed) only
+ * from a query asked that long after the payout was sent; sooner, the payout may still be in the
+ * provider's queue (the callback route hands "not found" over only after the payout's queue
+ * timeout, too). When the payout's answer was lost (the worker died after the provider took
+ * it; the retry was refused as a duplicate), the provider is asked at once instead of adopting
+ * the only ConversationID early results name, which a forger holding the URL token could have
+ * sent; only if no status answer settles it by the wait's end does that rule still hold (the
+ * provider has the payout, and releasing the hold would hand back money already paid out).
+ * Runs started before the query (PATCHES.statusQuery) adopt at once and release at the wait's
+ * end.
  */
 export async function sendMoney(input: SendMoneyInput): Promise<MoneyMovementResult> {
   let outcome: SendMoneyResult | undefined;
   const timeoutIsNoResult = patched(PATCHES.queueTimeoutIsNoResult);
+  const asksStatus = patched(PATCHES.statusQuery) && input.statusQueryAfterMs !== undefined;
   setHandler(sendMoneyResultSignal, (incoming) => {
     if (timeoutIsNoResult && incoming.kind === 'timeout') return;
     outcome ??= incoming;
@@ -63,8 +75,25 @@ export async function sendMoney(input: SendMoneyInput): Promise<MoneyMovementRes
   setHandler(sendMoneyEarlyResultSignal, (incoming) => {
     if (conversationId === undefined) {
       if (early.length < MAX_EARLY_RESULTS) early.push(incoming);
-      if (answerLost) adoptForLostAnswer();
+      if (answerLost && !asksStatus) adoptForLostAnswer();
     } else if (incoming.conversationId === conversationId) outcome ??= incoming;
+  });
+  // Status answers, checked by the callback route. "Not found" counts only from a query asked
+  // once the provider had time (`conclusive`); the two sets meet in either order.
+  const conclusive = new Set<string>();
+  const notFoundBy = new Set<string>();
+  const notFound = () => [...notFoundBy].some((queryId) => conclusive.has(queryId));
+  setHandler(sendMoneyStatusSignal, (answer) => {
+    if (!asksStatus) return;
+    if (answer.state === 'not_found') notFoundBy.add(answer.queryId);
+    else
+      outcome ??= {
+        kind: 'result',
+        resultCode: answer.state === 'completed' ? '0' : (answer.resultCode ?? ''),
+        resultDesc: answer.resultDesc ?? answer.state,
+        conversationId: answer.conversationId ?? conversationId,
+        receipt: answer.receipt,
+      };
   });
 
   const held = await money.holdFunds(input.transactionId);
@@ -80,9 +109,22 @@ export async function sendMoney(input: SendMoneyInput): Promise<MoneyMovementRes
     outcome ??= early.find((result) => result.conversationId === conversationId);
   } else if (sent.answerLost) {
     answerLost = true;
-    adoptForLostAnswer();
+    if (!asksStatus) adoptForLostAnswer();
   }
-  await condition(() => outcome !== undefined, input.resultWaitMs);
+  if (asksStatus) {
+    await waitAsking(
+      input,
+      answerLost,
+      notFound,
+      () => outcome !== undefined,
+      (queryId) => conclusive.add(queryId),
+    );
+    if (!outcome && answerLost && !notFound()) adoptForLostAnswer();
+  } else await condition(() => outcome !== undefined, input.resultWaitMs);
+  if (!outcome && asksStatus && notFound()) {
+    await money.releaseFunds(input.transactionId, { reason: 'QUEUE_TIMEOUT' });
+    return { status: 'FAILED', failureReason: 'QUEUE_TIMEOUT' };
+  }
   if (!outcome) {
     // QUEUE_TIMEOUT when the callback route noted one meanwhile, else NO_RESULT.
     const failureReason = await money.releaseFunds(input.transactionId, { reason: 'NO_RESULT' });
@@ -102,4 +144,33 @@ export async function sendMoney(input: SendMoneyInput): Promise<MoneyMovementRes
     conversationId: outcome.conversationId,
   });
   return { status: 'POSTED' };
+}
+
+/**
+ * Waits for the payout to settle until `resultWaitMs` ends, asking the provider's Transaction
+ * Status from `statusQueryAfterMs` on, every `statusQueryIntervalMs`. A lost answer is asked
+ * about at once too, but a "not found" to that query proves nothing (the provider refused our
+ * repeat, so it has the payout; its core may not have processed it yet): only queries asked
+ * after the wait are `conclusive`. Workflow time: deterministic.
+ */
+async function waitAsking(
+  input: SendMoneyInput,
+  answerLost: boolean,
+  notFound: () => boolean,
+  hasOutcome: () => boolean,
+  markConclusive: (queryId: string) => void,
+): Promise<void> {
+  const settled = () => hasOutcome() || notFound();
+  const deadline = Date.now() + input.resultWaitMs;
+  const left = () => Math.max(0, deadline - Date.now());
+  const ask = async (proves: boolean) => {
+    const asked = await money.askPayoutStatus(input.transactionId);
+    if (asked.asked && proves) markConclusive(asked.queryId);
+  };
+  if (answerLost) await ask(false);
+  if (left() > 0 && (await condition(settled, Math.min(input.statusQueryAfterMs!, left())))) return;
+  while (left() > 0 && !settled()) {
+    await ask(true);
+    if (left() > 0 && (await condition(settled, Math.min(input.statusQueryIntervalMs ?? left(), left())))) return;
+  }
 }

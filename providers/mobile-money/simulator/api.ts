@@ -18,9 +18,11 @@ import {
   wholeAmount,
 } from './model';
 import type { SimulatorState } from './state';
+import { statusRoutes } from './status';
 
 /**
- * The provider's API: OAuth, push prompt, its status query and B2C (./b2c.ts), with the
+ * The provider's API: OAuth, push prompt, its status query, B2C (./b2c.ts) and the Transaction
+ * Status query (./status.ts), with the
  * provider's checks (Basic and Bearer auth, Password, required fields) and error envelopes.
  */
 export function providerApi(state: SimulatorState, callbacks: SimulatorCallbacks): Router {
@@ -133,5 +135,6 @@ export function providerApi(state: SimulatorState, callbacks: SimulatorCallbacks
   });
 
   b2cRoutes(api, state, callbacks);
+  statusRoutes(api, state, callbacks);
   return api;
 }

@@ -16,12 +16,24 @@ export interface Delivery {
 }
 
 export function simulatorCallbacks(state: SimulatorState) {
+  /** Keeps what was sent (or lost), the newest LIMITS.callbacks. */
+  function record(entry: Omit<SentCallback, 'at'>): SentCallback {
+    const at = { ...entry, at: new Date().toISOString() };
+    state.sent.push(at);
+    if (state.sent.length > LIMITS.callbacks) state.sent.shift();
+    return at;
+  }
+
   /** Sends a callback (a forged one under its forgery's name: not counted as the request's). */
   async function post(delivery: Delivery, forgery?: string): Promise<SentCallback> {
-    const entry: SentCallback = { ...delivery, at: new Date().toISOString(), ...(forgery && { forgery }) };
-    state.sent.push(entry);
-    if (state.sent.length > LIMITS.callbacks) state.sent.shift();
-    const target = delivery.kind === 'stk' ? state.pushes.get(delivery.id) : state.payments.get(delivery.id);
+    const entry = record({ ...delivery, ...(forgery && { forgery }) });
+    // A status Result is the query's, not one of the payout's own callbacks.
+    const target =
+      delivery.kind === 'stk'
+        ? state.pushes.get(delivery.id)
+        : delivery.kind === 'b2c_status'
+          ? undefined
+          : state.payments.get(delivery.id);
     if (target && !forgery) target.callbacksSent += 1;
     try {
       // Keep-alive node:http, as a provider's callback sender would pool its connections.
@@ -64,8 +76,7 @@ export function simulatorCallbacks(state: SimulatorState) {
     }
     switch (state.mode.callbacks) {
       case 'lose':
-        state.sent.push({ ...delivery, at: new Date().toISOString(), lost: true });
-        if (state.sent.length > LIMITS.callbacks) state.sent.shift();
+        record({ ...delivery, lost: true });
         return;
       case 'duplicate':
         void post(delivery).then(() => post(delivery));
@@ -174,6 +185,7 @@ export function simulatorCallbacks(state: SimulatorState) {
 
   function decidePayment(payment: SimulatedPayment, outcome: Outcome | 'queue_timeout', callback = true) {
     if (payment.state !== 'pending') return;
+    payment.decidedAt = new Date().toISOString();
     if (outcome === 'queue_timeout') {
       payment.state = 'timed_out';
       payment.resultCode = 'SVC0001';
@@ -192,6 +204,6 @@ export function simulatorCallbacks(state: SimulatorState) {
     else state.timers.later(state.mode.callbackDelayMs, () => decide());
   };
 
-  return { post, flush, dispatch, stkDelivery, b2cDelivery, decidePush, decidePayment, schedule };
+  return { record, post, flush, dispatch, stkDelivery, b2cDelivery, decidePush, decidePayment, schedule };
 }
 export type SimulatorCallbacks = ReturnType<typeof simulatorCallbacks>;

@@ -15,6 +15,8 @@ export function simulatorControl(state: SimulatorState, callbacks: SimulatorCall
       for (const store of [state.pushes, state.payments, state.originatorIds, state.receipts, state.processingAnswered])
         store.clear();
       state.sent.length = 0;
+      state.statusQueries.length = 0;
+      state.statusResultsLostSoFar = 0;
       state.held = [];
       state.mode = state.defaults();
       state.chaos.configure(null);
@@ -25,6 +27,7 @@ export function simulatorControl(state: SimulatorState, callbacks: SimulatorCall
       state.mode = { ...state.mode, ...patch };
       // Each push gets a fresh budget of "being processed" answers.
       if (patch.processingQueries !== undefined) state.processingAnswered.clear();
+      if (patch.statusResultsLost !== undefined) state.statusResultsLostSoFar = 0;
       // Chaos settings given (again) start a new plan and record; null turns it off.
       if (patch.chaos !== undefined) state.chaos.configure(patch.chaos);
       if (leavingReorder) void flush();
@@ -32,6 +35,7 @@ export function simulatorControl(state: SimulatorState, callbacks: SimulatorCall
     },
     pushes: () => [...state.pushes.values()],
     payments: () => [...state.payments.values()],
+    statusQueries: () => [...state.statusQueries],
     callbacks: () => [...state.sent],
     flush,
     revokeTokens: () => state.tokens.clear(),
@@ -61,6 +65,9 @@ export function simulatorControl(state: SimulatorState, callbacks: SimulatorCall
   });
   controlApi.get('/b2c', (ctx) => {
     ctx.body = control.payments();
+  });
+  controlApi.get('/status-queries', (ctx) => {
+    ctx.body = control.statusQueries();
   });
   controlApi.get('/callbacks', (ctx) => {
     ctx.body = control.callbacks();

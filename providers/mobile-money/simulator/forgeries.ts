@@ -1,7 +1,9 @@
+import { randomUUID } from 'node:crypto';
 import { withWrongToken } from '../../simulator-chaos';
 import type { Delivery } from './callbacks';
-import { digits, eatDigits, PAID, type SimulatedPayment, type SimulatedPush } from './model';
+import { digits, eatDigits, PAID, requestId, type SimulatedPayment, type SimulatedPush } from './model';
 import type { SimulatorState } from './state';
+import { statusResult } from './status';
 
 /**
  * What an attacker can send in this protocol, for chaos mode. The provider signs nothing; our
@@ -11,9 +13,12 @@ import type { SimulatorState } from './state';
  * request ids the provider never made, which is also "a success for a request that failed");
  * and someone altering a genuine callback in a way the receiver's rules must catch (a success
  * with another amount, another phone, or a receipt in the wrong form; for a paid push, a refusal,
- * which a status query contradicts). Not sent: a genuine callback's verdict turned around with
- * its ids kept, undetectable in this protocol for a payout (there is no query) and for a push
- * unless every success is confirmed (the service's STK_PUSH_CONFIRM_SUCCESS).
+ * which a status query contradicts). A Transaction Status Result's URL carries a token of its
+ * own: besides it, a status from a query the provider never answered (`unknown_query`, paid, or
+ * `not_found`, which would release a paid payout), one naming another payout (`other_payout`),
+ * and a paid status altered as above. Not sent: a genuine callback's verdict turned around with
+ * its ids kept, undetectable in this protocol unless the provider is asked (a payout's status
+ * query; for a push, the service's STK_PUSH_CONFIRM_SUCCESS).
  */
 type Builders = {
   stkBody(push: SimulatedPush, overrides?: Record<string, unknown>): unknown;
@@ -68,7 +73,14 @@ export function mobileMoneyForgeries(
 
   const payment = delivery.kind === 'stk' ? undefined : state.payments.get(delivery.id);
   if (!payment) return wrongToken;
-  const completed: SimulatedPayment = { ...payment, state: 'completed', resultCode: 0, resultDesc: PAID.desc };
+  const completed: SimulatedPayment = {
+    ...payment,
+    state: 'completed',
+    resultCode: 0,
+    resultDesc: PAID.desc,
+    decidedAt: payment.decidedAt ?? new Date().toISOString(),
+  };
+  if (delivery.kind === 'b2c_status') return statusForgeries(state, delivery, completed, forge, wrongToken);
   const success = (name: string, params: Record<string, unknown>, ids: Partial<SimulatedPayment> = {}) =>
     forge(name, {
       kind: 'b2c_result',
@@ -90,5 +102,33 @@ export function mobileMoneyForgeries(
     }),
     malformed_receipt: success('malformed_receipt', { TransactionReceipt: payment.transactionId.toLowerCase() }),
     unknown_payout: unknownPayout,
+  };
+}
+
+/** A status Result's forgeries (see above): `completed` is the payout as it would read paid. */
+function statusForgeries(
+  state: SimulatorState,
+  delivery: Delivery,
+  completed: SimulatedPayment,
+  forge: (name: string, changed: Partial<Delivery>) => () => Promise<number>,
+  wrongToken: Record<string, () => Promise<number>>,
+): Record<string, () => Promise<number>> {
+  const asked = state.statusQueries.findLast((q) => q.resultUrl === delivery.url);
+  if (!asked) return wrongToken;
+  const query = { ...asked, initiatorValid: true };
+  const otherQuery = {
+    originatorConversationId: requestId(),
+    conversationId: `AG_${eatDigits().slice(0, 8)}_${digits(20)}`,
+  };
+  const paid = (name: string, params: Record<string, unknown>, ids = {}) =>
+    forge(name, { body: statusResult(state, query, completed, params, ids).body });
+  return {
+    ...wrongToken,
+    unknown_query: paid('unknown_query', {}, otherQuery),
+    not_found: forge('not_found', { body: statusResult(state, query, undefined, {}, otherQuery).body }),
+    other_payout: paid('other_payout', { OriginatorConversationID: randomUUID() }),
+    wrong_amount: paid('wrong_amount', { Amount: String(completed.amount + 1) }),
+    wrong_phone: paid('wrong_phone', { CreditPartyName: `${otherPhone(completed.phone)} - Simulated Recipient` }),
+    malformed_receipt: paid('malformed_receipt', { ReceiptNo: completed.transactionId.toLowerCase() }),
   };
 }

@@ -14,6 +14,7 @@ export type {
   SentCallback,
   SimulatedPayment,
   SimulatedPush,
+  SimulatedStatusQuery,
   SimulatorMode,
 } from './model';
 

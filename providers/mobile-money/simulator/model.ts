@@ -4,9 +4,10 @@ import { ChaosSettings, type ChaosRecord } from '../../simulator-chaos';
 
 /**
  * Simulator of the mobile-money provider (protocols/mobile-money.md, Daraja-like) for
- * development and tests: OAuth, push prompt, status query and B2C (the current v3 path and the
- * legacy v1 one) with the provider's checks and error envelopes `{requestId, errorCode,
- * errorMessage}`, callbacks after a delay, and a control API under /_control to lose, duplicate,
+ * development and tests: OAuth, push prompt, status query, B2C (the current v3 path and the
+ * legacy v1 one) and the Transaction Status query (./status.ts; answers with the payout's true
+ * state as decided here, by callback) with the provider's checks and error envelopes `{requestId,
+ * errorCode, errorMessage}`, callbacks after a delay, and a control API under /_control to lose, duplicate,
  * delay or reorder callbacks (or deliver each as a seeded chaos plan says: `chaos`, see
  * ../../simulator-chaos.ts and ./forgeries.ts), hold status queries at "being processed", fail
  * OAuth or pushes, answer payouts late, read what was received and sent, and fetch the
@@ -36,7 +37,10 @@ import { ChaosSettings, type ChaosRecord } from '../../simulator-chaos';
  * 400 / 400.002.02; an invalid token is HTTP 404 / 404.001.03; a queue timeout is a Result with
  * ResultType 1 and ResultCode "SVC0001"; simulated failures use `<status>.001.01`; a legacy v1
  * B2C gets an OriginatorConversationID like the provider's samples (`16740-34861180-1`), and any
- * it was sent is ignored.
+ * it was sent is ignored; Transaction Status as ../protocol.ts marks it (2032 for a transaction
+ * it does not know, which a payout that timed out in the queue is too; "Declined" with
+ * `ReasonCode` for a failed payout; "Initiated" while a payout is undecided; a status Result at
+ * the query's ResultURL only, its queue timeout never sent).
  */
 export type CallbackMode = 'normal' | 'lose' | 'duplicate' | 'delay' | 'reorder';
 
@@ -83,6 +87,11 @@ export const modeSchema = z
     failedPushesTakeEffect: z.boolean(),
     hangMs: z.number().int().min(0),
     tokenTtlSeconds: z.number().int().min(1),
+    /**
+     * The next N Transaction Status results are lost (counted from this change). Status results
+     * are not lost by `callbacks: 'lose'`, which loses push and payout results only.
+     */
+    statusResultsLost: z.number().int().min(0),
     /** Seeded callback chaos (copies, shuffling, late, forged per callback); it overrides `callbacks`. null: off. */
     chaos: ChaosSettings.nullable(),
   })
@@ -127,6 +136,8 @@ export interface SimulatedPayment {
   resultUrl: string;
   queueTimeoutUrl: string;
   receivedAt: string;
+  /** When it was decided (completed, failed or timed out). */
+  decidedAt?: string;
   state: 'pending' | 'completed' | 'failed' | 'timed_out';
   resultCode: number | string;
   resultDesc: string;
@@ -134,9 +145,27 @@ export interface SimulatedPayment {
   callbacksSent: number;
 }
 
+/** A Transaction Status query received, and what its Result said. */
+export interface SimulatedStatusQuery {
+  /** What it asked about: OriginalConversationID and/or TransactionID (a receipt), as sent. */
+  originalConversationId?: string;
+  receipt?: string;
+  /** The query's own ids, as answered. */
+  originatorConversationId: string;
+  conversationId: string;
+  initiatorValid: boolean;
+  resultUrl: string;
+  queueTimeoutUrl: string;
+  occasion?: string;
+  receivedAt: string;
+  /** What its Result reported, once sent (or lost). */
+  answered?: 'completed' | 'failed' | 'pending' | 'not_found' | 'query_failed';
+  resultsSent: number;
+}
+
 export interface SentCallback {
-  kind: 'stk' | 'b2c_result' | 'b2c_timeout';
-  /** CheckoutRequestID, or OriginatorConversationID for B2C. */
+  kind: 'stk' | 'b2c_result' | 'b2c_timeout' | 'b2c_status';
+  /** CheckoutRequestID, or OriginatorConversationID for B2C (for a status Result: the payout's). */
   id: string;
   url: string;
   at: string;
@@ -160,6 +189,8 @@ export interface RunningMobileMoneySimulator {
     setMode(patch: Partial<SimulatorMode>): SimulatorMode;
     pushes(): SimulatedPush[];
     payments(): SimulatedPayment[];
+    /** Transaction Status queries received, oldest first (also GET /_control/status-queries). */
+    statusQueries(): SimulatedStatusQuery[];
     callbacks(): SentCallback[];
     /** Sends held 'reorder' callbacks now, last-first. */
     flush(): Promise<void>;

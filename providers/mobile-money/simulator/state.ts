@@ -11,6 +11,7 @@ import {
   type SentCallback,
   type SimulatedPayment,
   type SimulatedPush,
+  type SimulatedStatusQuery,
   type SimulatorMode,
 } from './model';
 
@@ -29,6 +30,10 @@ export interface SimulatorState {
   receipts: Map<string, true>;
   /** "Being processed" answers already given per push since processingQueries was set. */
   processingAnswered: Map<string, number>;
+  /** Transaction Status queries received, oldest first (bounded). */
+  statusQueries: SimulatedStatusQuery[];
+  /** Status results lost since statusResultsLost was set. */
+  statusResultsLostSoFar: number;
   sent: SentCallback[];
   /** 'reorder' mode: callbacks held, to be sent last-first. */
   held: Delivery[];
@@ -57,6 +62,7 @@ export function createSimulatorState(options: MobileMoneySimulatorOptions): Simu
     failedPushesTakeEffect: true,
     hangMs: 60_000,
     tokenTtlSeconds: 3599,
+    statusResultsLost: 0,
     chaos: null,
   });
   const timers = new SimulatorTimers();
@@ -70,6 +76,8 @@ export function createSimulatorState(options: MobileMoneySimulatorOptions): Simu
     originatorIds: new Map(),
     receipts: new Map(),
     processingAnswered: new Map(),
+    statusQueries: [],
+    statusResultsLostSoFar: 0,
     sent: [],
     held: [],
     timers,

@@ -42,7 +42,7 @@ export const platformSettings = {
   CALLBACK_BODY_LIMIT: byteSize('16kb'),
   /** Callbacks stored raw per transaction or KYC application; more are counted and logged, not stored. */
   CALLBACKS_STORED_PER_RESOURCE: positiveInt(20),
-  /** How long raw provider callbacks are kept; older ones are purged by the callback-retention schedule. */
+  /** How long raw provider callbacks (and payout status queries) are kept; older ones are purged by the callback-retention schedule. */
   CALLBACK_RETENTION: duration('90d'),
   /** How often the callback-retention schedule runs. */
   CALLBACK_PURGE_INTERVAL: duration('1h'),

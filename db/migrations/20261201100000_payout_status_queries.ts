@@ -27,6 +27,8 @@ export async function up(knex: Knex): Promise<void> {
     /** What its first checked Result said (completed, failed, not_found, pending, query_failed): one answer per query. */
     t.text('answered');
     t.index(['transaction_id']);
+    /** The callback-retention schedule deletes them by age. */
+    t.index(['asked_at']);
   });
   await knex.raw(kindCheck([...KINDS, ...STATUS_KINDS]));
 }

@@ -8,6 +8,7 @@ import { harness } from '../support/harness';
 import { call } from '../support/http';
 import {
   callbacksRecorded,
+  insertStkPushTransaction,
   newCustomer,
   postCallback,
   pushAccepted,
@@ -132,9 +133,19 @@ describe('attack run, finding 2: no caller without credentials can store an unbo
     }
   });
 
-  it('raw callbacks older than CALLBACK_RETENTION are purged by the callback-retention schedule; newer ones stay', async () => {
+  it('raw callbacks and payout status queries older than CALLBACK_RETENTION are purged by the callback-retention schedule; newer ones stay', async () => {
     const { db, client, config } = harness();
     const old = new Date(Date.now() - config.CALLBACK_RETENTION - 86_400_000);
+    const payout = await insertStkPushTransaction(await newCustomer(), 100_000);
+    const query = (asked_at: Date) => ({
+      id: randomUUID(),
+      transaction_id: payout.id,
+      organization_id: payout.organization_id,
+      token: randomBytes(24).toString('base64url'),
+      asked_at,
+    });
+    const [oldQuery, newQuery] = [query(old), query(new Date())];
+    await db('payout_status_queries').insert([oldQuery, newQuery]);
     const ref = randomUUID();
     await db('mobile_money_callbacks').insert([
       { kind: 'STK', transaction_ref: ref, raw: '{}', disposition: 'LATE', received_at: old },
@@ -165,6 +176,15 @@ describe('attack run, finding 2: no caller without credentials can store an unbo
       'old KYC event purged',
       async () => (await db('kyc_callback_events').where({ event_id: oldEvent })).length === 0,
       20_000,
+    );
+    await until(
+      'old status query purged',
+      async () => (await db('payout_status_queries').where({ transaction_id: payout.id })).length === 1,
+      20_000,
+    );
+    assert.deepEqual(
+      (await db('payout_status_queries').where({ transaction_id: payout.id })).map((q) => q.id),
+      [newQuery.id],
     );
   });
 });

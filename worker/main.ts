@@ -24,9 +24,9 @@ async function main() {
     throw new Error('DATABASE_URL is required to run the worker on its own (npm start runs everything)');
   installRuntime({ logger, metricsBindAddress: `0.0.0.0:${config.WORKER_METRICS_PORT}` });
   const db = createDb(config.DATABASE_URL, config.DATABASE_POOL_MAX, logger);
-  const address = config.TEMPORAL_ADDRESS ?? 'localhost:7233';
-  const connection = await NativeConnection.connect({ address });
-  const clientConnection = await Connection.connect(temporalConnectionOptions(config, address));
+  const options = temporalConnectionOptions(config);
+  const connection = await NativeConnection.connect({ address: options.address });
+  const clientConnection = await Connection.connect(options);
   const temporal = new Client({ connection: clientConnection, namespace: config.TEMPORAL_NAMESPACE });
   await ensureSchedules(temporal, config);
   const worker = await createWorker(

@@ -3,7 +3,7 @@ import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { isKenyanMobile } from '../../../domain/identifiers';
 import type { SimulatorCallbacks } from './callbacks';
-import { authorized, reject, validate, str } from './checks';
+import { authorized, initiatorValid, reject, validate, str } from './checks';
 import {
   BAD_REQUEST,
   eatDigits,
@@ -30,11 +30,6 @@ const COMMANDS = ['BusinessPayment', 'SalaryPayment', 'PromotionPayment'];
 export function b2cRoutes(api: Router, state: SimulatorState, callbacks: SimulatorCallbacks): void {
   const { options } = state;
   const b2cShortCode = options.b2cShortCode ?? options.shortCode;
-
-  const initiatorValid = (body: Record<string, unknown>) =>
-    (options.initiatorName === undefined || body.InitiatorName === options.initiatorName) &&
-    (options.initiatorPassword === undefined ||
-      state.credentials.decrypt(str(body.SecurityCredential)) === options.initiatorPassword);
 
   const paymentRequest = (version: SimulatedPayment['api']) => async (ctx: Context) => {
     if (!authorized(state, ctx)) return;
@@ -76,7 +71,7 @@ export function b2cRoutes(api: Router, state: SimulatorState, callbacks: Simulat
       api: version,
       originatorConversationId,
       conversationId: `AG_${eatDigits().slice(0, 8)}_${randomBytes(10).toString('hex')}`,
-      initiatorValid: initiatorValid(body),
+      initiatorValid: initiatorValid(state, body, 'InitiatorName'),
       phone,
       amount,
       commandId: str(body.CommandID),

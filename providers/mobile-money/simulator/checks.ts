@@ -28,3 +28,13 @@ export const authorized = (state: SimulatorState, ctx: Context) => {
   reject(ctx, 404, INVALID_TOKEN, 'Invalid Access Token');
   return false;
 };
+
+/**
+ * Whether a B2C or Transaction Status request names the configured initiator (its name under
+ * `nameField`) and a SecurityCredential that decrypts to its password. A wrong one is accepted
+ * and answered 2001 in the Result, as the provider does.
+ */
+export const initiatorValid = (state: SimulatorState, body: Record<string, unknown>, nameField: string) =>
+  (state.options.initiatorName === undefined || body[nameField] === state.options.initiatorName) &&
+  (state.options.initiatorPassword === undefined ||
+    state.credentials.decrypt(str(body.SecurityCredential)) === state.options.initiatorPassword);

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type Router from '@koa/router';
 import { feeFor, MINOR_PER_SHILLING } from '../../../domain/mobile-money/transaction';
 import type { SimulatorCallbacks } from './callbacks';
-import { authorized, str, validate } from './checks';
+import { authorized, initiatorValid, str, validate } from './checks';
 import {
   eatDigits,
   INVALID_INITIATOR,
@@ -67,10 +67,7 @@ export function statusRoutes(api: Router, state: SimulatorState, callbacks: Simu
       ...(typeof receipt === 'string' && { receipt }),
       originatorConversationId: requestId(),
       conversationId: `AG_${eatDigits().slice(0, 8)}_${randomBytes(10).toString('hex')}`,
-      initiatorValid:
-        (options.initiatorName === undefined || body.Initiator === options.initiatorName) &&
-        (options.initiatorPassword === undefined ||
-          state.credentials.decrypt(str(body.SecurityCredential)) === options.initiatorPassword),
+      initiatorValid: initiatorValid(state, body, 'Initiator'),
       resultUrl: str(body.ResultURL),
       queueTimeoutUrl: str(body.QueueTimeOutURL),
       ...(typeof body.Occasion === 'string' && { occasion: body.Occasion }),

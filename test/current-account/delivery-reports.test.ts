@@ -16,6 +16,17 @@ const sentText = (userId: string) =>
     const send = await sendOf(userId);
     return send?.provider_message_id ? send : undefined;
   });
+/** A fresh applicant whose activation code's text went out, and the gateway's message id of it. */
+async function codeTexted() {
+  const customer = await newApplicant();
+  await activation.start(customer.headers);
+  await codeSentTo(customer.phone);
+  const { provider_message_id: id } = await sentText(customer.user.id);
+  return { customer, id };
+}
+const form = (fields: Record<string, string>) => new URLSearchParams(fields).toString();
+const postReport = (token: string, raw: string, contentType = 'application/x-www-form-urlencoded') =>
+  call('POST', reportPath(token), { raw, contentType });
 
 describe('protocol: SMS delivery reports (Africa’s Talking, form-encoded, the URL’s token the credential)', () => {
   afterEach(() => smsControl('/mode', 'PATCH', { deliveryReportUrl: null, delivery: 'Success' }));
@@ -44,27 +55,25 @@ describe('protocol: SMS delivery reports (Africa’s Talking, form-encoded, the 
 
   it('a wrong token is 404 and records nothing; a JSON body is 415; an unknown status or a field twice is 400; a report of a text we never sent is acknowledged', async () => {
     const { config } = harness();
-    const customer = await newApplicant();
-    await activation.start(customer.headers);
-    await codeSentTo(customer.phone);
-    const { provider_message_id: id } = await sentText(customer.user.id);
-    const form = (fields: Record<string, string>) => new URLSearchParams(fields).toString();
-    const post = (token: string, raw: string, contentType = 'application/x-www-form-urlencoded') =>
-      call('POST', reportPath(token), { raw, contentType });
+    const { customer, id } = await codeTexted();
 
-    const forged = await post(
+    const forged = await postReport(
       'not-the-token-at-all-000000000',
       form({ id, status: 'Failed', phoneNumber: customer.phone }),
     );
     assert.equal(forged.status, 404);
     assert.equal((await sendOf(customer.user.id)).delivery_status, null);
-    const json = await post(config.SMS_CALLBACK_TOKEN!, JSON.stringify({ id, status: 'Success' }), 'application/json');
+    const json = await postReport(
+      config.SMS_CALLBACK_TOKEN!,
+      JSON.stringify({ id, status: 'Success' }),
+      'application/json',
+    );
     assert.equal(json.status, 415);
-    assert.equal((await post(config.SMS_CALLBACK_TOKEN!, form({ id, status: 'Delivered' }))).status, 400);
-    assert.equal((await post(config.SMS_CALLBACK_TOKEN!, `id=${id}&id=other&status=Success`)).status, 400);
-    const stranger = await post(config.SMS_CALLBACK_TOKEN!, form({ id: 'ATXid_unknown', status: 'Success' }));
+    assert.equal((await postReport(config.SMS_CALLBACK_TOKEN!, form({ id, status: 'Delivered' }))).status, 400);
+    assert.equal((await postReport(config.SMS_CALLBACK_TOKEN!, `id=${id}&id=other&status=Success`)).status, 400);
+    const stranger = await postReport(config.SMS_CALLBACK_TOKEN!, form({ id: 'ATXid_unknown', status: 'Success' }));
     assert.equal(stranger.status, 200);
-    const ok = await post(
+    const ok = await postReport(
       config.SMS_CALLBACK_TOKEN!,
       form({
         id,
@@ -80,15 +89,9 @@ describe('protocol: SMS delivery reports (Africa’s Talking, form-encoded, the 
 
   it('reports may come in any order: an interim one (Submitted, Buffered) after the final one leaves it as it is (callback chaos finding)', async () => {
     const { config } = harness();
-    const customer = await newApplicant();
-    await activation.start(customer.headers);
-    await codeSentTo(customer.phone);
-    const { provider_message_id: id } = await sentText(customer.user.id);
+    const { customer, id } = await codeTexted();
     const report = (status: string, failureReason?: string) =>
-      call('POST', reportPath(config.SMS_CALLBACK_TOKEN!), {
-        raw: new URLSearchParams({ id, status, ...(failureReason && { failureReason }) }).toString(),
-        contentType: 'application/x-www-form-urlencoded',
-      });
+      postReport(config.SMS_CALLBACK_TOKEN!, form({ id, status, ...(failureReason && { failureReason }) }));
     assert.equal((await report('Submitted')).status, 200);
     assert.equal((await sendOf(customer.user.id)).delivery_status, 'Submitted', 'an interim report is recorded');
     assert.equal((await report('Failed', 'DeliveryFailure')).status, 200);

@@ -49,6 +49,9 @@ async function newOffer(openMs: number) {
   return { borrower, offer, input, workflowId: workflowIds.loanApplication(offer.id) };
 }
 
+const applicationStatus = async (applicationId: string): Promise<string> =>
+  (await harness().db('loan_applications').where({ id: applicationId }).first('status')).status;
+
 /** Kills a spawned worker the hard way and waits until it is gone. */
 async function killed(worker: Awaited<ReturnType<typeof spawnWorker>>) {
   worker.child.kill('SIGKILL');
@@ -134,7 +137,7 @@ async function acceptanceWithLostUpdate(openMs: number) {
     await db.raw(`drop trigger if exists ${hold} on journal_entries`);
     await db.raw(`drop function if exists ${hold}()`);
   };
-  const status = async () => (await db('loan_applications').where({ id: applicationId }).first('status')).status;
+  const status = () => applicationStatus(applicationId);
   try {
     await client.workflow.start('loanApplication', { taskQueue: ownQueue, workflowId, args: [input] });
     await db.raw(`create function ${hold}() returns trigger language plpgsql as $$
@@ -176,7 +179,7 @@ async function acceptanceWithLostUpdate(openMs: number) {
 async function finishedOnce(applicationId: string, currentAccountId: string): Promise<string> {
   const { client, db } = harness();
   const loanId = await loanOf(applicationId);
-  assert.equal((await db('loan_applications').where({ id: applicationId }).first('status')).status, 'DISBURSED');
+  assert.equal(await applicationStatus(applicationId), 'DISBURSED');
   assert.deepEqual(await journalKinds(loanId), ['COLLATERAL_HOLD', 'DISBURSEMENT', 'INTEREST'], 'each once');
   assert.deepEqual(await balanceOf(currentAccountId), { balance: 600_000, held: 50_000, available: 550_000 });
   assert.ok(await ledgerIsBalanced(db));

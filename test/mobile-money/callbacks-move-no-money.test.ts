@@ -7,6 +7,7 @@ import { workflowIds } from '../../workflows/ids';
 import { harness } from '../support/harness';
 import { recordHistory } from '../support/histories';
 import {
+  b2cResult,
   balanceOf,
   checkoutRequestOf,
   callbacksRecorded,
@@ -39,36 +40,6 @@ const recorded = (id: string, count = 1) =>
     return rows.length >= count && rows;
   });
 
-/** A B2C Result body as the provider sends it, with the fields a test sets. */
-function b2cResult(fields: {
-  originator: string;
-  conversation: string;
-  code: number | string;
-  amount?: number;
-  receipt?: string;
-  receiver?: string;
-}) {
-  const parameters =
-    fields.code === 0
-      ? [
-          { Key: 'TransactionAmount', Value: fields.amount },
-          { Key: 'TransactionReceipt', Value: fields.receipt },
-          { Key: 'ReceiverPartyPublicName', Value: fields.receiver },
-        ].filter((p) => p.Value !== undefined)
-      : [];
-  return {
-    Result: {
-      ResultType: 0,
-      ResultCode: fields.code,
-      ResultDesc: fields.code === 0 ? 'The service request is processed successfully.' : 'Refused',
-      OriginatorConversationID: fields.originator,
-      ConversationID: fields.conversation,
-      ...(fields.receipt && { TransactionID: fields.receipt }),
-      ...(parameters.length > 0 && { ResultParameters: { ResultParameter: parameters } }),
-    },
-  };
-}
-
 /** A customer funded with 300,000 whose payout of 100,000 is with the provider, its result held back. */
 async function pendingPayout() {
   await setSimulatorMode({ callbackDelayMs: 60_000 });
@@ -78,6 +49,24 @@ async function pendingPayout() {
   const created = await sendAccepted(customer, 100_000, recipient);
   await payoutSent(created.id);
   return { funded, customer, recipient, created, row: await transactionRow(created.id) };
+}
+
+/**
+ * A customer funded with 300,000 whose payout of 100,000 the provider has taken, its answer not
+ * yet recorded (no ConversationID) and its result held back.
+ */
+async function payoutBeforeItsAnswer() {
+  await setSimulatorMode({ payoutAnswerDelayMs: 2_000, callbackDelayMs: 60_000 });
+  const customer = await fundedCustomer(300_000);
+  const recipient = payerNumber(0);
+  const created = await sendAccepted(customer, 100_000, recipient);
+  const [payment] = await until('the payout at the provider', async () => {
+    const payments = await paymentsTo(recipient);
+    return payments.length > 0 && payments;
+  });
+  const row = await transactionRow(created.id);
+  assert.equal(row.conversation_id, null, "before the payout's answer");
+  return { customer, recipient, created, payment: payment!, row };
 }
 
 describe('attack run, finding 1: a callback moves money only when it is complete and consistent; anything else is confirmed with the provider first', () => {
@@ -409,16 +398,7 @@ describe("callback chaos finding: a B2C result that beats the payout's answer is
   });
 
   it(`a flood of forged early failures spends at most ${MAX_EARLY_CALLBACK_SIGNALS} of the payout's callback budget: the genuine result after the answer still settles it`, async () => {
-    await setSimulatorMode({ payoutAnswerDelayMs: 2_000, callbackDelayMs: 60_000 });
-    const customer = await fundedCustomer(300_000);
-    const recipient = payerNumber(0);
-    const created = await sendAccepted(customer, 100_000, recipient);
-    const [payment] = await until('the payout at the provider', async () => {
-      const payments = await paymentsTo(recipient);
-      return payments.length > 0 && payments;
-    });
-    const row = await transactionRow(created.id);
-    assert.equal(row.conversation_id, null, "before the payout's answer");
+    const { customer, created, payment, row } = await payoutBeforeItsAnswer();
     // A failure needs no amount or receipt to look consistent: only the token is needed to send one.
     for (let i = 0; i < MAX_CALLBACK_SIGNALS; i++) {
       const forged = b2cResult({ originator: row.id, conversation: `AG_20261126_forged_${i}`, code: 1 });
@@ -431,7 +411,7 @@ describe("callback chaos finding: a B2C result that beats the payout's answer is
       MAX_CALLBACK_SIGNALS - MAX_EARLY_CALLBACK_SIGNALS,
     );
     await payoutSent(created.id);
-    await sendCallbackNow(payment!.originatorConversationId);
+    await sendCallbackNow(payment.originatorConversationId);
     const done = await settled(customer.headers, created.id);
     assert.equal(done.status, 'POSTED', JSON.stringify(done));
     assert.deepEqual(await journalKinds(created.id), ['HOLD', 'PAYOUT']);
@@ -453,16 +433,7 @@ describe("callback chaos finding: a B2C result that beats the payout's answer is
   });
 
   it('an early result naming another ConversationID is never applied; the genuine result settles the payout', async () => {
-    await setSimulatorMode({ payoutAnswerDelayMs: 2_000, callbackDelayMs: 60_000 });
-    const customer = await fundedCustomer(300_000);
-    const recipient = payerNumber(0);
-    const created = await sendAccepted(customer, 100_000, recipient);
-    const [payment] = await until('the payout at the provider', async () => {
-      const payments = await paymentsTo(recipient);
-      return payments.length > 0 && payments;
-    });
-    const row = await transactionRow(created.id);
-    assert.equal(row.conversation_id, null, "before the payout's answer");
+    const { customer, recipient, created, payment, row } = await payoutBeforeItsAnswer();
     const forged = b2cResult({
       originator: row.id,
       conversation: 'AG_20261126_forged',
@@ -476,9 +447,9 @@ describe("callback chaos finding: a B2C result that beats the payout's answer is
     await payoutSent(created.id);
     await new Promise((resolve) => setTimeout(resolve, 500));
     assert.equal((await transactionRow(created.id)).status, 'PENDING', 'the forged result was not applied');
-    await sendCallbackNow(payment!.originatorConversationId);
+    await sendCallbackNow(payment.originatorConversationId);
     const done = await settled(customer.headers, created.id);
     assert.equal(done.status, 'POSTED', JSON.stringify(done));
-    assert.equal(done.mobilemoney_transaction_id, payment!.transactionId, 'the genuine receipt');
+    assert.equal(done.mobilemoney_transaction_id, payment.transactionId, 'the genuine receipt');
   });
 });

@@ -2,17 +2,17 @@ import { strict as assert } from 'node:assert';
 import { ledgerIsBalanced } from '../../db/ledger/ledger';
 import type { StatusQueryRow } from '../../db/mobile-money/status-queries';
 import type { TransactionRow } from '../../db/mobile-money/transactions';
-import { feeFor } from '../../domain/mobile-money/transaction';
 import { workflowIds } from '../../workflows/ids';
 import type { SendMoneyInput } from '../../workflows/mobile-money/messages';
 import { harness } from '../support/harness';
 import { recordHistory } from '../support/histories';
 import { call } from '../support/http';
 import {
+  b2cResult,
   balanceOf,
   callbacksRecorded,
   fundedCustomer,
-  insertStkPushTransaction,
+  insertPayoutTransaction,
   journalKinds,
   mobileMoneyActivities,
   newCustomer,
@@ -45,8 +45,18 @@ const statusCallbacks = async (transactionId: string) =>
 /** A status query of the payout, once the provider's answer to it is recorded. */
 const answeredQuery = (transactionId: string) =>
   until('a status query answered', async () => (await statusQueriesOf(transactionId)).find((q) => q.conversation_id));
-const postStatus = (query: Pick<StatusQueryRow, 'id' | 'token'>, body: unknown, token = query.token) =>
-  call('POST', `/v1/transactions/mobilemoney/callbacks/b2c-status/${query.id}/${token}/result`, { json: body });
+/** The status answers recorded for the payout, once there is one. */
+const statusAnswers = (transactionId: string, what = 'a status answer') =>
+  until(what, async () => {
+    const rows = await statusCallbacks(transactionId);
+    return rows.length > 0 && rows;
+  });
+const postStatus = (
+  query: Pick<StatusQueryRow, 'id' | 'token'>,
+  body: unknown,
+  token = query.token,
+  outcome: 'result' | 'timeout' = 'result',
+) => call('POST', `/v1/transactions/mobilemoney/callbacks/b2c-status/${query.id}/${token}/${outcome}`, { json: body });
 
 /** A status Result as the provider builds it (providers/mobile-money/protocol.ts), with the facts a test sets. */
 function statusResult(
@@ -82,7 +92,7 @@ function statusResult(
 
 /**
  * A payout row of `customer` to its own phone, its run started here with timings of the test's
- * own (the harness API's are seconds for the whole suite). `sent`: the payout already taken by
+ * own (the harness API's are seconds for the whole suite). `answerLost`: the payout already taken by
  * the provider and its answer lost, as when the worker died between the two (its retry is then
  * refused as a duplicate); `queueTimedOut`: its queue timeout noted before the run starts.
  */
@@ -92,14 +102,7 @@ async function startPayout(
   options: { answerLost?: boolean; queueTimedOut?: boolean } = {},
 ): Promise<TransactionRow> {
   const { client, db, taskQueue } = harness();
-  const row = await insertStkPushTransaction(customer, AMOUNT);
-  await db('transactions')
-    .where({ id: row.id })
-    .update({
-      type: 'SEND_MONEY',
-      fee_amount: feeFor('SEND_MONEY', AMOUNT),
-      details: { type: 'B2C', direction: 'PAYOUT', account_id: customer.current },
-    });
+  const row = await insertPayoutTransaction(customer, AMOUNT);
   if (options.answerLost) {
     assert.equal((await mobileMoneyActivities().sendB2c(row.id)).state, 'accepted');
     await db('transactions').where({ id: row.id }).update({ conversation_id: null });
@@ -141,10 +144,7 @@ describe('payouts: every copy of the result lost, the provider is asked (Transac
           'asked once SEND_MONEY_STATUS_QUERY_AFTER passed',
         );
         if (reason === 'NO_RESULT') {
-          const answers = await until('a status answer', async () => {
-            const rows = await statusCallbacks(created.id);
-            return rows.length > 0 && rows;
-          });
+          const answers = await statusAnswers(created.id);
           for (const answer of answers)
             assert.deepEqual(
               [answer.disposition, answer.note],
@@ -219,8 +219,7 @@ describe('payouts: a status answer is a callback like any other: forged ones mov
   it("a wrong token (404, not stored), the payout's own token, another query's ids, another amount, another payout, a query that failed, its queue timeout: none is applied; the genuine answer settles it", async () => {
     // Every status result lost until the forgeries are in: the run keeps asking.
     await setSimulatorMode({ callbacks: 'lose', statusResultsLost: 1_000 });
-    const customer = await newCustomer(0);
-    await fund(customer.current, FUNDED);
+    const customer = await fundedCustomer(FUNDED);
     const row = await startPayout(customer, {
       resultWaitMs: 30_000,
       statusQueryAfterMs: 300,
@@ -258,13 +257,7 @@ describe('payouts: a status answer is a callback like any other: forged ones mov
     // The payout's own result URL takes a status-shaped body as a B2C result: not ours either.
     assert.equal((await postCallback('b2c/result', row, statusResult(query, paid))).status, 200);
     // The query's queue timeout says nothing of the payout: noted, and the run asks again.
-    const timeout = await call(
-      'POST',
-      `/v1/transactions/mobilemoney/callbacks/b2c-status/${query.id}/${query.token}/timeout`,
-      {
-        json: statusResult(query, { resultCode: 'SVC0001' }),
-      },
-    );
+    const timeout = await postStatus(query, statusResult(query, { resultCode: 'SVC0001' }), query.token, 'timeout');
     assert.equal(timeout.status, 200);
     const recorded = await until('the forgeries recorded', async () => {
       const rows = await callbacksRecorded(row.id);
@@ -300,30 +293,20 @@ describe("payouts: a lost answer is confirmed by asking the provider, not by the
 
   it('a forged early success, the only one, is not adopted: the status query, asked at once, posts the genuine receipt and ConversationID', async () => {
     await setSimulatorMode({ callbacks: 'lose' });
-    const customer = await newCustomer(0);
-    await fund(customer.current, FUNDED);
+    const customer = await fundedCustomer(FUNDED);
     const row = await startPayout(
       customer,
       { resultWaitMs: 30_000, statusQueryAfterMs: 10_000, statusQueryIntervalMs: 1_000 },
       { answerLost: true },
     );
-    const forgedEarly = {
-      Result: {
-        ResultType: 0,
-        ResultCode: 0,
-        ResultDesc: 'The service request is processed successfully.',
-        OriginatorConversationID: row.id,
-        ConversationID: 'AG_20261201_forged00000000000000',
-        TransactionID: 'FORGED1234',
-        ResultParameters: {
-          ResultParameter: [
-            { Key: 'TransactionAmount', Value: AMOUNT / 100 },
-            { Key: 'TransactionReceipt', Value: 'FORGED1234' },
-            { Key: 'ReceiverPartyPublicName', Value: `${providerPhone(customer.phone)} - R` },
-          ],
-        },
-      },
-    };
+    const forgedEarly = b2cResult({
+      originator: row.id,
+      conversation: 'AG_20261201_forged00000000000000',
+      code: 0,
+      amount: AMOUNT / 100,
+      receipt: 'FORGED1234',
+      receiver: `${providerPhone(customer.phone)} - R`,
+    });
     assert.equal((await postCallback('b2c/result', row, forgedEarly)).status, 200);
     const started = Date.now();
     assert.deepEqual(await result(row.id), { status: 'POSTED' });
@@ -350,10 +333,7 @@ describe("payouts: a lost answer is confirmed by asking the provider, not by the
       { resultWaitMs: 30_000, statusQueryAfterMs: after, statusQueryIntervalMs: 1_000 },
       { answerLost: true, queueTimedOut: true },
     );
-    const [first] = await until('the first status answer', async () => {
-      const answers = await statusCallbacks(row.id);
-      return answers.length > 0 && answers;
-    });
+    const [first] = await statusAnswers(row.id, 'the first status answer');
     assert.equal(first!.disposition, 'SIGNALLED', 'a consistent "not found", handed to the run');
     assert.equal((await transactionRow(row.id)).status, 'PENDING', 'but not acted on');
     assert.deepEqual(await result(row.id), { status: 'FAILED', failureReason: 'QUEUE_TIMEOUT' });

@@ -13,6 +13,7 @@ import {
   balanceOf,
   callbacksRecorded,
   fundedCustomer,
+  insertPayoutTransaction,
   insertStkPushTransaction,
   journalKinds,
   journalOf,
@@ -182,14 +183,7 @@ describe('durability: the worker dies after the provider took a payout, before i
     const fee = feeFor('SEND_MONEY', amount);
     const funded = 300_000;
     const customer = await fundedCustomer(funded);
-    const row = await insertStkPushTransaction(customer, amount);
-    await db('transactions')
-      .where({ id: row.id })
-      .update({
-        type: 'SEND_MONEY',
-        fee_amount: fee,
-        details: { type: 'B2C', direction: 'PAYOUT', account_id: customer.current },
-      });
+    const row = await insertPayoutTransaction(customer, amount);
     // The result comes once the new run has taken over.
     await setSimulatorMode({ callbackDelayMs: 3_000 });
     // The dead worker's step: the request reached the provider; its answer never reached the row.

@@ -241,6 +241,26 @@ export async function insertStkPushTransaction(
   return row as TransactionRow;
 }
 
+/**
+ * A PENDING payout row (SEND_MONEY, its fee and B2C details) to the customer's own phone, for
+ * tests that start the run themselves.
+ */
+export async function insertPayoutTransaction(
+  customer: { current: string; phone: string; user: { organization_id: string } },
+  amount: number,
+): Promise<TransactionRow> {
+  const row = await insertStkPushTransaction(customer, amount);
+  await harness()
+    .db('transactions')
+    .where({ id: row.id })
+    .update({
+      type: 'SEND_MONEY',
+      fee_amount: feeFor('SEND_MONEY', amount),
+      details: { type: 'B2C', direction: 'PAYOUT', account_id: customer.current },
+    });
+  return transactionRow(row.id);
+}
+
 /** POST stk-push that must be accepted: 201 PENDING. */
 export async function pushAccepted(
   customer: { headers: Record<string, string>; current: string; phone: string },
@@ -342,6 +362,36 @@ export function paidStkCallback(
           ],
         },
       },
+    },
+  };
+}
+
+/** A B2C Result body as the provider sends it, with the fields a test sets. */
+export function b2cResult(fields: {
+  originator: string;
+  conversation: string;
+  code: number | string;
+  amount?: number;
+  receipt?: string;
+  receiver?: string;
+}) {
+  const parameters =
+    fields.code === 0
+      ? [
+          { Key: 'TransactionAmount', Value: fields.amount },
+          { Key: 'TransactionReceipt', Value: fields.receipt },
+          { Key: 'ReceiverPartyPublicName', Value: fields.receiver },
+        ].filter((p) => p.Value !== undefined)
+      : [];
+  return {
+    Result: {
+      ResultType: 0,
+      ResultCode: fields.code,
+      ResultDesc: fields.code === 0 ? 'The service request is processed successfully.' : 'Refused',
+      OriginatorConversationID: fields.originator,
+      ConversationID: fields.conversation,
+      ...(fields.receipt && { TransactionID: fields.receipt }),
+      ...(parameters.length > 0 && { ResultParameters: { ResultParameter: parameters } }),
     },
   };
 }

@@ -21,7 +21,15 @@ import { SimulatorTimers } from '../../providers/simulator-server';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** A receiver of callbacks: what came (path, headers, raw body), answering 200. */
+/** A request to a simulator, with a JSON body if given. */
+const jsonFetch = (url: string, method = 'GET', body?: unknown) =>
+  fetch(url, {
+    method,
+    headers: { 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+
+/** A receiver of callbacks: what came (path, raw body), answering 200. */
 async function startReceiver() {
   const received: { path: string; body: string }[] = [];
   const server = createServer((req, res) => {
@@ -195,12 +203,8 @@ describe('unit: simulator callback chaos through the simulators’ control APIs'
     const receiver = await startReceiver();
     const sim = await startMobileMoneySimulator({ ...DEV_MOBILE_MONEY, callbackDelayMs: 0 });
     try {
-      const control = (path: string, method = 'GET', body?: unknown) =>
-        fetch(`${sim.url}/_control${path}`, {
-          method,
-          headers: { 'content-type': 'application/json' },
-          body: body === undefined ? undefined : JSON.stringify(body),
-        });
+      const control = (path: string, method?: string, body?: unknown) =>
+        jsonFetch(`${sim.url}/_control${path}`, method, body);
       assert.equal((await control('/mode', 'PATCH', { chaos: { seed: 1, late: 2 } })).status, 400);
       const chaos = { seed: 3, copies: [0, 0, 1, 0], late: 1, shuffled: 0, forged: 1, lateMaxMs: 60_000 };
       const mode = (await (await control('/mode', 'PATCH', { chaos })).json()) as { chaos: ChaosSettings };
@@ -257,12 +261,7 @@ describe('unit: simulator callback chaos through the simulators’ control APIs'
     const partner = { partnerId: '2101', apiKey: 'chaos-unit-key' };
     const sim = await startKycSimulator({ ...partner, processingMs: 10, callbackDelayMs: 0 });
     try {
-      const call = (path: string, method: string, body?: unknown) =>
-        fetch(`${sim.url}${path}`, {
-          method,
-          headers: { 'content-type': 'application/json' },
-          body: body === undefined ? undefined : JSON.stringify(body),
-        });
+      const call = (path: string, method: string, body?: unknown) => jsonFetch(`${sim.url}${path}`, method, body);
       const signed = (fields: Record<string, unknown>) => {
         const timestamp = new Date().toISOString();
         return {
@@ -312,12 +311,8 @@ describe('unit: simulator callback chaos through the simulators’ control APIs'
     const { sms } = DEV_CURRENT_ACCOUNT;
     const sim = await startSmsSimulator({ ...sms, senderIds: [sms.senderId] });
     try {
-      const control = (path: string, method = 'GET', body?: unknown) =>
-        fetch(`${sim.url}/_control${path}`, {
-          method,
-          headers: { 'content-type': 'application/json' },
-          body: body === undefined ? undefined : JSON.stringify(body),
-        });
+      const control = (path: string, method?: string, body?: unknown) =>
+        jsonFetch(`${sim.url}/_control${path}`, method, body);
       const reportUrl = `${receiver.url}/delivery-reports/${'c'.repeat(40)}`;
       const patched = await control('/mode', 'PATCH', {
         deliveryReportUrl: reportUrl,

@@ -82,8 +82,8 @@ export interface BenchApplicant extends BenchBorrower {
   idNumber: string;
 }
 
-/** A tiny JPEG (its magic bytes are what the bank checks). */
-const JPEG = Buffer.concat([Buffer.from([0xff, 0xd8, 0xff, 0xe0]), Buffer.alloc(64, 7)]);
+/** A tiny JPEG (its magic bytes are what the bank and the KYC simulator check). */
+export const JPEG = Buffer.concat([Buffer.from([0xff, 0xd8, 0xff, 0xe0]), Buffer.alloc(64, 7)]);
 
 /**
  * Applicants for a current account, written in bulk: borrowers (seedBorrowers, no deposit) whose
@@ -128,6 +128,27 @@ export async function seedApplicants(db: Knex, organizationId: string, applicant
       ),
     );
   }
+}
+
+/** Customers of the organization with nothing but their user (no KYC, no accounts): KYC applicants. */
+export async function seedUsers(
+  db: Knex,
+  organizationId: string,
+  users: { id: string; phone: string }[],
+): Promise<void> {
+  if (users.length === 0) return;
+  await db('users').insert(
+    users.map((u) => ({
+      id: u.id,
+      organization_id: organizationId,
+      email: `${u.id}@chaos.test`,
+      name: 'Chaos Applicant',
+      phone_number: u.phone,
+    })),
+  );
+  await db('user_access').insert(
+    users.map((u) => ({ user_id: u.id, organization_id: organizationId, role: 'CUSTOMER' })),
+  );
 }
 
 /**

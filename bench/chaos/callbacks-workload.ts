@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import type { Knex } from 'knex';
 import { poster } from '../lib';
-import { BENCH_LOAN, seedApplicants, seedBorrowers, takeBenchLoans } from '../seed';
+import { BENCH_LOAN, JPEG, seedApplicants, seedBorrowers, seedUsers, takeBenchLoans } from '../seed';
 import { below, seeded, shuffled } from './random';
 
 /**
@@ -101,19 +101,7 @@ export async function prepareActors(options: {
   await seedBorrowers(db, org, of('stk_push', 'send_money'), ORG_FUNDS);
   await seedBorrowers(db, org, of('repayment'), BENCH_LOAN.deposit);
   await seedApplicants(db, org, of('activation'));
-  const applicants = of('kyc_v2', 'kyc_v3');
-  if (applicants.length > 0) {
-    await db('users').insert(
-      applicants.map((a) => ({
-        id: a.id,
-        organization_id: org,
-        email: `${a.id}@chaos.test`,
-        name: 'Chaos Applicant',
-        phone_number: a.phone,
-      })),
-    );
-    await db('user_access').insert(applicants.map((a) => ({ user_id: a.id, organization_id: org, role: 'CUSTOMER' })));
-  }
+  await seedUsers(db, org, of('kyc_v2', 'kyc_v3'));
   const withTokens = await Promise.all(actors.map(async (a) => ({ ...a, token: await options.token(a.id) })));
 
   // Each borrower's loan: the offer (its run's first task done), then taking it.
@@ -131,8 +119,8 @@ export async function prepareActors(options: {
   return withTokens;
 }
 
-/** A small JPEG (its magic bytes are what the service and the simulator check). */
-const JPEG = Buffer.concat([Buffer.from([0xff, 0xd8, 0xff, 0xe0]), Buffer.alloc(64, 7)]).toString('base64');
+/** The images of a verification (the seeds' JPEG). */
+const IMAGE = JPEG.toString('base64');
 
 /** What an operation started: the transaction or the KYC application (an activation is found by its user). */
 export interface Started {
@@ -183,10 +171,10 @@ export async function startOperation(
         channel: 'server_upload',
         id_type: 'IDENTITY_CARD',
         id_number: `2${String(op.index).padStart(6, '0')}${op.digit}`,
-        selfie: JPEG,
-        document_front: JPEG,
+        selfie: IMAGE,
+        document_front: IMAGE,
         consent: true,
-        ...(version === 'v3' && { liveness_images: Array<string>(6).fill(JPEG) }),
+        ...(version === 'v3' && { liveness_images: Array<string>(6).fill(IMAGE) }),
       };
       await send('POST', `/v1/kyc/applications/${id}/verification`, upload, 202, versions);
       return { applicationId: id };

@@ -194,9 +194,10 @@ async function runOnce(operations: Operation[], chaos: ChaosSettings | null, dea
 
 export async function runCallbackChaos(options: { bounded: boolean }): Promise<boolean> {
   const seed = Number(process.env.CHAOS_SEED ?? 20261126);
-  const operations = planOperations(seed, sizes(options.bounded));
+  const size = sizes(options.bounded);
+  const operations = planOperations(seed, size);
   const deadlineMs = options.bounded ? 150_000 : 600_000;
-  const counts = Object.entries(sizes(options.bounded))
+  const counts = Object.entries(size)
     .map(([kind, n]) => `${n} ${kind}`)
     .join(', ');
   console.log(`\nCallback chaos: ${operations.length} operations (${counts}), seed ${seed}`);

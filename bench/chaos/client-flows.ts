@@ -125,6 +125,32 @@ const transactionFinal = (body: Record<string, unknown>) =>
   body.status === 'POSTED' ? 'POSTED' : body.status === 'FAILED' ? `FAILED ${String(body.failure_reason)}` : undefined;
 
 /**
+ * A mobile-money transaction (POST stk-push or send-money) between `account` and `phone`, followed
+ * to POSTED or FAILED: how it ended, and once accepted its id (`started` gets it too) and the last
+ * status seen.
+ */
+async function moveMoney(
+  api: ApiClient,
+  caller: Caller,
+  kind: 'stk-push' | 'send-money',
+  order: { account: string; phone: string; amount: number; key: string },
+  started: (transactionId: string) => void,
+): Promise<{ ended: Ended; id?: string; last?: { seen: string } }> {
+  const reply = await api.keyed(
+    `/v1/transactions/mobilemoney/${kind}`,
+    caller,
+    { account_id: order.account, amount: money(order.amount), mobile_number: order.phone },
+    order.key,
+  );
+  if (reply.status !== 201) return { ended: refused(kind, reply) };
+  const id = String(reply.body.id);
+  started(id);
+  const last = { seen: 'PENDING' };
+  const outcome = await api.follow(`/v1/transactions/${id}`, caller, transactionFinal, last);
+  return { ended: outcome ? { state: 'final', outcome } : lost(last), id, last };
+}
+
+/**
  * A push prompt (POST stk-push) to `account` from `phone`, followed to POSTED or FAILED; a POSTED
  * push on a credit account is a repayment, followed on until the account's installment
  * transactions list it (allocated). `started` gets the transaction id once accepted.
@@ -135,19 +161,8 @@ export async function push(
   order: { account: string; credit: boolean; phone: string; amount: number; key: string },
   started: (transactionId: string) => void,
 ): Promise<Ended> {
-  const reply = await api.keyed(
-    '/v1/transactions/mobilemoney/stk-push',
-    caller,
-    { account_id: order.account, amount: money(order.amount), mobile_number: order.phone },
-    order.key,
-  );
-  if (reply.status !== 201) return refused('stk-push', reply);
-  const id = String(reply.body.id);
-  started(id);
-  const last = { seen: 'PENDING' };
-  const outcome = await api.follow(`/v1/transactions/${id}`, caller, transactionFinal, last);
-  if (!outcome) return lost(last);
-  if (!order.credit || outcome !== 'POSTED') return { state: 'final', outcome };
+  const { ended, id, last } = await moveMoney(api, caller, 'stk-push', order, started);
+  if (!order.credit || ended.state !== 'final' || ended.outcome !== 'POSTED' || !last) return ended;
   last.seen = 'POSTED, not allocated';
   const allocated = await api.follow(
     `/v1/accounts/${order.account}/installments/transactions?size=100`,
@@ -168,18 +183,7 @@ export async function sendMoney(
   order: { account: string; phone: string; amount: number; key: string },
   started: (transactionId: string) => void,
 ): Promise<Ended> {
-  const reply = await api.keyed(
-    '/v1/transactions/mobilemoney/send-money',
-    caller,
-    { account_id: order.account, amount: money(order.amount), mobile_number: order.phone },
-    order.key,
-  );
-  if (reply.status !== 201) return refused('send-money', reply);
-  const id = String(reply.body.id);
-  started(id);
-  const last = { seen: 'PENDING' };
-  const outcome = await api.follow(`/v1/transactions/${id}`, caller, transactionFinal, last);
-  return outcome ? { state: 'final', outcome } : lost(last);
+  return (await moveMoney(api, caller, 'send-money', order, started)).ended;
 }
 
 /** A few bytes with a JPEG's magic: what the service and the KYC simulator look at. */

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { Knex } from 'knex';
 import { inconsistentLoans } from '../../db/loans/servicing';
-import { type BenchApplicant, type BenchBorrower, seedApplicants, seedBorrowers } from '../seed';
+import { type BenchApplicant, type BenchBorrower, seedApplicants, seedBorrowers, seedUsers } from '../seed';
 import {
   activate,
   ApiClient,
@@ -52,6 +51,8 @@ const KINDS: Kind[] = [
 
 interface Sizes {
   pushes: number;
+  /** Of `pushes`, those on credit accounts (repayments): a quarter, when there are loans. */
+  creditPushes: number;
   payouts: number;
   kyc: number;
   loans: number;
@@ -71,8 +72,10 @@ function sizes(bounded: boolean): Sizes {
     return value;
   };
   const loans = size('LOANS', 20, 3);
+  const pushes = size('PUSHES', 200, 24);
   return {
-    pushes: size('PUSHES', 200, 24),
+    pushes,
+    creditPushes: loans > 0 ? Math.round(pushes / 4) : 0,
     payouts: size('PAYOUTS', 50, 6),
     kyc: size('KYC', 50, 5),
     loans,
@@ -162,7 +165,7 @@ export async function runWorkerCrash(options: { bounded: boolean }): Promise<boo
       operation.seconds = (Date.now() - begun) / 1000;
     };
 
-    const creditPushes = size.loans > 0 ? Math.round(size.pushes / 4) : 0;
+    const { creditPushes } = size;
     const jobs: Promise<void>[] = [];
     population.depositors.forEach((c, i) => {
       for (let k = i; k < size.pushes - creditPushes; k += population.depositors.length) {
@@ -355,7 +358,7 @@ async function seedPopulation(deployment: ChaosDeployment, size: Sizes) {
       phone: phone(block, i, digit(i)),
       idNumber: String(20_000_000 + block * 100_000 + i),
     }));
-  const currentPushes = size.pushes - (size.loans > 0 ? Math.round(size.pushes / 4) : 0);
+  const currentPushes = size.pushes - size.creditPushes;
   // The outcomes in their proportions: each depositor's number ends in the next digit of the list.
   const depositors = customers(1, Math.ceil(currentPushes / 3), (i) => DEPOSIT_DIGITS[i % DEPOSIT_DIGITS.length]!);
   const senders = customers(2, Math.ceil(size.payouts / 2), () => 0);
@@ -376,23 +379,6 @@ async function seedPopulation(deployment: ChaosDeployment, size: Sizes) {
     applicants: await withCaller(applicants),
     activating: await withCaller(activating),
   };
-}
-
-/** Customers of the organization with nothing but their user: KYC applicants. */
-async function seedUsers(db: Knex, organizationId: string, users: { id: string; phone: string }[]) {
-  if (users.length === 0) return;
-  await db('users').insert(
-    users.map((u) => ({
-      id: u.id,
-      organization_id: organizationId,
-      email: `${u.id}@chaos.test`,
-      name: 'Chaos Applicant',
-      phone_number: u.phone,
-    })),
-  );
-  await db('user_access').insert(
-    users.map((u) => ({ user_id: u.id, organization_id: organizationId, role: 'CUSTOMER' })),
-  );
 }
 
 /**

@@ -1,14 +1,10 @@
 import { strict as assert } from 'node:assert';
 import { randomBytes } from 'node:crypto';
 import { generateServiceSigningKey } from '../../api/auth/service-keys';
-import { installmentDueDays } from '../../db/loans/loans';
-import { penaltyTermsOf } from '../../db/loans/servicing';
 import { ledgerIsBalanced } from '../../db/ledger/ledger';
-import { DEMO } from '../../db/seeds/demo';
 import { workflowIds } from '../../workflows/ids';
-import type { LoanInput } from '../../workflows/loans/messages';
 import { harness } from '../support/harness';
-import { allocated, ledgerMismatches, newBorrower, takeLoan } from '../support/loans';
+import { allocated, ledgerMismatches, loanRunInput, newBorrower, takeLoan } from '../support/loans';
 import { journalKinds, money, payerNumber, stkPush, until } from '../support/money';
 import { restoreSchedules, spawnWorker } from '../support/processes';
 
@@ -18,22 +14,13 @@ describe('durability: the worker dies between a repayment’s posting and its al
   it('killed as the push is POSTED: a new worker allocates the repayment once, to the cent', async function () {
     this.timeout(150_000);
     const { client, db } = harness();
-    const organizationId = DEMO.organizations.demo.id;
     const borrower = await newBorrower();
     const { loanId } = await takeLoan(borrower, { amount: 300_000, tenure: 3 });
     // The loan's run moves to a worker process of its own, which the test kills.
-    const loan = await db('loans').where({ id: loanId }).first();
     await client.workflow.getHandle(workflowIds.loan(loanId)).terminate('moved to the test worker');
     const taskQueue = `repayment-crash-${randomBytes(4).toString('hex')}`;
     const signingKey = JSON.stringify(await generateServiceSigningKey());
-    const input: LoanInput = {
-      organizationId,
-      loanId,
-      anchorMs: Math.floor(loan.disbursed_at.getTime() / 1000) * 1000,
-      dayMs: 1000,
-      installments: await installmentDueDays(db, organizationId, loanId),
-      penalty: (await penaltyTermsOf(db, organizationId, loanId))!,
-    };
+    const input = await loanRunInput(loanId, 1000);
     const first = await spawnWorker(taskQueue, signingKey);
     const workers = [first];
     try {

@@ -1,7 +1,9 @@
 import { strict as assert } from 'node:assert';
 import { randomUUID } from 'node:crypto';
-import { accountOutstanding, inconsistentLoans } from '../../db/loans/servicing';
+import { installmentDueDays } from '../../db/loans/loans';
+import { accountOutstanding, inconsistentLoans, penaltyTermsOf } from '../../db/loans/servicing';
 import { DEMO } from '../../db/seeds/demo';
+import type { LoanInput } from '../../workflows/loans/messages';
 import { harness } from './harness';
 import { call, type Reply } from './http';
 import { fund, money, newCustomer, payerNumber, settled, stkPush, until } from './money';
@@ -85,6 +87,21 @@ export async function takeLoan(
   });
   assert.equal(applied.status, 200, applied.text);
   return { offer: offer.body, applied: applied.body, loanId: await loanOf(offer.body.id) };
+}
+
+/** What a disbursed loan's run starts from, its days `dayMs` long (a test moves the run to a worker of its own). */
+export async function loanRunInput(loanId: string, dayMs: number): Promise<LoanInput> {
+  const { db } = harness();
+  const organizationId = DEMO.organizations.demo.id;
+  const loan = await db('loans').where({ organization_id: organizationId, id: loanId }).first();
+  return {
+    organizationId,
+    loanId,
+    anchorMs: Math.floor(loan.disbursed_at.getTime() / dayMs) * dayMs,
+    dayMs,
+    installments: await installmentDueDays(db, organizationId, loanId),
+    penalty: (await penaltyTermsOf(db, organizationId, loanId))!,
+  };
 }
 
 /**

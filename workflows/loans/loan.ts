@@ -14,6 +14,7 @@ import {
 import type { LoanActivities } from '../../activities';
 import { type PenaltyTerms, penaltyDays } from '../../domain/loans/allocation';
 import { workflowIds } from '../ids';
+import { oneAtATime } from '../one-at-a-time';
 import {
   type LoanInput,
   LoanServicingError,
@@ -42,6 +43,11 @@ const PATCHES = {
   lateInTimeOrder: 'loan-late-in-time-order',
   /** The OVERDUE step runs for paid installments too (schedule_status follows the dates). */
   overdueStepAlways: 'loan-overdue-step-always',
+  /**
+   * Servicing steps (local activities) one at a time: concurrent waivers and reversals left
+   * histories that did not replay (see ../one-at-a-time.ts). Before it, see `behindWake`.
+   */
+  oneStepAtATime: 'loan-servicing-one-at-a-time',
 } as const;
 
 /**
@@ -69,6 +75,11 @@ export async function loan(input: LoanInput): Promise<string> {
   let index = input.next?.index ?? 0;
   let step: 'DUE' | 'OVERDUE' = input.next?.step ?? 'DUE';
   let penalty = input.next?.penalty ?? 0;
+  /** The main loop is blocked until `wake` (or its step's time): see `behindWake`. */
+  let waiting = false;
+  const queued = oneAtATime(servicing);
+  /** The servicing steps: one at a time (patched), else as each caller asked. */
+  const steps = () => (patched(PATCHES.oneStepAtATime) ? queued : servicing);
   setHandler(paymentAppliedSignal, () => {
     payments += 1;
   });
@@ -88,7 +99,9 @@ export async function loan(input: LoanInput): Promise<string> {
   setHandler(
     reverseRepaymentUpdate,
     async (request) => {
-      const done = await servicing.reverseRepayment({ ...ref, ...request });
+      const run = steps();
+      const done = await run.reverseRepayment({ ...ref, ...request });
+      if (run === servicing && behindWake()) await condition(() => !waiting);
       if (done.outcome === 'refused') throw ApplicationFailure.nonRetryable(done.detail, done.reason);
       return { eventId: done.eventId };
     },
@@ -103,7 +116,9 @@ export async function loan(input: LoanInput): Promise<string> {
   setHandler(
     waiveUpdate,
     async (request) => {
-      const done = await servicing.waive({ ...ref, ...request });
+      const run = steps();
+      const done = await run.waive({ ...ref, ...request });
+      if (run === servicing && behindWake()) await condition(() => !waiting);
       if (done.outcome === 'refused') throw ApplicationFailure.nonRetryable(done.detail, done.reason);
       payments += 1; // a waiver may settle the loan
       return { eventId: done.eventId };
@@ -118,6 +133,22 @@ export async function loan(input: LoanInput): Promise<string> {
   );
 
   const wake = () => payments !== checked || repayments.length > 0;
+  /** Blocks the main loop until a payment or a repayment wakes it, or `timeoutMs` passes: true when woken. */
+  const waitForWake = async (timeoutMs?: number) => {
+    waiting = true;
+    const woke = await condition(wake, timeoutMs);
+    waiting = false;
+    return woke;
+  };
+  /**
+   * Runs from before `oneStepAtATime` let several servicing steps run at once. Live, the first
+   * result to arrive woke the main loop (which cancelled its timer and scheduled its next step)
+   * before the others reached their handlers; replay hands the run every result of the task at
+   * once. A handler whose result arrives while the main loop is blocked and already bound to wake
+   * therefore waits for the main loop to move, as it did live. (Checked in the same synchronous
+   * step as the handler's result: an await here would let the other handlers run first.)
+   */
+  const behindWake = () => waiting && wake();
   const checkClosed = async () => {
     checked = payments;
     closed = await activities.closeLoanIfRepaid(ref);
@@ -130,7 +161,7 @@ export async function loan(input: LoanInput): Promise<string> {
   const service = async (beforeMs = Number.POSITIVE_INFINITY) => {
     let repaidHere = false;
     while (repayments.length > 0 && repayments[0]!.atMs < beforeMs) {
-      const applied = await servicing.applyRepayment({ ...ref, transactionId: repayments[0]!.transactionId });
+      const applied = await steps().applyRepayment({ ...ref, transactionId: repayments[0]!.transactionId });
       repayments.shift();
       if (applied.outcome !== 'applied') continue;
       for (const repaid of applied.repaid)
@@ -159,7 +190,7 @@ export async function loan(input: LoanInput): Promise<string> {
     // Late (the worker was down): a step due before the queued repayments is taken first.
     const late = at <= Date.now() && patched(PATCHES.lateInTimeOrder);
     // A payment wakes the run early to see whether the loan is repaid.
-    if (late ? repayments.some((r) => r.atMs < at) : await condition(wake, Math.max(0, at - Date.now()))) {
+    if (late ? repayments.some((r) => r.atMs < at) : await waitForWake(Math.max(0, at - Date.now()))) {
       await service(late ? at : undefined);
       await continueAsNewIfSuggested();
       continue;
@@ -185,7 +216,7 @@ export async function loan(input: LoanInput): Promise<string> {
     // Late (the worker was down): what happened meanwhile is replayed in time order, so each
     // charge is on what was owed at its instant and each repayment pays the charges before it.
     const late = at <= Date.now();
-    if (late ? repayments.some((r) => r.atMs < at) : await condition(wake, at - Date.now())) {
+    if (late ? repayments.some((r) => r.atMs < at) : await waitForWake(at - Date.now())) {
       await service(late ? at : undefined);
       await continueAsNewIfSuggested();
       continue;
@@ -197,7 +228,7 @@ export async function loan(input: LoanInput): Promise<string> {
 
   // The run waits for the payments that repay the loan.
   while (!closed) {
-    await condition(wake);
+    await waitForWake();
     await service();
     await continueAsNewIfSuggested();
   }

@@ -1,6 +1,7 @@
 import { DEV_CURRENT_ACCOUNT } from '../../dev/simulators';
 import { startKycSimulator } from '../../providers/kyc/simulator';
 import type { ChaosRecord, ChaosSettings } from '../../providers/simulator-chaos';
+import type { ReplayReport } from '../../worker/replay';
 import { inBatches } from '../lib';
 import { type OperationState, operationState } from './callbacks-state';
 import { compareRuns, printComparison, printDeliveries } from './callbacks-table';
@@ -14,6 +15,7 @@ import {
 } from './callbacks-workload';
 import { checkConsistency, type ConsistencyReport, printFigures } from './consistency';
 import { startChaosDeployment } from './deployment';
+import { replayEveryHistory, replayFigures } from './replay';
 import { sleep } from './random';
 
 /**
@@ -72,6 +74,7 @@ interface Run {
   records: ChaosRecord[];
   refused: number;
   consistency: ConsistencyReport;
+  replay: ReplayReport;
   seconds: number;
 }
 
@@ -185,6 +188,7 @@ async function runOnce(operations: Operation[], chaos: ChaosSettings | null, dea
       records: records as ChaosRecord[],
       refused,
       consistency: await checkConsistency(db, { transactions, kycApplications, loanApplications: [], activations: [] }),
+      replay: await replayEveryHistory(deployment.temporal),
       seconds: (Date.now() - began) / 1000,
     };
   } finally {
@@ -228,6 +232,7 @@ export async function runCallbackChaos(options: { bounded: boolean }): Promise<b
     { name: 'allocations not matching (chaos run)', value: c.allocationsNotMatching, expectZero: true },
     { name: 'ledger total (chaos run)', value: c.ledgerTotal, expectZero: true },
     { name: 'lost with no status query (not compared)', value: sum((r) => r.unrecoverable) },
+    ...replayFigures(clean.replay, chaos.replay),
   ]);
 }
 

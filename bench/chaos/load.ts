@@ -14,6 +14,7 @@ import {
 } from './load-report';
 import { type LoadSetup, setUpLoad } from './load-setup';
 import { mb, readMemory } from './memory';
+import { replayEveryHistory } from './replay';
 
 /**
  * Load held (issue 19, item 6): the service as deployed (deployment.ts: the API and a worker each
@@ -132,6 +133,7 @@ export async function runLoadHeld(options: { bounded: boolean }): Promise<boolea
       ['repayments POSTED, not allocated', pushes.unallocated],
       ['loans whose ledger differs from their schedule', (await inconsistentLoans(db)).length],
       ['API or worker process exits', setup.deployment.unexpectedExits()],
+      ['workflow histories that do not replay', (await replayEveryHistory(setup.deployment.temporal)).failures.length],
       ...(['API', 'worker'] as const).flatMap((name): [string, number][] => [
         [`${name} RSS growth beyond ${bounds.rss} MB`, Math.max(0, growth(name, 'rss') - bounds.rss)],
         [

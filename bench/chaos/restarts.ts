@@ -9,6 +9,7 @@ import {
   type TemporalStop,
 } from './dependencies';
 import { type ChaosDeployment, startChaosDeployment } from './deployment';
+import { replayEveryHistory, replayFigures } from './replay';
 import { seeded, sleep } from './random';
 import { listenerAfter, outcomeMismatches, readyAfter, RECOVERY_DEADLINE_MS, serverErrors } from './restart-checks';
 import {
@@ -162,6 +163,7 @@ export async function runRestarts(options: { bounded: boolean }): Promise<boolea
       { name: 'allocations not matching', value: report.allocationsNotMatching, expectZero: true },
       { name: 'loans: ledger vs schedule', value: (await inconsistentLoans(deployment.db)).length, expectZero: true },
       { name: 'ledger total', value: report.ledgerTotal, expectZero: true },
+      ...replayFigures(await replayEveryHistory(deployment.temporal)),
     ];
     return printFigures(
       `Restarts: figures (the flow settled ${settledSeconds.toFixed(0)} s after it stopped)`,

@@ -13,6 +13,7 @@ import {
 } from './client-flows';
 import { checkConsistency, describeInFlight, type Figure, type OperationScope, printFigures } from './consistency';
 import { type ChaosDeployment, startChaosDeployment } from './deployment';
+import { replayEveryHistory, replayFigures } from './replay';
 import { reconcileWithProvider } from './provider-ledger';
 import { below, seeded, sleep } from './random';
 
@@ -325,6 +326,7 @@ export async function runWorkerCrash(options: { bounded: boolean }): Promise<boo
       { name: 'ledger total', value: report.ledgerTotal, expectZero: true },
       { name: 'workers SIGKILLed', value: killed },
       { name: 'worker processes started', value: deployment.workers.started },
+      ...replayFigures(await replayEveryHistory(deployment.temporal)),
     ];
     const ok = printFigures('  figures:', figures);
     const retries = [...api.retries].map(([why, n]) => `${why} ×${n}`);

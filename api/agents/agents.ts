@@ -8,9 +8,10 @@ import {
   listAgents,
 } from '../../db/agents/agents';
 import { ErrorCode, ServiceError, SubCode } from '../../domain/errors';
-import { allows, Permission } from '../../domain/rbac';
+import { Permission } from '../../domain/rbac';
 import type { UserCaller } from '../auth/caller';
 import type { AppDeps } from '../deps';
+import { actingAs } from './acting';
 import { type AnyRoute, defineRoute, type RouteAuth } from '../route';
 
 /** Page sizes: greater than 0, 20 unless asked, at most 100 (as the installment lists). */
@@ -127,6 +128,7 @@ export function agentRoutes(deps: AppDeps): AnyRoute[] {
       errors: {
         BAD_REQUEST:
           'a filter or size out of range, a cursor this service did not give out, or after and before together',
+        FORBIDDEN: 'an agent that is not ACTIVE (SUSPENDED or INACTIVE) acts as no agent',
       },
       async handler(ctx, { query }) {
         const caller = ctx.state.caller as UserCaller;
@@ -141,9 +143,7 @@ export function agentRoutes(deps: AppDeps): AnyRoute[] {
               sub_code: SubCode.INVALID_VALUE,
             },
           ]);
-        const admin =
-          query.scope !== 'OWN' &&
-          allows(caller.grants, Permission.AGENTS_ADMIN, caller.organizationId, caller.organizationId);
+        const admin = (await actingAs(db, caller)) === 'admin' && query.scope !== 'OWN';
         const viewer: AgentViewer = admin
           ? { kind: 'ORGANIZATION' }
           : { kind: 'SUBTREE', userId: caller.userId, includeSelf: query.scope === 'OWN' };

@@ -11,10 +11,11 @@ import {
   unassignCustomer,
 } from '../../db/agents/assignments';
 import { ErrorCode, ServiceError, SubCode } from '../../domain/errors';
-import { allows, Permission } from '../../domain/rbac';
+import { Permission } from '../../domain/rbac';
 import type { UserCaller } from '../auth/caller';
 import type { AppDeps } from '../deps';
 import { type AnyRoute, defineRoute, type RouteAuth } from '../route';
+import { actingAs } from './acting';
 import { AGENT_PAGE_SIZE } from './agents';
 
 export const AgentAssignment = z
@@ -92,7 +93,7 @@ export function assignmentRoutes(deps: AppDeps): AnyRoute[] {
   /** The agent, if the caller may see it (itself, an agent above it, or an admin); not found otherwise. */
   async function visibleAgent(ctx: Context, userId: string) {
     const caller = ctx.state.caller as UserCaller;
-    const admin = allows(caller.grants, Permission.AGENTS_ADMIN, caller.organizationId, caller.organizationId);
+    const admin = (await actingAs(db, caller)) === 'admin';
     const agent = await findAgent(db, caller.organizationId, userId);
     if (!agent || !(admin || (await supervises(db, caller.organizationId, caller.userId, userId, 0))))
       throw new ServiceError(ErrorCode.NOT_FOUND, 'No such agent');
@@ -140,7 +141,10 @@ export function assignmentRoutes(deps: AppDeps): AnyRoute[] {
             .meta({ id: 'AgentAssignmentPage' }),
         },
       },
-      errors: { NOT_FOUND: 'no such agent, or not one the caller may see' },
+      errors: {
+        NOT_FOUND: 'no such agent, or not one the caller may see',
+        FORBIDDEN: 'an agent that is not ACTIVE (SUSPENDED or INACTIVE) acts as no agent',
+      },
       async handler(ctx, { params, query }) {
         const caller = await visibleAgent(ctx, params.userId);
         const after = query.after === undefined ? undefined : decodeCursor(query.after);
@@ -178,7 +182,8 @@ export function assignmentRoutes(deps: AppDeps): AnyRoute[] {
       },
       errors: {
         NOT_FOUND: 'no such agent the caller may see, or no such customer in the organization',
-        FORBIDDEN: 'the agent itself (its customers are assigned by those above it)',
+        FORBIDDEN:
+          'the agent itself (its customers are assigned by those above it); an agent that is not ACTIVE (SUSPENDED or INACTIVE) acts as no agent',
       },
       async handler(ctx, { params, body }) {
         const caller = await managedAgent(ctx, params.userId);
@@ -211,7 +216,7 @@ export function assignmentRoutes(deps: AppDeps): AnyRoute[] {
       responses: { 200: { description: 'Ended', schema: AgentAssignment } },
       errors: {
         NOT_FOUND: 'no such agent the caller may see, or the customer is not assigned to it',
-        FORBIDDEN: 'the agent itself',
+        FORBIDDEN: 'the agent itself; an agent that is not ACTIVE (SUSPENDED or INACTIVE) acts as no agent',
       },
       async handler(ctx, { params, body }) {
         const caller = await managedAgent(ctx, params.userId);

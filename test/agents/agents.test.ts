@@ -123,6 +123,44 @@ describe('spec 4.6: GET /v1/agents (visibility through the hierarchy)', () => {
       assert.ok(!managerView.has(id), 'a manager never sees another manager’s agents');
   });
 
+  it('only ACTIVE agents act as agents: a SUSPENDED or INACTIVE one is 403 on every agent route, its subtree still visible above it', async () => {
+    const suspended = managers.find((a) => a.status === 'SUSPENDED')!;
+    const inactive = network.find((a) => a.role === 'AGENT' && a.status === 'INACTIVE')!;
+    const above = suspended.supervisor_user_id!;
+    const ownAgent = network.find((a) => a.supervisor_user_id === suspended.user_id)!.user_id;
+    const customer = randomUUID();
+    const { db } = harness();
+    await db('users').insert({ id: customer, organization_id: DEMO_ORG, email: `c-${customer}@demo.test`, name: 'C' });
+    await db('user_access').insert({ user_id: customer, organization_id: DEMO_ORG, role: 'CUSTOMER' });
+    for (const who of [suspended, inactive]) {
+      const headers = bearer(await backendToken(who.user_id));
+      const refusals = [
+        await call('GET', '/v1/agents', { headers }),
+        await call('GET', '/v1/agents?scope=OWN', { headers }),
+        await call('GET', `/v1/agents/${who.user_id}/customers`, { headers }),
+        await call('GET', `/v1/agents/${ownAgent}/customers`, { headers }),
+        await call('POST', `/v1/agents/${ownAgent}/customers`, { headers, json: { customer_user_id: customer } }),
+        await call('POST', `/v1/agents/${ownAgent}/customers/${customer}/unassign`, { headers, json: { reason: 'x' } }),
+      ];
+      for (const reply of refusals) {
+        assert.equal(reply.status, 403, `${who.status} ${who.role}: ${reply.text}`);
+        assert.match(reply.body.description, /Only an ACTIVE agent/, reply.text);
+      }
+    }
+    assert.equal((await db('agent_assignments').where({ customer_user_id: customer })).length, 0, 'nothing assigned');
+    // Those above see the suspended manager's subtree and act on it.
+    const leader = bearer(await backendToken(above));
+    const seen = new Set((await listAll(leader)).ids);
+    for (const id of withSelf(suspended.user_id)) assert.ok(seen.has(id), 'the subtree stays visible above it');
+    const assigned = await call('POST', `/v1/agents/${ownAgent}/customers`, {
+      headers: leader,
+      json: { customer_user_id: customer },
+    });
+    assert.equal(assigned.status, 201, assigned.text);
+    const admin = await listAll(bearer(await backendToken(DEMO.users.admin.id)), '&status=SUSPENDED');
+    assert.ok(admin.ids.includes(suspended.user_id), 'admins list them');
+  });
+
   it('filters role, status, territory and q (part of a name or an e-mail, any case), alone and combined', async () => {
     const headers = bearer(await backendToken(DEMO.users.admin.id));
     const expect = (predicate: (a: SeedAgent) => boolean) => sorted(network.filter(predicate).map((a) => a.user_id));

@@ -134,4 +134,35 @@ describe('spec 4.7 abuse limits and ownership: codes, numbers and tenants', () =
     assert.equal(again.body.id, ok.body.id);
     assert.equal((await textsTo(customer.phone)).length, 1);
   });
+
+  it('once a code is accepted, later submissions are refused without counting: the right code among 19 wrong ones sent at once', async function () {
+    this.timeout(90_000);
+    const max = harness().config.OTP_MAX_ATTEMPTS;
+    // Several customers at once: the submissions' order within and across workflow tasks varies.
+    await Promise.all(
+      [0, 1, 2, 3].map(async (trial) => {
+        const customer = await newApplicant();
+        await activation.start(customer.headers);
+        const code = await codeSentTo(customer.phone);
+        const codes = Array.from({ length: 20 }, (_, i) => (i === trial * 5 ? code : wrong(code)));
+        const answers = await Promise.all(codes.map((otp) => activation.confirm(customer.headers, otp)));
+        const right = answers[trial * 5]!;
+        const final = await activationWhen(
+          customer.headers,
+          (a) => a.status === 'COMPLETED' || a.status === 'REJECTED',
+          'activation ended',
+        );
+        const counted = answers.filter((a) => /attempts? left/.test(String(a.body.description))).length;
+        if (right.status === 200) {
+          assert.equal(final.status, 'COMPLETED', `trial ${trial}: the accepted code completes the activation`);
+          assert.ok(counted < max, `trial ${trial}: ${counted} wrong codes counted, fewer than the limit`);
+        } else {
+          // Refused: the wrong ones before it used the attempts up, in some order, and the right one came after.
+          assert.equal(final.status, 'REJECTED', `trial ${trial}: ${right.status} ${right.text}`);
+          assert.equal(final.rejection_reason, 'OTP_ATTEMPTS_EXHAUSTED');
+        }
+        for (const answer of answers) assert.notEqual(answer.status, 500, answer.text);
+      }),
+    );
+  });
 });

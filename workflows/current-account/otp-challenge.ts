@@ -1,7 +1,15 @@
-import { ApplicationFailure, condition } from '@temporalio/workflow';
+import { ApplicationFailure, condition, patched } from '@temporalio/workflow';
 import { type OtpAnswer, type OtpLimits, OtpRefusal } from './messages';
 
 const DIGEST = /^[0-9a-f]{64}$/;
+
+/**
+ * A submission the validator let through is judged against the code as it is when its handler
+ * runs: one accepted (or locked) since refuses it, uncounted. Before, only a submission that had
+ * waited for a code on its way was judged again, and one let through just before the right code
+ * was accepted could count as wrong after it (and lock an accepted activation).
+ */
+const JUDGED_WHEN_HANDLED = 'otp-judged-when-handled';
 
 /** Constant-time comparison of two digests of the same length (no early exit on the first difference). */
 function sameDigest(a: string, b: string): boolean {
@@ -36,7 +44,11 @@ export class OtpChallenge {
   private over = false;
   attempts = 0;
 
-  constructor(private readonly limits: OtpLimits) {}
+  constructor(
+    private readonly limits: OtpLimits,
+    /** Whether the run judges submissions when handled (its patch; a unit test answers for it). */
+    private readonly judgedWhenHandled = () => patched(JUDGED_WHEN_HANDLED),
+  ) {}
 
   /** Sends a code: it replaces the previous one, with a fresh count of attempts. */
   async send<T extends { digest: string; sentAtMs: number }>(sending: () => Promise<T>): Promise<T> {
@@ -82,11 +94,17 @@ export class OtpChallenge {
     return undefined;
   }
 
-  /** A submission the validator let through: accepted (single use), or a wrong one counted. */
+  /**
+   * A submission the validator let through: accepted (single use), or a wrong one counted. Once a
+   * code is accepted or locked, later submissions are refused without counting.
+   */
   async submit(digest: string): Promise<OtpAnswer> {
-    if (this.sending > 0) {
+    const waited = this.sending > 0;
+    if (waited) {
       this.waiting += 1;
       await condition(() => this.sending === 0).finally(() => (this.waiting -= 1));
+    }
+    if (waited || this.judgedWhenHandled()) {
       const refusal = this.refusal(digest, Date.now());
       if (refusal) throw refusal;
     }

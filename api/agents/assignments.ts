@@ -97,14 +97,14 @@ export function assignmentRoutes(deps: AppDeps): AnyRoute[] {
     const agent = await findAgent(db, caller.organizationId, userId);
     if (!agent || !(admin || (await supervises(db, caller.organizationId, caller.userId, userId, 0))))
       throw new ServiceError(ErrorCode.NOT_FOUND, 'No such agent');
-    return caller;
+    return { caller, admin };
   }
   /** The agent, if the caller may assign its customers: an agent above it or an admin (not the agent itself). */
   async function managedAgent(ctx: Context, userId: string) {
-    const caller = await visibleAgent(ctx, userId);
-    if (caller.userId === userId)
+    const acting = await visibleAgent(ctx, userId);
+    if (acting.caller.userId === userId)
       throw new ServiceError(ErrorCode.FORBIDDEN, 'An agent’s customers are assigned by those above it');
-    return caller;
+    return acting;
   }
 
   return [
@@ -146,7 +146,7 @@ export function assignmentRoutes(deps: AppDeps): AnyRoute[] {
         FORBIDDEN: 'an agent that is not ACTIVE (SUSPENDED or INACTIVE) acts as no agent',
       },
       async handler(ctx, { params, query }) {
-        const caller = await visibleAgent(ctx, params.userId);
+        const { caller } = await visibleAgent(ctx, params.userId);
         const after = query.after === undefined ? undefined : decodeCursor(query.after);
         if (query.after !== undefined && !after)
           throw new ServiceError(ErrorCode.INVALID_PARAMS, 'Invalid parameters', [
@@ -168,7 +168,10 @@ export function assignmentRoutes(deps: AppDeps): AnyRoute[] {
       summary: 'Assign a customer to the agent (extension)',
       description:
         'By the agents above it or an admin. The customer’s active assignment to another agent ends (unassigned_at, ' +
-        'unassigned_by, the same reason) and a new one begins: 201. Already this agent’s customer: 200, nothing changes.',
+        'unassigned_by, the same reason) and a new one begins: 201. Already this agent’s customer: 200, nothing changes. ' +
+        'An agent moves customers only within its own branch (unassigned ones, or those of agents under it); a customer ' +
+        'assigned in another branch is 409, and only an admin moves them. The answer shows the customer’s name, e-mail ' +
+        'and phone: whoever may assign a customer serves them.',
       extension: true,
       tags: ['agents'],
       auth: READER,
@@ -182,22 +185,29 @@ export function assignmentRoutes(deps: AppDeps): AnyRoute[] {
       },
       errors: {
         NOT_FOUND: 'no such agent the caller may see, or no such customer in the organization',
+        CONFLICT: 'the customer is assigned in another branch (only an admin moves them)',
         FORBIDDEN:
           'the agent itself (its customers are assigned by those above it); an agent that is not ACTIVE (SUSPENDED or INACTIVE) acts as no agent',
       },
       async handler(ctx, { params, body }) {
-        const caller = await managedAgent(ctx, params.userId);
+        const { caller, admin } = await managedAgent(ctx, params.userId);
         if (!(await isCustomer(db, caller.organizationId, body.customer_user_id)))
           throw new ServiceError(ErrorCode.NOT_FOUND, 'No such customer');
-        const { assignment, created } = await assignCustomer(db, caller.organizationId, {
+        const done = await assignCustomer(db, caller.organizationId, {
           agentUserId: params.userId,
           customerUserId: body.customer_user_id,
           by: caller.userId,
           reason: body.reason ?? null,
           now: clock.now(),
+          ...(!admin && { within: caller.userId }),
         });
-        ctx.status = created ? 201 : 200;
-        ctx.body = view(assignment);
+        if ('otherBranch' in done)
+          throw new ServiceError(
+            ErrorCode.CONFLICT,
+            'The customer is assigned in another branch of the network: an admin can move them',
+          );
+        ctx.status = done.created ? 201 : 200;
+        ctx.body = view(done.assignment);
       },
     }),
     defineRoute({
@@ -219,7 +229,7 @@ export function assignmentRoutes(deps: AppDeps): AnyRoute[] {
         FORBIDDEN: 'the agent itself; an agent that is not ACTIVE (SUSPENDED or INACTIVE) acts as no agent',
       },
       async handler(ctx, { params, body }) {
-        const caller = await managedAgent(ctx, params.userId);
+        const { caller } = await managedAgent(ctx, params.userId);
         const ended = await unassignCustomer(db, caller.organizationId, {
           agentUserId: params.userId,
           customerUserId: params.customerUserId,

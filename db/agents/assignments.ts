@@ -121,17 +121,25 @@ async function lockCustomer(trx: Knex.Transaction, organizationId: string, custo
 export async function assignCustomer(
   db: Knex,
   organizationId: string,
-  input: { agentUserId: string; customerUserId: string; by: string; reason: string | null; now: Date },
-): Promise<{ assignment: AssignmentRow; created: boolean }> {
+  input: {
+    agentUserId: string;
+    customerUserId: string;
+    by: string;
+    reason: string | null;
+    now: Date;
+    /** Only an active assignment to this user or an agent under it may be ended (unset: any, for admins). */
+    within?: string;
+  },
+): Promise<{ assignment: AssignmentRow; created: boolean } | { otherBranch: true }> {
   const id = await db.transaction(async (trx) => {
     // Assignments of one customer, one at a time: the second sees the first's row, never a gap.
-    await trx.raw('select pg_advisory_xact_lock(hashtextextended(?, 0))', [
-      `agent-assignment:${organizationId}:${input.customerUserId}`,
-    ]);
+    await lockCustomer(trx, organizationId, input.customerUserId);
     const active = await trx('agent_assignments')
       .where({ organization_id: organizationId, customer_user_id: input.customerUserId, is_active: true })
       .first('id', 'agent_user_id');
     if (active?.agent_user_id === input.agentUserId) return { id: active.id as string, created: false };
+    if (active && input.within && !(await supervises(trx, organizationId, input.within, active.agent_user_id, 0)))
+      return undefined;
     if (active)
       await trx('agent_assignments').where({ organization_id: organizationId, id: active.id }).update({
         is_active: false,
@@ -152,6 +160,7 @@ export async function assignCustomer(
     });
     return { id: newId, created: true };
   });
+  if (!id) return { otherBranch: true };
   const assignment = await selectAssignments(db, organizationId).where('s.id', id.id).first();
   return { assignment, created: id.created };
 }

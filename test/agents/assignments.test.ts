@@ -170,6 +170,41 @@ describe('spec 4.6: GET /v1/agents/{userId}/customers and assignments with histo
     }
   });
 
+  it('an agent moves customers only within its branch: one assigned in another branch is 409 and stays put; an admin moves it', async () => {
+    const customer = await newCustomer();
+    const otherManager = managers.find((m) => m.status === 'ACTIVE' && m.user_id !== DEMO.users.manager.id)!;
+    const otherAgent = network.find((a) => a.supervisor_user_id === otherManager.user_id && a.status === 'ACTIVE')!;
+    const first = await call('POST', customersPath(otherAgent.user_id), {
+      headers: await as(otherManager.user_id),
+      json: { customer_user_id: customer },
+    });
+    assert.equal(first.status, 201, first.text);
+    // The demo manager may not take it from the other branch...
+    const taken = await call('POST', customersPath(agent), {
+      headers: await as(DEMO.users.manager.id),
+      json: { customer_user_id: customer, reason: 'mine now' },
+    });
+    assert.equal(taken.status, 409, taken.text);
+    assert.doesNotMatch(taken.text, new RegExp(otherAgent.user_id), 'the other branch is not named');
+    const active = await harness().db('agent_assignments').where({ customer_user_id: customer, is_active: true });
+    assert.deepEqual(
+      active.map((r) => r.agent_user_id),
+      [otherAgent.user_id],
+      'the assignment stays',
+    );
+    // ...but moves it between its own agents, and an admin moves it anywhere.
+    const moved = await call('POST', customersPath(agent), {
+      headers: await as(DEMO.users.admin.id),
+      json: { customer_user_id: customer, reason: 'branch merger' },
+    });
+    assert.equal(moved.status, 201, moved.text);
+    const within = await call('POST', customersPath(peer), {
+      headers: await as(DEMO.users.manager.id),
+      json: { customer_user_id: customer },
+    });
+    assert.equal(within.status, 201, within.text);
+  });
+
   it('an agent’s list pages forward with size and links.next', async () => {
     const manager = await as(DEMO.users.manager.id);
     const target = peer;

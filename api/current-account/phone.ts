@@ -6,7 +6,6 @@ import {
   createPhoneChange,
   dropInitializingPhoneChange,
   findPhoneChange,
-  phoneHeldByAnother,
   type PhoneChangeRow,
 } from '../../db/current-account/phone-changes';
 import { otpDigest } from '../../activities/current-account/codes';
@@ -163,8 +162,8 @@ export function phoneChangeRoutes(deps: AppDeps, workflows: SelfServiceWorkflows
       },
       errors: {
         BAD_REQUEST:
-          'not a Kenyan mobile number, the caller’s own number, a number another user holds, or the EMAIL channel while ' +
-          'the e-mail is unverified',
+          'not a Kenyan mobile number, the caller’s own number, or the EMAIL channel while the e-mail is unverified (a ' +
+          'number another user holds is answered as a free one: the change ends REJECTED NUMBER_TAKEN before the bank)',
         NOT_FOUND: 'no current account opened at the bank',
         TOO_MANY_REQUESTS: 'too many codes sent to the caller or a destination in the last hour (Retry-After)',
         SERVICE_UNAVAILABLE: 'self-service is not configured',
@@ -184,8 +183,6 @@ export function phoneChangeRoutes(deps: AppDeps, workflows: SelfServiceWorkflows
           throw new ServiceError(ErrorCode.BAD_REQUEST, 'Verify your e-mail before authorizing by e-mail');
         if (!user.phone_number && body.authorization_channel === 'OLD_MOBILE')
           throw new ServiceError(ErrorCode.BAD_REQUEST, 'There is no current mobile to authorize from');
-        if (await phoneHeldByAnother(db, ids.organizationId, ids.userId, number))
-          throw new ServiceError(ErrorCode.BAD_REQUEST, 'The number is held by another user');
         const now = clock.now();
         // The owner's code goes to the caller's own number or address; the new number is someone else's until proven.
         await withinSendLimits(db, config, ids, [number], now);
@@ -201,7 +198,6 @@ export function phoneChangeRoutes(deps: AppDeps, workflows: SelfServiceWorkflows
           },
           now,
         );
-        if ('claimed' in made) throw new ServiceError(ErrorCode.BAD_REQUEST, 'The number is held by another user');
         await answerStarted(
           ctx,
           made,

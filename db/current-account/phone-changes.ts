@@ -89,8 +89,9 @@ export async function phoneHeldByAnother(
 }
 
 /**
- * A new change, or the user's open one (`created` says which); `claimed` when another user's open
- * change holds the number.
+ * A new change, or the user's open one (`created` says which). Other users' changes of the same
+ * number may be open beside it: whether the number is free is decided when the bank is asked and
+ * when the change completes, so a request never tells who holds a number.
  */
 export async function createPhoneChange(
   db: Knex,
@@ -100,10 +101,10 @@ export async function createPhoneChange(
     'user_id' | 'account_id' | 'old_phone_number' | 'new_phone_number' | 'authorization_channel'
   >,
   now: Date,
-): Promise<{ row: PhoneChangeRow; created: boolean } | { claimed: true }> {
+): Promise<{ row: PhoneChangeRow; created: boolean }> {
   const [inserted] = await db('phone_changes')
     .insert({ id: randomUUID(), organization_id: organizationId, ...change, created_at: now, updated_at: now })
-    // The conflicts a fresh id can meet: the user's open change, or another's open change of the number.
+    // The one conflict a fresh id can meet: the user's open change, answered instead.
     .onConflict()
     .ignore()
     .returning('*');
@@ -112,7 +113,8 @@ export async function createPhoneChange(
     .where({ organization_id: organizationId, user_id: change.user_id })
     .whereIn('status', OPEN)
     .first();
-  if (!open) return { claimed: true };
+  // It ended between the two statements: make the new one now.
+  if (!open) return createPhoneChange(db, organizationId, change, now);
   return { row: open as PhoneChangeRow, created: false };
 }
 

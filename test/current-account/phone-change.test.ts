@@ -106,17 +106,48 @@ describe('spec 4.7: mobile-number change (phone-change/<id>): the owner authoriz
     assert.equal(await phoneOf(customer.user.id), number.e164);
   });
 
-  it('a number another user holds is refused (400); one the bank finds taken ends REJECTED (NUMBER_TAKEN), the phone unchanged', async function () {
-    this.timeout(60_000);
-    const [customer, holder] = await Promise.all([activatedCustomer(), newCustomer(0)]);
-    const taken = await request(customer.headers, {
-      new_mobile_country_code: '254',
-      new_mobile_number: holder.phone.slice(4),
-      authorization_channel: 'OLD_MOBILE',
-    });
-    assert.equal(taken.status, 400);
-    assert.match(taken.body.description, /held by another user/);
+  it('a number another user holds is answered at request time as a free one; the change ends REJECTED NUMBER_TAKEN before the bank, naming nobody', async function () {
+    this.timeout(90_000);
+    const [customer, other, holder] = await Promise.all([activatedCustomer(), activatedCustomer(), newCustomer(0)]);
+    const free = freshNumber();
+    const asked = (headers: Headers, national: string) =>
+      request(headers, {
+        new_mobile_country_code: '254',
+        new_mobile_number: national,
+        authorization_channel: 'OLD_MOBILE',
+      });
+    const [held, fresh] = await Promise.all([
+      asked(customer.headers, holder.phone.slice(4)),
+      asked(other.headers, free.national),
+    ]);
+    assert.equal(held.status, 201, held.text);
+    assert.equal(fresh.status, 201, fresh.text);
+    const shape = (body: Record<string, unknown>) =>
+      Object.entries(body)
+        .filter(
+          ([key]) =>
+            !['id', 'resource_id', 'created_at', 'updated_at', 'new_phone_number', 'old_phone_number'].includes(key),
+        )
+        .map(([key, value]) => [key, value === null ? null : typeof value]);
+    assert.deepEqual(shape(held.body), shape(fresh.body), 'the same answer for a held and a free number');
+    // Another user's open change of the same number does not tell either.
+    const third = await activatedCustomer();
+    const same = await asked(third.headers, free.national);
+    assert.equal(same.status, 201, same.text);
 
+    const id = held.body.id as string;
+    assert.equal((await step(customer.headers, id, 'authorize', await codeSentTo(customer.phone, 2))).status, 200);
+    assert.equal((await step(customer.headers, id, 'confirm', await codeSentTo(holder.phone))).status, 200);
+    const rejected = await changeWhen(customer.headers, id, 'REJECTED');
+    assert.equal(rejected.rejection_reason, 'NUMBER_TAKEN');
+    assert.doesNotMatch(JSON.stringify(rejected), new RegExp(holder.user.id), 'the holder is not named');
+    assert.equal(await phoneOf(customer.user.id), customer.phone);
+    assert.equal(await phoneOf(holder.user.id), holder.phone, "the holder's number stays theirs");
+  });
+
+  it('a number the bank finds taken ends REJECTED (NUMBER_TAKEN), the phone unchanged', async function () {
+    this.timeout(60_000);
+    const customer = await activatedCustomer();
     await bankControl('/mode', 'PATCH', { mobileChange: 'reject' });
     const number = freshNumber();
     const id = (

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { byteSize, duration, flag, optionalUrl } from './fields';
+import { byteSize, duration, flag, optionalUrl, positiveInt } from './fields';
 
 /**
  * Invoice financing: the S3-compatible object store merchants upload documents to. Unset
@@ -23,6 +23,14 @@ export const financingSettings = {
   /** The largest document a merchant may upload. */
   UPLOAD_MAX_BYTES: byteSize('10mb'),
   /**
+   * Presign quota, per merchant: uploads presigned and still pending (their URL still valid, no
+   * invoice registered on them yet). Beyond it a presign is 429 until one is registered or expires.
+   */
+  UPLOAD_QUOTA_PENDING: positiveInt(50),
+  /** Presign quota, per merchant: bytes presigned in UPLOAD_QUOTA_WINDOW (rolling). Beyond it a presign is 429. */
+  UPLOAD_QUOTA_BYTES: byteSize('1024mb'),
+  UPLOAD_QUOTA_WINDOW: duration('1d'),
+  /**
    * How long after its upload URL expires a registered document may still appear in the store
    * (an upload begun just before expiry is still arriving); then the invoice is NOT_UPLOADED.
    */
@@ -33,4 +41,10 @@ export const financingSettings = {
   EXTRACTION_API_KEY: z.string().min(1).optional(),
   /** How long one extraction may take, retries of an unavailable provider included; then it is FAILED. */
   EXTRACTION_DEADLINE: duration('15m'),
+  /**
+   * Extractions begun per document (its registration and each re-extraction: each is a paid
+   * analysis) in EXTRACTION_LIMIT_WINDOW (rolling). Beyond it a re-extraction is 429.
+   */
+  EXTRACTION_LIMIT: positiveInt(5),
+  EXTRACTION_LIMIT_WINDOW: duration('1h'),
 };

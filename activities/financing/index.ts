@@ -1,6 +1,7 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { settleDocument } from '../../db/financing/documents';
 import { type ExtractionOutcome, findExtractionJob, recordExtraction } from '../../db/financing/invoices';
+import { SIGNATURE_BYTES, storedDocumentProblem } from '../../domain/financing/content';
 import { type AnalysisOutcome, ExtractionError } from '../../providers/extraction/protocol';
 import { ExtractionFailure } from '../../workflows/financing/messages';
 import type { ActivityDeps } from '../index';
@@ -77,7 +78,11 @@ export function createFinancingActivities({ db, providers, clock }: ActivityDeps
       );
     },
 
-    /** Whether the document is in the store as presigned (then it is UPLOADED), missing, or something else. */
+    /**
+     * Whether the document is in the store as presigned (then it is UPLOADED), missing, or something
+     * else: another size or content type, or first bytes that are not the declared type's signature
+     * (one ranged GET), which ends the extraction FAILED before the provider sees it.
+     */
     async findUpload(input: {
       organizationId: string;
       documentId: string;
@@ -85,13 +90,10 @@ export function createFinancingActivities({ db, providers, clock }: ActivityDeps
       contentType: string;
       sizeBytes: number;
     }): Promise<UploadFound> {
-      const object = await providers.storage.head(input.objectKey);
+      const object = await providers.storage.readStart(input.objectKey, SIGNATURE_BYTES);
       if (!object) return { status: 'MISSING' };
-      if (object.sizeBytes !== input.sizeBytes || object.contentType !== input.contentType)
-        return {
-          status: 'MISMATCH',
-          reason: 'The stored document is not the one presigned (its size or content type differs)',
-        };
+      const problem = storedDocumentProblem({ contentType: input.contentType, sizeBytes: input.sizeBytes }, object);
+      if (problem) return { status: 'MISMATCH', reason: problem };
       const now = clock.now();
       const written = object.lastModified?.getTime();
       // The store's word on when, if it is a time at all and not in our future.

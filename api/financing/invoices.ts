@@ -1,7 +1,7 @@
 import type { Client } from '@temporalio/client';
 import { z } from 'zod';
 import type { Config } from '../../config';
-import { findMerchantDocument } from '../../db/financing/documents';
+import { type FinancingDocumentRow, findMerchantDocument } from '../../db/financing/documents';
 import {
   type ExtractionRequest,
   type FinancingInvoiceRow,
@@ -9,7 +9,8 @@ import {
   InvoiceStatus,
   requestExtraction,
 } from '../../db/financing/invoices';
-import { ErrorCode, ServiceError } from '../../domain/errors';
+import { ErrorCode, ServiceError, SubCode } from '../../domain/errors';
+import { SIGNATURE_BYTES, storedDocumentProblem } from '../../domain/financing/content';
 import { workflowIds } from '../../workflows/ids';
 import type { invoiceExtraction } from '../../workflows/financing/invoice-extraction';
 import { extractionRequestedSignal } from '../../workflows/financing/messages';
@@ -17,7 +18,7 @@ import { OrganizationId } from '../../workflows/search-attributes';
 import type { FinancingCaller } from '../auth/caller';
 import type { AppDeps } from '../deps';
 import { type AnyRoute, defineRoute, type RouteAuth } from '../route';
-import { MERCHANT_WRITE, MerchantPath } from './uploads';
+import { MERCHANT_WRITE, MerchantPath, retryAfter } from './uploads';
 
 /** Reading a merchant's invoices: `financing.read` on the merchant. */
 const MERCHANT_READ: RouteAuth = {
@@ -116,6 +117,42 @@ async function askForExtraction(
   });
 }
 
+/** A window in words: `1 hour`, `15 minutes`, `30 seconds`. */
+function span(ms: number): string {
+  const [size, unit] =
+    ms % 3_600_000 === 0
+      ? [ms / 3_600_000, 'hour']
+      : ms % 60_000 === 0
+        ? [ms / 60_000, 'minute']
+        : [Math.ceil(ms / 1000), 'second'];
+  return `${size} ${unit}${size === 1 ? '' : 's'}`;
+}
+
+/**
+ * The stored document must be the one presigned: its size exactly, its content type, and first
+ * bytes that are that type's signature; otherwise 400 naming document_id (nothing is registered
+ * and nothing reaches the provider). Not uploaded yet, or a store that does not answer: the run
+ * checks it the same way before the provider sees it.
+ */
+async function checkStoredDocument(deps: AppDeps, document: FinancingDocumentRow, requestId: unknown) {
+  let stored;
+  try {
+    stored = await deps.providers.storage.readStart(document.object_key, SIGNATURE_BYTES);
+  } catch (error) {
+    deps.logger.warn({ err: error, req_id: requestId, document_id: document.id }, 'document store not read');
+    return;
+  }
+  if (!stored) return;
+  const problem = storedDocumentProblem(
+    { contentType: document.content_type, sizeBytes: Number(document.size_bytes) },
+    stored,
+  );
+  if (problem)
+    throw new ServiceError(ErrorCode.INVALID_PARAMS, 'The uploaded document is not the one presigned', [
+      { path: 'body.document_id', reason: problem, sub_code: SubCode.INVALID_VALUE },
+    ]);
+}
+
 /**
  * Financing invoices (spec 4.5): registration and re-extraction of a merchant's uploaded
  * document, and reading one (extension). What a POST does depends only on the invoice's state:
@@ -124,6 +161,7 @@ async function askForExtraction(
  */
 export function invoiceRoutes(deps: AppDeps): AnyRoute[] {
   const { db, config, clock, temporal, providers } = deps;
+  const limit = { max: config.EXTRACTION_LIMIT, windowMs: config.EXTRACTION_LIMIT_WINDOW };
   return [
     defineRoute({
       method: 'post',
@@ -136,7 +174,12 @@ export function invoiceRoutes(deps: AppDeps): AnyRoute[] {
         'its upload URL expires, plus DOCUMENT_UPLOAD_GRACE), then the extraction provider reads it. A POST on a ' +
         'document whose last extraction has ended (EXTRACTED, FAILED, NOT_UPLOADED) re-extracts it: the same invoice, ' +
         'PENDING again with its extracted fields cleared (200). A POST while an extraction is running changes nothing ' +
-        'and answers the invoice, PENDING (200). Follow the extraction with GET …/invoices/{invoiceId}.',
+        'and answers the invoice, PENDING (200). Follow the extraction with GET …/invoices/{invoiceId}. Each ' +
+        'extraction is a paid analysis: at most EXTRACTION_LIMIT of one document begin in EXTRACTION_LIMIT_WINDOW ' +
+        '(rolling; the registration counts), beyond which a re-extraction is 429 with Retry-After and the invoice ' +
+        'keeps its result. An uploaded document must be what was presigned (its size, content type, and first bytes ' +
+        'that are the declared type’s signature: %PDF-, PNG, JPEG): otherwise 400 naming document_id, and nothing is ' +
+        'registered; one uploaded after its registration is checked alike and its extraction FAILED without analysis.',
       tags: ['financing'],
       auth: MERCHANT_WRITE,
       request: { params: MerchantPath, body: RegisterInvoice },
@@ -145,7 +188,14 @@ export function invoiceRoutes(deps: AppDeps): AnyRoute[] {
         200: { description: 'Re-extracting, or an extraction was already running', schema: FinancingInvoice },
       },
       errors: {
+        INVALID_PARAMS:
+          'the uploaded document is not the one presigned: its first bytes are not the declared content type’s ' +
+          'signature (HTML stored as image/png), or its stored size or content type differs (invalid_params names ' +
+          'body.document_id)',
         NOT_FOUND: 'no such document of the merchant (another merchant’s or organization’s documents are not found)',
+        TOO_MANY_REQUESTS:
+          `a re-extraction beyond EXTRACTION_LIMIT (${config.EXTRACTION_LIMIT}) extractions of the document in ` +
+          'EXTRACTION_LIMIT_WINDOW (rolling); Retry-After: when the oldest of them leaves the window',
         SERVICE_UNAVAILABLE: 'no invoice-extraction provider is configured',
       },
       async handler(ctx, { params, body }) {
@@ -155,14 +205,24 @@ export function invoiceRoutes(deps: AppDeps): AnyRoute[] {
         const organizationId = caller.organizationId!;
         const document = await findMerchantDocument(db, organizationId, params.merchantId, body.document_id, 'INVOICE');
         if (!document) throw new ServiceError(ErrorCode.NOT_FOUND, 'No such document of the merchant');
-        const { invoice, request } = await requestExtraction(
+        await checkStoredDocument(deps, document, ctx.state.requestId);
+        const { invoice, request, retryAfterMs } = await requestExtraction(
           db,
           organizationId,
           params.merchantId,
           document.id,
           caller.subject,
           clock.now(),
+          limit,
         );
+        if (request === 'LIMITED')
+          throw new ServiceError(
+            ErrorCode.TOO_MANY_REQUESTS,
+            `Too many extractions of this document: at most ${limit.max} in ${span(limit.windowMs)}; ` +
+              'the invoice keeps its result',
+            [],
+            retryAfter(retryAfterMs ?? limit.windowMs),
+          );
         await askForExtraction(temporal, config, invoice, request);
         ctx.status = request === 'REGISTERED' ? 201 : 200;
         if (request === 'REGISTERED')

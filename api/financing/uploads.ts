@@ -1,6 +1,8 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { documentWriter } from '../../db/financing/documents';
+import { documentWriter, type OverQuota } from '../../db/financing/documents';
+import { ErrorCode, ServiceError } from '../../domain/errors';
+import { DOCUMENT_CONTENT_TYPES } from '../../domain/financing/content';
 import type { FinancingCaller } from '../auth/caller';
 import type { AppDeps } from '../deps';
 import { type AnyRoute, defineRoute, type RouteAuth } from '../route';
@@ -16,7 +18,26 @@ export const MerchantPath = z.object({
 
 /** What may be uploaded: the document types, and the media types (PDF, JPEG, PNG) a document may be. */
 export const DOCUMENT_TYPES = ['INVOICE'] as const;
-export const CONTENT_TYPES = ['application/pdf', 'image/jpeg', 'image/png'] as const;
+export const CONTENT_TYPES = DOCUMENT_CONTENT_TYPES;
+
+/** Retry-After, in whole seconds (at least one), for a wait in milliseconds. */
+export const retryAfter = (ms: number) => ({ 'Retry-After': String(Math.max(1, Math.ceil(ms / 1000))) });
+
+function overQuota(refused: OverQuota): ServiceError {
+  const what = refused.over
+    .map((part) =>
+      part === 'PENDING'
+        ? 'too many presigned uploads not yet registered'
+        : 'too many bytes presigned in the quota window',
+    )
+    .join(' and ');
+  return new ServiceError(
+    ErrorCode.TOO_MANY_REQUESTS,
+    `Upload quota reached: ${what}; register or let expire the pending ones, or wait (Retry-After)`,
+    [],
+    retryAfter(refused.retryAfterMs),
+  );
+}
 
 const PresignRequest = (maxBytes: number) =>
   z.strictObject({
@@ -54,7 +75,11 @@ export const PresignedUpload = z
  */
 export function uploadRoutes(deps: AppDeps): AnyRoute[] {
   const { db, config, clock, providers } = deps;
-  const createDocument = documentWriter(db);
+  const createDocument = documentWriter(db, {
+    pending: config.UPLOAD_QUOTA_PENDING,
+    bytes: config.UPLOAD_QUOTA_BYTES,
+    windowMs: config.UPLOAD_QUOTA_WINDOW,
+  });
   return [
     defineRoute({
       method: 'post',
@@ -65,11 +90,20 @@ export function uploadRoutes(deps: AppDeps): AnyRoute[] {
         'Answers a presigned PUT (Content-Type, Content-Length and If-None-Match: * signed: the exact size declared, ' +
         'create-only) valid for ' +
         'UPLOAD_URL_TTL. Signing exact headers rather than a POST policy with content-length-range: one plain PUT from ' +
-        'any client, and an exact size is stricter than a range.',
+        'any client, and an exact size is stricter than a range. A quota per merchant bounds what may be presigned: ' +
+        'UPLOAD_QUOTA_PENDING uploads presigned and still pending (URL valid, no invoice registered on them), and ' +
+        'UPLOAD_QUOTA_BYTES presigned in UPLOAD_QUOTA_WINDOW (rolling); beyond either, 429 with Retry-After and ' +
+        'nothing is presigned. When registered, the stored document must be what was presigned (see registration).',
       tags: ['financing'],
       auth: MERCHANT_WRITE,
       request: { params: MerchantPath, body: PresignRequest(config.UPLOAD_MAX_BYTES) },
       responses: { 201: { description: 'Presigned', schema: PresignedUpload } },
+      errors: {
+        TOO_MANY_REQUESTS:
+          `the merchant's presign quota: UPLOAD_QUOTA_PENDING (${config.UPLOAD_QUOTA_PENDING}) uploads pending (URL ` +
+          `still valid, not registered), or UPLOAD_QUOTA_BYTES (${config.UPLOAD_QUOTA_BYTES}) bytes presigned in ` +
+          `UPLOAD_QUOTA_WINDOW (rolling); Retry-After: when the oldest pending URL expires or enough bytes leave the window`,
+      },
       async handler(ctx, { params, body }) {
         const caller = ctx.state.caller as FinancingCaller;
         const organizationId = caller.organizationId!;
@@ -84,7 +118,7 @@ export function uploadRoutes(deps: AppDeps): AnyRoute[] {
           sizeBytes: body.size_bytes,
           expiresInSeconds,
         });
-        await createDocument(
+        const refused = await createDocument(
           organizationId,
           {
             id,
@@ -98,6 +132,7 @@ export function uploadRoutes(deps: AppDeps): AnyRoute[] {
           },
           now,
         );
+        if (refused) throw overQuota(refused);
         ctx.status = 201;
         ctx.body = { upload_ref: id, url, expires_at: expiresAt.toISOString(), upload_headers: headers };
       },

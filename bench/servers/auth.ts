@@ -51,8 +51,14 @@ async function main() {
     clock: systemClock,
     serviceKeys: await loadServiceKeys(JSON.stringify(await generateServiceSigningKey())),
   };
-  // Limits high enough never to trigger: the benchmark measures their bookkeeping, not refusals.
-  const limits = { RATE_LIMIT_CALLER_POINTS: 1e9, RATE_LIMIT_ORGANIZATION_POINTS: 1e9 };
+  // Limits high enough never to trigger: the benchmark measures their bookkeeping, not refusals
+  // (the presign quota too: its count runs, its refusal never does).
+  const limits = {
+    RATE_LIMIT_CALLER_POINTS: 1e9,
+    RATE_LIMIT_ORGANIZATION_POINTS: 1e9,
+    UPLOAD_QUOTA_PENDING: 1e9,
+    UPLOAD_QUOTA_BYTES: 1e15,
+  };
   const service = buildApp({ ...deps, config: { ...config, ...limits, RATE_LIMIT_MEMORY: false } }).app;
   const serviceMemory = buildApp({ ...deps, config: { ...config, ...limits, RATE_LIMIT_MEMORY: true } }).app;
 

@@ -23,19 +23,140 @@ type NewDocument = Pick<
   'id' | 'merchant_id' | 'document_type' | 'content_type' | 'object_key' | 'created_by' | 'upload_expires_at'
 > & { size_bytes: number };
 
+/** A merchant's presign quota (config: UPLOAD_QUOTA_PENDING, UPLOAD_QUOTA_BYTES, UPLOAD_QUOTA_WINDOW). */
+export interface PresignQuota {
+  /** Uploads presigned and still pending: the URL still valid, no invoice registered on the document. */
+  pending: number;
+  /** Bytes presigned in the last `windowMs`. */
+  bytes: number;
+  windowMs: number;
+}
+
+/** A presign refused by the quota: which part, and when it would fit (the oldest pending URL expires, bytes age out). */
+export interface OverQuota {
+  over: ('PENDING' | 'BYTES')[];
+  retryAfterMs: number;
+}
+
+interface Presign {
+  row: Record<string, unknown> & { organization_id: string; merchant_id: string; size_bytes: number };
+  now: Date;
+  /** Set by the write that held it: undefined when recorded. */
+  refused?: OverQuota;
+}
+
 /**
- * Records documents presigned for upload, awaiting it, with group commit: documents presigned at
- * the same moment are inserted together, one statement and one commit (presigning is otherwise
- * bound by a commit per upload). Each call settles only once its own row is committed.
+ * Records documents presigned for upload, awaiting it, within each merchant's quota, with group
+ * commit: documents presigned at the same moment are decided and inserted together, one
+ * transaction and one commit (presigning is otherwise bound by a commit per upload). The
+ * transaction takes each merchant's advisory lock first, so presigns of one merchant (from any API
+ * instance) are counted one after another and can never pass the quota together. Each call
+ * settles once its own row is committed, or answers why it was refused (nothing is recorded).
  */
-export function documentWriter(db: Knex): (organizationId: string, document: NewDocument, now: Date) => Promise<void> {
-  const write = groupCommits<Record<string, unknown>>(
-    async (rows) => {
-      await db('financing_documents').insert(rows);
-    },
+export function documentWriter(
+  db: Knex,
+  quota: PresignQuota,
+): (organizationId: string, document: NewDocument, now: Date) => Promise<OverQuota | undefined> {
+  const write = groupCommits<Presign>(
+    (presigns) =>
+      db.transaction(async (trx) => {
+        const byMerchant = new Map<string, Presign[]>();
+        for (const presign of presigns) {
+          presign.refused = undefined;
+          const key = `financing-presign:${presign.row.organization_id}:${presign.row.merchant_id}`;
+          byMerchant.set(key, [...(byMerchant.get(key) ?? []), presign]);
+        }
+        const admitted: Presign['row'][] = [];
+        const refused: { presign: Presign; over: OverQuota['over'] }[] = [];
+        for (const [key, group] of [...byMerchant].sort(([a], [b]) => a.localeCompare(b))) {
+          await trx.raw('select pg_advisory_xact_lock(hashtextextended(?, 0))', [key]);
+          const { organization_id: organizationId, merchant_id: merchantId } = group[0]!.row;
+          const now = group[0]!.now;
+          const usage = await presignUsage(trx, organizationId, merchantId, now, quota.windowMs);
+          for (const presign of group) {
+            const over: OverQuota['over'] = [];
+            if (usage.pending >= quota.pending) over.push('PENDING');
+            if (usage.bytes + presign.row.size_bytes > quota.bytes) over.push('BYTES');
+            if (over.length > 0) refused.push({ presign, over });
+            else {
+              usage.pending += 1;
+              usage.bytes += presign.row.size_bytes;
+              admitted.push(presign.row);
+            }
+          }
+        }
+        if (admitted.length > 0) await trx('financing_documents').insert(admitted);
+        for (const { presign, over } of refused)
+          presign.refused = { over, retryAfterMs: await retryAfter(trx, presign, over, quota) };
+      }),
     { maxBatch: 64, maxInFlight: 2 },
   );
-  return (organizationId, document, now) => write({ ...document, organization_id: organizationId, created_at: now });
+  return async (organizationId, document, now) => {
+    const presign: Presign = { row: { ...document, organization_id: organizationId, created_at: now }, now };
+    await write(presign);
+    return presign.refused;
+  };
+}
+
+/** The merchant's pending uploads and the bytes presigned in the window, as of `now`. */
+async function presignUsage(
+  db: Knex.Transaction,
+  organizationId: string,
+  merchantId: string,
+  now: Date,
+  windowMs: number,
+): Promise<{ pending: number; bytes: number }> {
+  const [pending] = await pendingUploads(db, organizationId, merchantId, now).select(db.raw('count(*)::int as count'));
+  const [bytes] = await db('financing_documents')
+    .where({ organization_id: organizationId, merchant_id: merchantId })
+    .where('created_at', '>', new Date(now.getTime() - windowMs))
+    .select(db.raw('coalesce(sum(size_bytes), 0)::bigint as total'));
+  return { pending: (pending as { count: number }).count, bytes: Number((bytes as { total: string }).total) };
+}
+
+const pendingUploads = (db: Knex.Transaction, organizationId: string, merchantId: string, now: Date) =>
+  db('financing_documents as d')
+    .where({ 'd.organization_id': organizationId, 'd.merchant_id': merchantId })
+    .where('d.upload_expires_at', '>', now)
+    .whereNotExists(db('financing_invoices as i').select(db.raw('1')).whereRaw('i.document_id = d.id'));
+
+/**
+ * When a refused presign would fit: the oldest pending URL expires; enough of the oldest bytes
+ * leave the window for this size (the whole window when even that is not enough).
+ */
+async function retryAfter(
+  db: Knex.Transaction,
+  { row, now }: Presign,
+  over: OverQuota['over'],
+  quota: PresignQuota,
+): Promise<number> {
+  const waits: number[] = [];
+  if (over.includes('PENDING')) {
+    const [first] = await pendingUploads(db, row.organization_id, row.merchant_id, now).min({
+      at: 'd.upload_expires_at',
+    });
+    const at = (first as { at: Date | null }).at;
+    waits.push(at ? at.getTime() - now.getTime() : quota.windowMs);
+  }
+  if (over.includes('BYTES')) {
+    const since = new Date(now.getTime() - quota.windowMs);
+    // The oldest document whose leaving the window (with all older ones) makes room for this size.
+    const { rows } = await db.raw<{ rows: { created_at: Date }[] }>(
+      `select created_at from (
+         select created_at,
+                sum(size_bytes) over (order by created_at, id) as freed,
+                sum(size_bytes) over () as used
+           from financing_documents
+          where organization_id = ? and merchant_id = ? and created_at > ?
+       ) w
+       where used - freed + ? <= ?
+       order by created_at limit 1`,
+      [row.organization_id, row.merchant_id, since, row.size_bytes, quota.bytes],
+    );
+    const at = rows[0]?.created_at;
+    waits.push(at ? at.getTime() + quota.windowMs - now.getTime() : quota.windowMs);
+  }
+  return Math.max(1, ...waits);
 }
 
 /** The merchant's document of that type, or undefined: another merchant's or organization's is not found. */

@@ -31,6 +31,8 @@ export interface FinancingInvoiceRow {
   created_at: Date;
   updated_at: Date;
   extracted_at: Date | null;
+  /** When its recent extractions began (those within the limit's window when the last one began). */
+  extractions_begun_at: Date[];
 }
 
 /** The extracted fields, cleared while an extraction runs. */
@@ -59,6 +61,7 @@ const COLUMNS = [
   'created_at',
   'updated_at',
   'extracted_at',
+  'extractions_begun_at',
 ];
 
 /** An invoice, its dates as the calendar dates they are (YYYY-MM-DD, whatever the DateStyle), not midnight in the server's zone. */
@@ -79,15 +82,29 @@ export function findInvoice(
   return selectInvoice(db).where({ organization_id: organizationId, merchant_id: merchantId, id }).first();
 }
 
-/** What asking for an extraction did: registered the invoice, began a re-extraction, or found one running. */
-export type ExtractionRequest = 'REGISTERED' | 'REEXTRACTING' | 'IN_PROGRESS';
+/**
+ * What asking for an extraction did: registered the invoice, began a re-extraction, found one
+ * running, or refused a re-extraction over the limit (retryAfterMs: when the oldest extraction
+ * counted leaves the window).
+ */
+export type ExtractionRequest = 'REGISTERED' | 'REEXTRACTING' | 'IN_PROGRESS' | 'LIMITED';
+
+/** How many extractions of one document may begin in a window (EXTRACTION_LIMIT, EXTRACTION_LIMIT_WINDOW). */
+export interface ExtractionLimit {
+  max: number;
+  windowMs: number;
+}
+
+/** No limit: for callers that register on the service's behalf (fixtures); the API passes its configured one. */
+const UNLIMITED: ExtractionLimit = { max: 2 ** 31 - 1, windowMs: 1 };
 
 /**
  * Asks for an extraction of the merchant's document (the caller checked it is the merchant's):
  * the first time, the invoice is registered PENDING with extraction 1; once an extraction has
  * ended, the invoice goes back to PENDING with the next number and its fields cleared (the same
- * id); while one runs (PENDING), nothing changes. One statement, so two calls at once cannot
- * both begin one.
+ * id), unless `limit.max` extractions already began in the window; while one runs (PENDING),
+ * nothing changes. One statement, under the invoice row's lock: two calls at once can neither both
+ * begin one nor both pass the limit (its times are on the row itself, pruned to the window).
  */
 export async function requestExtraction(
   db: Knex,
@@ -96,26 +113,43 @@ export async function requestExtraction(
   documentId: string,
   createdBy: string,
   now: Date,
-): Promise<{ invoice: FinancingInvoiceRow; request: ExtractionRequest }> {
-  const { rows } = await db.raw<{ rows: { id: string; inserted: boolean }[] }>(
-    `insert into financing_invoices
-       (id, organization_id, merchant_id, document_id, status, extraction, created_by, created_at, updated_at)
-     values (?, ?, ?, ?, 'PENDING', 1, ?, ?, ?)
-     on conflict (document_id) do update set
-       status = 'PENDING', extraction = financing_invoices.extraction + 1, updated_at = excluded.updated_at,
-       amount_minor_units = null, currency = null, issued_date = null, due_date = null, details = '{}',
-       failure_reason = null, extracted_at = null
-     where financing_invoices.status <> 'PENDING'
-     returning id, (xmax = 0) as inserted`,
-    [randomUUID(), organizationId, merchantId, documentId, createdBy, now, now],
-  );
-  const changed = rows[0];
-  const invoice = await selectInvoice(db)
-    .where({ organization_id: organizationId, merchant_id: merchantId, document_id: documentId })
-    .first();
-  if (!invoice) throw new Error('the invoice vanished after its extraction was asked for');
-  const request: ExtractionRequest = !changed ? 'IN_PROGRESS' : changed.inserted ? 'REGISTERED' : 'REEXTRACTING';
-  return { invoice, request };
+  limit: ExtractionLimit = UNLIMITED,
+): Promise<{ invoice: FinancingInvoiceRow; request: ExtractionRequest; retryAfterMs?: number }> {
+  const since = new Date(now.getTime() - limit.windowMs);
+  // An ended extraction seen after a skip (it ended in between) is asked again; twice is plenty.
+  for (let attempt = 1; ; attempt += 1) {
+    const { rows } = await db.raw<{ rows: { id: string; inserted: boolean }[] }>(
+      `insert into financing_invoices
+         (id, organization_id, merchant_id, document_id, status, extraction, created_by, created_at, updated_at,
+          extractions_begun_at)
+       values (?, ?, ?, ?, 'PENDING', 1, ?, ?, ?, array[?::timestamptz])
+       on conflict (document_id) do update set
+         status = 'PENDING', extraction = financing_invoices.extraction + 1, updated_at = excluded.updated_at,
+         amount_minor_units = null, currency = null, issued_date = null, due_date = null, details = '{}',
+         failure_reason = null, extracted_at = null,
+         extractions_begun_at = array(
+           select t from unnest(financing_invoices.extractions_begun_at) t where t > ? order by t
+         ) || excluded.updated_at
+       where financing_invoices.status <> 'PENDING'
+         and (select count(*) from unnest(financing_invoices.extractions_begun_at) t where t > ?) < ?
+       returning id, (xmax = 0) as inserted`,
+      [randomUUID(), organizationId, merchantId, documentId, createdBy, now, now, now, since, since, limit.max],
+    );
+    const changed = rows[0];
+    const invoice: FinancingInvoiceRow | undefined = await selectInvoice(db)
+      .where({ organization_id: organizationId, merchant_id: merchantId, document_id: documentId })
+      .first();
+    if (!invoice) throw new Error('the invoice vanished after its extraction was asked for');
+    if (changed) return { invoice, request: changed.inserted ? 'REGISTERED' : 'REEXTRACTING' };
+    if (invoice.status === InvoiceStatus.PENDING) return { invoice, request: 'IN_PROGRESS' };
+    // Ended: skipped for the limit, unless it ended after the statement saw it running.
+    const recent = invoice.extractions_begun_at.filter((t) => t > since).sort((a, b) => a.getTime() - b.getTime());
+    if (recent.length >= limit.max) {
+      const frees = recent[recent.length - limit.max]!.getTime() + limit.windowMs;
+      return { invoice, request: 'LIMITED', retryAfterMs: frees - now.getTime() };
+    }
+    if (attempt >= 2) return { invoice, request: 'IN_PROGRESS' };
+  }
 }
 
 /** What an extraction is about: the invoice's current extraction number and its document. */

@@ -1,4 +1,12 @@
-import { CreateBucketCommand, HeadObjectCommand, NotFound, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
+import {
+  CreateBucketCommand,
+  GetObjectCommand,
+  HeadObjectCommand,
+  NoSuchKey,
+  NotFound,
+  S3Client,
+  S3ServiceException,
+} from '@aws-sdk/client-s3';
 import { createHash, createHmac } from 'node:crypto';
 import { SignatureV4 } from '@smithy/signature-v4';
 
@@ -9,6 +17,13 @@ export interface ObjectStoreSettings {
   OBJECT_STORE_ACCESS_KEY_ID?: string;
   OBJECT_STORE_SECRET_ACCESS_KEY?: string;
   OBJECT_STORE_FORCE_PATH_STYLE: boolean;
+}
+
+/** What the store holds at a key. */
+export interface StoredObject {
+  sizeBytes: number;
+  contentType?: string;
+  lastModified?: Date;
 }
 
 /** What the service needs from object storage: presigned uploads, and reading back what arrived. */
@@ -28,7 +43,12 @@ export interface ObjectStore {
   /** A presigned GET of `key`, valid for `expiresInSeconds` (for a provider that reads the document). */
   presignGet(input: { key: string; expiresInSeconds: number }): Promise<{ url: string; expiresAt: Date }>;
   /** What the store holds at `key` (its size, content type and when it was written), or undefined. */
-  head(key: string): Promise<{ sizeBytes: number; contentType?: string; lastModified?: Date } | undefined>;
+  head(key: string): Promise<StoredObject | undefined>;
+  /**
+   * The first `bytes` bytes of the object at `key` (fewer if it is shorter) by one ranged GET, with
+   * what head answers (its whole size from Content-Range), or undefined when there is none.
+   */
+  readStart(key: string, bytes: number): Promise<(StoredObject & { head: Uint8Array }) | undefined>;
   /** Creates the bucket when it is missing (development stores; production buckets are provisioned). */
   ensureBucket(): Promise<void>;
 }
@@ -52,6 +72,26 @@ class NodeSha256 {
   async digest() {
     return new Uint8Array(this.hash.digest());
   }
+}
+
+/** A missing object (404), however the SDK names it. */
+const isMissing = (error: unknown) =>
+  error instanceof NotFound ||
+  error instanceof NoSuchKey ||
+  (error instanceof S3ServiceException && error.$metadata.httpStatusCode === 404);
+
+/** At most `limit` bytes of a response body; the rest is not read (the stream is destroyed). */
+async function firstBytes(body: unknown, limit: number): Promise<Uint8Array> {
+  const chunks: Uint8Array[] = [];
+  let length = 0;
+  const stream = body as AsyncIterable<Uint8Array> & { destroy?: () => void };
+  for await (const chunk of stream) {
+    chunks.push(chunk);
+    length += chunk.length;
+    if (length >= limit) break; // leaving the loop ends (destroys) the stream
+  }
+  stream.destroy?.();
+  return new Uint8Array(Buffer.concat(chunks).subarray(0, limit));
 }
 
 /** RFC 3986 escaping of one path segment or query value, as Signature V4 wants it. */
@@ -153,11 +193,28 @@ export function createObjectStore(settings: ObjectStoreSettings): ObjectStore {
           lastModified: object.LastModified,
         };
       } catch (error) {
-        if (
-          error instanceof NotFound ||
-          (error instanceof S3ServiceException && error.$metadata.httpStatusCode === 404)
-        )
-          return undefined;
+        if (isMissing(error)) return undefined;
+        throw error;
+      }
+    },
+    async readStart(key, bytes) {
+      try {
+        const object = await client.send(
+          new GetObjectCommand({ Bucket: bucket, Key: key, Range: `bytes=0-${bytes - 1}` }),
+        );
+        // `bytes 0-7/12345`: the whole size after the slash; a store that ignored the range sends all of it.
+        const total = /\/(\d+)$/.exec(object.ContentRange ?? '')?.[1];
+        return {
+          head: object.Body ? await firstBytes(object.Body, bytes) : new Uint8Array(),
+          sizeBytes: Number(total ?? object.ContentLength ?? 0),
+          contentType: object.ContentType,
+          lastModified: object.LastModified,
+        };
+      } catch (error) {
+        if (isMissing(error)) return undefined;
+        // 416: the range starts past the end, so the object is empty.
+        if (error instanceof S3ServiceException && error.$metadata.httpStatusCode === 416)
+          return { head: new Uint8Array(), sizeBytes: 0 };
         throw error;
       }
     },

@@ -36,6 +36,26 @@ describe('object storage: the local S3-compatible store refuses what S3 refuses 
     assert.equal(await store().head(`test/${randomUUID()}.pdf`), undefined, 'nothing at another key');
   });
 
+  it('readStart: one ranged GET answers the first bytes (all of a shorter object), the whole size and the content type; nothing at another key', async () => {
+    const key = `test/${randomUUID()}.pdf`;
+    const { url } = await store().presignPut({
+      key,
+      contentType: 'application/pdf',
+      sizeBytes: pdf.length,
+      expiresInSeconds: 60,
+    });
+    assert.equal((await put(url, 'application/pdf', pdf)).status, 200);
+    const start = await store().readStart(key, 8);
+    assert.deepEqual(
+      [Buffer.from(start!.head).toString('latin1'), start?.sizeBytes, start?.contentType],
+      ['%PDF-1.7', pdf.length, 'application/pdf'],
+    );
+    assert.ok(start?.lastModified instanceof Date);
+    const whole = await store().readStart(key, pdf.length + 100);
+    assert.ok(Buffer.from(whole!.head).equals(pdf), 'a range past the end answers the whole object');
+    assert.equal(await store().readStart(`test/${randomUUID()}.pdf`, 8), undefined, 'nothing at another key');
+  });
+
   it('create-only: a second PUT to the same URL is refused (412) and the first upload stays; a PUT without If-None-Match is refused (403)', async () => {
     const key = `test/${randomUUID()}.pdf`;
     const { url, headers } = await store().presignPut({

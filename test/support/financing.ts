@@ -42,15 +42,36 @@ export function invoicePdf(lines: Record<string, string | undefined> = {}): Buff
   return Buffer.from(`%PDF-1.7\n${text}\n%%EOF\n`, 'latin1');
 }
 
+/** Where a request goes: another merchant than the demo one, another API instance than the harness's. */
+export interface Target {
+  merchantId?: string;
+  baseUrl?: string;
+}
+
+/** A new merchant of the demo organization the demo subject may act for (its own limits and quotas). */
+export async function newMerchant(): Promise<string> {
+  const { db, idp } = harness();
+  const id = `mrc-${randomUUID().slice(0, 12)}`;
+  await db('merchants').insert({ id, organization_id: merchant.organization_id, name: `Merchant ${id}` });
+  await db('merchant_access').insert({
+    issuer: idp.issuer('financing'),
+    subject: merchant.financingSubject,
+    merchant_id: id,
+    permissions: ['financing.read', 'financing.write'],
+  });
+  return id;
+}
+
 /** Presigns an upload of `body` for the merchant; uploads it unless told not to. Answers the document id. */
 export async function uploadDocument(
   body: Buffer,
-  options: { contentType?: string; upload?: boolean; headers?: Record<string, string> } = {},
+  options: { contentType?: string; upload?: boolean; headers?: Record<string, string> } & Target = {},
 ): Promise<string> {
   const contentType = options.contentType ?? 'application/pdf';
-  const presigned = await call('POST', presignPath(), {
+  const presigned = await call('POST', presignPath(options.merchantId), {
     headers: options.headers ?? (await financingHeaders()),
     json: { document_type: 'INVOICE', content_type: contentType, size_bytes: body.length },
+    baseUrl: options.baseUrl,
   });
   assert.equal(presigned.status, 201, presigned.text);
   if (options.upload !== false) await putDocument(presigned.body.url, body, contentType);
@@ -66,10 +87,15 @@ export async function putDocument(url: string, body: Buffer, contentType = 'appl
   assert.equal(put.status, 200, await put.text());
 }
 
-export async function registerInvoice(documentId: string, headers?: Record<string, string>): Promise<Reply> {
-  return call('POST', invoicesPath(), {
+export async function registerInvoice(
+  documentId: string,
+  headers?: Record<string, string>,
+  target: Target = {},
+): Promise<Reply> {
+  return call('POST', invoicesPath(target.merchantId), {
     headers: headers ?? (await financingHeaders()),
     json: { document_id: documentId },
+    baseUrl: target.baseUrl,
   });
 }
 
@@ -78,11 +104,11 @@ export async function readInvoice(id: string, merchantId: string = merchant.id):
 }
 
 /** The invoice once its extraction has ended (not PENDING). */
-export async function settledInvoice(id: string, timeoutMs = 20_000) {
+export async function settledInvoice(id: string, timeoutMs = 20_000, merchantId: string = merchant.id) {
   return until(
     `invoice ${id} settled`,
     async () => {
-      const reply = await readInvoice(id);
+      const reply = await readInvoice(id, merchantId);
       assert.equal(reply.status, 200, reply.text);
       return reply.body.status === 'PENDING' ? undefined : reply.body;
     },

@@ -20,6 +20,7 @@ import {
 } from '../../workflows/current-account/messages';
 import type { phoneChange } from '../../workflows/current-account/phone-change';
 import { OrganizationId, UserId } from '../../workflows/search-attributes';
+import { sendUpdate } from '../updates';
 
 /** An Update refused by its validator (or a run that has ended): the refusal's type and message. */
 export interface Refused {
@@ -31,7 +32,7 @@ export interface Refused {
 /** Runs an Update; a refusal (validator or a closed run) is an answer, anything else is thrown. */
 async function update<T>(run: () => Promise<T>): Promise<T | Refused> {
   try {
-    return await run();
+    return await sendUpdate(run);
   } catch (error) {
     if (error instanceof WorkflowNotFoundError) return { refused: OtpRefusal.NOT_AWAITED, message: 'It has ended' };
     const cause = error instanceof WorkflowUpdateFailedError ? error.cause : undefined;

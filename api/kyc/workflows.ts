@@ -17,6 +17,7 @@ import {
 import type { kycExpirySweep } from '../../workflows/kyc/expiry-sweep';
 import type { kycVerification } from '../../workflows/kyc/verification';
 import { ApplicationId, OrganizationId, UserId } from '../../workflows/search-attributes';
+import { sendUpdate } from '../updates';
 
 /**
  * The one module through which the API drives kyc-verification workflows: start,
@@ -81,7 +82,7 @@ export function kycWorkflows(temporal: Client, config: Config) {
         ...startOptions(input, userId),
         workflowIdConflictPolicy: 'USE_EXISTING',
       });
-      return temporal.workflow.executeUpdateWithStart(sdkSessionUpdate, { startWorkflowOperation });
+      return sendUpdate(() => temporal.workflow.executeUpdateWithStart(sdkSessionUpdate, { startWorkflowOperation }));
     },
 
     /** Reports the provider's job id; the failure type (DIFFERENT_JOB_ID, NOT_PENDING) is returned as is. */
@@ -90,7 +91,9 @@ export function kycWorkflows(temporal: Client, config: Config) {
       providerJobId: string,
     ): Promise<{ ok: true } | { ok: false; reason: string }> {
       try {
-        await handle(applicationId).executeUpdate(reportProviderJobIdUpdate, { args: [providerJobId] });
+        await sendUpdate(() =>
+          handle(applicationId).executeUpdate(reportProviderJobIdUpdate, { args: [providerJobId] }),
+        );
         return { ok: true };
       } catch (error) {
         if (error instanceof WorkflowUpdateFailedError && error.cause instanceof ApplicationFailure)
@@ -103,7 +106,7 @@ export function kycWorkflows(temporal: Client, config: Config) {
     /** Asks the running verification to consult the provider now; false when no run takes it. */
     async refreshStatus(applicationId: string): Promise<boolean> {
       try {
-        await handle(applicationId).executeUpdate(refreshStatusUpdate);
+        await sendUpdate(() => handle(applicationId).executeUpdate(refreshStatusUpdate));
         return true;
       } catch (error) {
         if (error instanceof WorkflowNotFoundError || error instanceof WorkflowUpdateFailedError) return false;

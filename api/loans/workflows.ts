@@ -20,6 +20,7 @@ import {
   type WaiverRequest,
 } from '../../workflows/loans/messages';
 import { AccountId, ApplicationId, OrganizationId, UserId } from '../../workflows/search-attributes';
+import { sendUpdate } from '../updates';
 
 /**
  * The one module through which the API drives the loan-application (offer) workflow: start it
@@ -69,9 +70,11 @@ export function loanWorkflows(temporal: Client, config: Config) {
       updateId: string,
     ): Promise<{ loanId: string } | { refused: string; message: string; details?: { path: string } }> {
       try {
-        return await temporal.workflow
-          .getHandle(workflowIds.loanApplication(applicationId))
-          .executeUpdate(acceptOfferUpdate, { args: [taken], updateId });
+        return await sendUpdate(() =>
+          temporal.workflow
+            .getHandle(workflowIds.loanApplication(applicationId))
+            .executeUpdate(acceptOfferUpdate, { args: [taken], updateId }),
+        );
       } catch (error) {
         // The run is over (expired, or gone): the offer cannot be taken.
         if (error instanceof WorkflowNotFoundError)
@@ -91,7 +94,7 @@ export type ServicingAnswer = { eventId: string } | { refused: string; message: 
 /** Runs a servicing Update on a loan's run; a run that has ended is a closed loan. */
 async function servicingUpdate(run: () => Promise<{ eventId: string }>): Promise<ServicingAnswer> {
   try {
-    return await run();
+    return await sendUpdate(run);
   } catch (error) {
     if (error instanceof WorkflowNotFoundError)
       return { refused: LoanServicingError.LOAN_CLOSED, message: 'The loan is closed' };

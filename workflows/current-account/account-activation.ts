@@ -1,7 +1,7 @@
 import { allHandlersFinished, condition, setHandler } from '@temporalio/workflow';
 import { type ActivationInput, confirmOtpUpdate, resendOtpUpdate, selfServiceStateQuery } from './messages';
 import { notAwaited, OtpChallenge } from './otp-challenge';
-import { bankDecision, bankSteps, failureType, record, send, sendRefusal } from './steps';
+import { bankDecision, bankSteps, failureType, outcome, record, send, sendRefusal } from './steps';
 
 type Status = 'INITIALIZING' | 'AWAITING_OTP' | 'ONBOARDING' | 'COMPLETED' | 'REJECTED';
 
@@ -29,11 +29,11 @@ export async function accountActivation(input: ActivationInput): Promise<{ statu
       const answer = await code.submit(digest);
       if (answer.outcome === 'ACCEPTED') {
         status = 'ONBOARDING';
-        await record.recordActivation({ ...ref, status: 'ONBOARDING' });
+        await outcome().recordActivation({ ...ref, status: 'ONBOARDING' });
       } else if (answer.outcome === 'LOCKED') {
         status = 'REJECTED';
         rejection = 'OTP_ATTEMPTS_EXHAUSTED';
-        await record.recordActivation({ ...ref, status: 'REJECTED', reason: rejection });
+        await outcome().recordActivation({ ...ref, status: 'REJECTED', reason: rejection });
       }
       return answer;
     },
@@ -70,7 +70,7 @@ export async function accountActivation(input: ActivationInput): Promise<{ statu
     status = 'REJECTED';
     rejection = reason;
     code.close();
-    await record.recordActivation({ ...ref, status: 'REJECTED', reason });
+    await outcome().recordActivation({ ...ref, status: 'REJECTED', reason });
     return { status, reason };
   };
 

@@ -1,7 +1,7 @@
 import { allHandlersFinished, condition, setHandler } from '@temporalio/workflow';
 import { confirmEmailUpdate, type EmailVerificationInput, selfServiceStateQuery } from './messages';
 import { notAwaited, OtpChallenge } from './otp-challenge';
-import { failureType, record, send } from './steps';
+import { failureType, outcome, send } from './steps';
 
 type Status = 'INITIALIZING' | 'SENT' | 'VERIFIED' | 'EXPIRED' | 'FAILED';
 
@@ -25,10 +25,10 @@ export async function emailVerification(input: EmailVerificationInput): Promise<
       const answer = await link.submit(digest);
       if (answer.outcome === 'ACCEPTED') {
         status = 'VERIFIED';
-        await record.markEmailVerified(ref);
+        await outcome().markEmailVerified(ref);
       } else if (answer.outcome === 'LOCKED') {
         status = 'FAILED';
-        await record.endEmailVerification({ ...ref, status: 'FAILED', reason: 'TOO_MANY_ATTEMPTS' });
+        await outcome().endEmailVerification({ ...ref, status: 'FAILED', reason: 'TOO_MANY_ATTEMPTS' });
       }
       return answer;
     },
@@ -47,7 +47,7 @@ export async function emailVerification(input: EmailVerificationInput): Promise<
   } catch (error) {
     failureType(error);
     status = 'FAILED';
-    await record.endEmailVerification({ ...ref, status: 'FAILED', reason: 'EMAIL_NOT_SENT' });
+    await outcome().endEmailVerification({ ...ref, status: 'FAILED', reason: 'EMAIL_NOT_SENT' });
     return { status };
   }
   // At the deadline nothing more is judged; a token already accepted still counts.
@@ -56,7 +56,7 @@ export async function emailVerification(input: EmailVerificationInput): Promise<
   if (status === 'SENT') {
     status = 'EXPIRED';
     link.close();
-    await record.endEmailVerification({ ...ref, status: 'EXPIRED' });
+    await outcome().endEmailVerification({ ...ref, status: 'EXPIRED' });
   }
   return { status };
 }

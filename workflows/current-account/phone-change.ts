@@ -2,7 +2,7 @@ import { allHandlersFinished, condition, setHandler } from '@temporalio/workflow
 import type { OtpPurpose } from '../../activities/current-account/codes';
 import { authorizeOtpUpdate, confirmOtpUpdate, type PhoneChangeInput, selfServiceStateQuery } from './messages';
 import { notAwaited, OtpChallenge } from './otp-challenge';
-import { bankDecision, bankSteps, failureType, record, send } from './steps';
+import { bankDecision, bankSteps, failureType, outcome, record, send } from './steps';
 
 type Status =
   'INITIALIZING' | 'AWAITING_AUTHORIZATION' | 'AWAITING_CONFIRMATION' | 'PROCESSING' | 'COMPLETED' | 'REJECTED';
@@ -31,11 +31,11 @@ export async function phoneChange(input: PhoneChangeInput): Promise<{ status: St
       if (answer.outcome === 'ACCEPTED') {
         // Recorded before the answer (authorized_at, confirmed_at): the caller reads the new state.
         status = next;
-        await record.recordPhoneChange({ ...ref, status: next });
+        await outcome().recordPhoneChange({ ...ref, status: next });
       } else if (answer.outcome === 'LOCKED') {
         status = 'REJECTED';
         rejection = 'OTP_ATTEMPTS_EXHAUSTED';
-        await record.recordPhoneChange({ ...ref, status: 'REJECTED', reason: rejection });
+        await outcome().recordPhoneChange({ ...ref, status: 'REJECTED', reason: rejection });
       }
       return answer;
     },
@@ -55,7 +55,7 @@ export async function phoneChange(input: PhoneChangeInput): Promise<{ status: St
     status = 'REJECTED';
     rejection = reason;
     code.close();
-    await record.recordPhoneChange({ ...ref, status: 'REJECTED', reason });
+    await outcome().recordPhoneChange({ ...ref, status: 'REJECTED', reason });
     return { status, reason };
   };
 

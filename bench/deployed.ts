@@ -20,6 +20,8 @@ export async function startDeployed(options: {
   taskQueue: string;
   /** A Temporal server the caller runs (the restarts suite stops and starts its own); a dev server is started otherwise. */
   temporalAddress?: string;
+  /** Dynamic config of the dev server started here (see DevServerOptions). */
+  temporalDynamicConfig?: Record<string, unknown>;
   /** Start the bare worker the baselines run on (task queue `bench-trivial`); true unless a suite has no baseline. */
   baseline?: boolean;
   /** The providers' settings the processes get (mobileMoneySettings, currentAccountSettings...). */
@@ -36,7 +38,10 @@ export async function startDeployed(options: {
   const { config, cleanups } = options;
   let temporalAddress = options.temporalAddress;
   if (!temporalAddress) {
-    const temporalServer = await startTemporalDevServer({ cliPath: options.cliPath });
+    const temporalServer = await startTemporalDevServer({
+      cliPath: options.cliPath,
+      dynamicConfig: options.temporalDynamicConfig,
+    });
     cleanups.push(() => temporalServer.teardown());
     temporalAddress = temporalServer.address;
   }

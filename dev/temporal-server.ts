@@ -10,6 +10,8 @@ export interface DevServerOptions {
   uiPort?: number;
   /** SQLite file that persists the server's state across starts; in memory when omitted. */
   dbFilename?: string;
+  /** Dynamic config values (`--dynamic-config-value key=JSON`), e.g. a low continue-as-new suggestion for a suite. */
+  dynamicConfig?: Record<string, unknown>;
   log?: (line: string) => void;
 }
 
@@ -31,6 +33,10 @@ export async function startTemporalDevServer(options: DevServerOptions = {}): Pr
       dbFilename: options.dbFilename,
       searchAttributes: SEARCH_ATTRIBUTES,
       log: { format: 'json', level: 'error' },
+      extraArgs: Object.entries(options.dynamicConfig ?? {}).flatMap(([key, value]) => [
+        '--dynamic-config-value',
+        `${key}=${JSON.stringify(value)}`,
+      ]),
     },
   });
 }

@@ -15,6 +15,9 @@ import type { SimulatorTimers } from './simulator-server';
  * - forged (chance `forged`): one forgery sent first, picked among those the simulator lists for
  *   the callback (what an attacker could send in that provider's protocol).
  *
+ * `burst: n` replaces the plan: every callback goes n times at once, concurrently, genuine only
+ * (the handlers suite: a run's signals arriving together).
+ *
  * The n-th callback due gets the plan a hash of the seed and n gives, so the same seed and the
  * same workload deliver the same way. What was planned and what the receiver answered is kept
  * per callback (`records`) for the control API.
@@ -32,6 +35,7 @@ export const ChaosSettings = z
     forged: probability.default(0.3),
     windowMs: z.number().int().min(1).max(60_000).default(400),
     lateMaxMs: z.number().int().min(0).max(600_000).default(10_000),
+    burst: z.number().int().min(1).max(50).optional(),
   })
   .refine((s) => s.copies.some((w) => w > 0), { message: 'at least one copies weight above 0', path: ['copies'] })
   .refine((s) => s.shuffled + s.late <= 1, { message: 'shuffled + late at most 1', path: ['late'] });
@@ -136,6 +140,20 @@ export function callbackChaos(timers: SimulatorTimers) {
     async deliver(callback: ChaosCallback): Promise<void> {
       const s = settings!;
       const n = ++seq;
+      if (s.burst) {
+        const record: ChaosRecord = {
+          seq: n,
+          kind: callback.kind,
+          request: callback.request,
+          copies: s.burst,
+          timing: 'prompt',
+          answers: [],
+        };
+        records.push(record);
+        if (records.length > MAX_RECORDS) records.shift();
+        record.answers = await Promise.all(Array.from({ length: s.burst }, () => answered(callback.send)));
+        return;
+      }
       const u = (label: string) => hashed(s.seed, n, label);
       const total = s.copies.reduce((a, b) => a + b, 0);
       let pick = u('copies') * total;

@@ -268,7 +268,7 @@ export async function takeLoan(
 }
 
 /** The newest six-digit code the SMS gateway simulator texted to `phone` (as the phone shows it). */
-async function codeTexted(smsUrl: string, phone: string, api: ApiClient): Promise<string | undefined> {
+export async function codeTexted(smsUrl: string, phone: string, api: ApiClient): Promise<string | undefined> {
   for (let wait = 300; Date.now() < api.deadline; wait = Math.min(3_000, wait * 1.5)) {
     const texts = (await (await fetch(`${smsUrl}/_control/messages?to=${encodeURIComponent(phone)}`)).json()) as {
       message: string;

@@ -60,7 +60,7 @@ export interface ChaosDeployment {
   apiUrl: string;
   temporal: Client;
   /** The simulators' base URLs (each in its own process; `/_control` is their control API). */
-  simulators: { mobileMoney: string; kyc: string; sms: string; bank: string };
+  simulators: { mobileMoney: string; kyc: string; sms: string; bank: string; email?: string };
   workers: WorkerPool;
   /** A backend bearer token for one of the demo organization's users, as a client app holds. */
   token(userId: string): Promise<string>;
@@ -78,6 +78,10 @@ export async function startChaosDeployment(options: {
   adminUrl?: string;
   /** A Temporal server of the suite's own; a dev server is started otherwise. */
   temporalAddress?: string;
+  /** Dynamic config of that dev server (the handlers suite has runs continue as new early). */
+  temporalDynamicConfig?: Record<string, unknown>;
+  /** Also the e-mail provider's simulator (e-mail verification); without it those routes answer 503. */
+  email?: boolean;
   cleanups: (() => Promise<unknown>)[];
 }): Promise<ChaosDeployment> {
   const { cleanups } = options;
@@ -91,7 +95,7 @@ export async function startChaosDeployment(options: {
   cleanups.push(() => idp.close());
   await grantDemoMerchantOverHttp(idp);
   // The simulators start while the database is made, migrated and seeded.
-  const [mobileMoney, kyc, sms, bank, { databaseUrl, db }] = await Promise.all([
+  const [mobileMoney, kyc, sms, bank, email, { databaseUrl, db }] = await Promise.all([
     simulator<{ url: string; certificate: string }>('simulator.ts', 'mobile-money'),
     simulator<{ url: string; certificate: string }>('simulator.ts', 'kyc', {
       KYC_PARTNER_ID: KYC.partnerId,
@@ -99,6 +103,7 @@ export async function startChaosDeployment(options: {
     }),
     simulator<{ url: string }>('current-account-simulator.ts', 'sms'),
     simulator<{ url: string }>('current-account-simulator.ts', 'bank'),
+    options.email ? simulator<{ url: string }>('current-account-simulator.ts', 'email') : undefined,
     (async () => {
       const url = await benchDatabase(options.adminUrl ?? base.DATABASE_URL, cleanups);
       return { databaseUrl: url, db: await demoDatabase(url, devSeedOptions(idp), cleanups) };
@@ -116,11 +121,12 @@ export async function startChaosDeployment(options: {
     config,
     cliPath: base.TEMPORAL_CLI_PATH,
     temporalAddress: options.temporalAddress,
+    temporalDynamicConfig: options.temporalDynamicConfig,
     taskQueue: options.taskQueue,
     baseline: false,
     providerEnv: {
       ...mobileMoneySettings(mobileMoney.url, mobileMoney.certificate),
-      ...currentAccountSettings({ sms: sms.url, bank: bank.url }),
+      ...currentAccountSettings({ sms: sms.url, bank: bank.url, email: email?.url }),
       // The v2 upload goes to the KYC simulator's TLS storage listener, by this name.
       KYC_PROVIDER_CA: kyc.certificate,
       KYC_UPLOAD_HOSTS: 'localhost',
@@ -177,7 +183,7 @@ export async function startChaosDeployment(options: {
     databaseUrl,
     apiUrl: deployed.apiUrl,
     temporal: deployed.client,
-    simulators: { mobileMoney: mobileMoney.url, kyc: kyc.url, sms: sms.url, bank: bank.url },
+    simulators: { mobileMoney: mobileMoney.url, kyc: kyc.url, sms: sms.url, bank: bank.url, email: email?.url },
     workers,
     token: (userId) => requestToken(idp.url, 'backend', { sub: userId, aud: config.AUTH_AUDIENCE }),
     organizationId: DEMO.organizations.demo.id,

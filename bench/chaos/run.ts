@@ -1,10 +1,11 @@
 import { runCallbackChaos } from './callbacks';
+import { runHandlerConcurrency } from './handlers';
 import { runLoadHeld } from './load';
 import { runRestarts } from './restarts';
 import { runWorkerCrash } from './worker-crash';
 
 /**
- * `npm run chaos`: the reliability suites of issue 19, one after another, each starting and
+ * `npm run chaos`: the reliability suites (issue 19, and the handlers suite of issue 28), one after another, each starting and
  * stopping its own deployment, then one summary line per suite. `--bounded` runs the CI sizes
  * (a few minutes in all); names pick suites (`npm run chaos -- --bounded restarts load`).
  * Exit 0 only when every suite's expected zeros held.
@@ -14,6 +15,7 @@ const SUITES = {
   callbacks: (bounded: boolean) => runCallbackChaos({ bounded }),
   restarts: (bounded: boolean) => runRestarts({ bounded }),
   load: (bounded: boolean) => runLoadHeld({ bounded }),
+  handlers: (bounded: boolean) => runHandlerConcurrency({ bounded }),
 } satisfies Record<string, (bounded: boolean) => Promise<boolean>>;
 type Name = keyof typeof SUITES;
 

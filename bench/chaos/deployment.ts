@@ -1,12 +1,14 @@
 import type { ChildProcess } from 'node:child_process';
 import type { Client } from '@temporalio/client';
 import type { Knex } from 'knex';
+import { createLogger } from '../../config/logger';
 import { DEMO } from '../../db/seeds/demo';
 import { loadDevConfig } from '../../dev/config';
 import { devSeedOptions, grantDemoMerchantOverHttp, withDevIdentityProvider } from '../../dev/identity';
 import { currentAccountSettings, mobileMoneySettings } from '../../dev/simulators';
 import { requestToken, startIdentityProvider } from '../../providers/identity/simulator';
 import { freePort } from '../../test/support/ports';
+import { installRuntime } from '../../worker/runtime';
 import { benchDatabase, demoDatabase } from '../database';
 import { startDeployed } from '../deployed';
 import { startServer, startService, stopProcess } from '../lib';
@@ -69,6 +71,18 @@ export interface ChaosDeployment {
   unexpectedExits(): number;
 }
 
+/**
+ * The SDK's runtime of the suite's own process (its dev server, the replay of every history) logs
+ * warnings and errors only: the replayer's worker would print its start and stop among the figures.
+ */
+function quietRuntime() {
+  try {
+    installRuntime({ logger: createLogger('warn'), shutdownSignals: [] });
+  } catch {
+    // Made already by an earlier suite of this process.
+  }
+}
+
 export async function startChaosDeployment(options: {
   workers: number;
   taskQueue: string;
@@ -85,6 +99,7 @@ export async function startChaosDeployment(options: {
   cleanups: (() => Promise<unknown>)[];
 }): Promise<ChaosDeployment> {
   const { cleanups } = options;
+  quietRuntime();
   const base = loadDevConfig({ ...process.env, LOG_LEVEL: 'info' });
   const simulator = async <T>(script: string, which: string, env: NodeJS.ProcessEnv = {}) => {
     const started = await startServer<T>(script, { BENCH_SIMULATOR: which, ...env });

@@ -1,8 +1,6 @@
 import type { Client } from '@temporalio/client';
 import type { WorkflowBundle } from '@temporalio/worker';
-import { createLogger } from '../../config/logger';
 import { bundleWorkflows } from '../../worker/bundle';
-import { installRuntime } from '../../worker/runtime';
 import { describeReplayFailures, replayHistories, type ReplayReport } from '../../worker/replay';
 import type { Figure } from './consistency';
 
@@ -14,16 +12,7 @@ let bundle: Promise<WorkflowBundle> | undefined;
  * deployment goes: a run the current code cannot replay would wedge at the next worker restart.
  */
 export async function replayEveryHistory(temporal: Client): Promise<ReplayReport> {
-  if (!bundle) {
-    // The replayer's own worker logs its start and stop at INFO: warnings and errors only here
-    // (unless this process made the SDK's runtime already, which keeps its own logger).
-    try {
-      installRuntime({ logger: createLogger('warn'), shutdownSignals: [] });
-    } catch {
-      // installed before
-    }
-    bundle = bundleWorkflows();
-  }
+  bundle ??= bundleWorkflows();
   const report = await replayHistories(temporal, await bundle);
   if (report.failures.length > 0)
     console.log(`  histories that do not replay:\n${describeReplayFailures(report).replace(/^/gm, '    ')}`);

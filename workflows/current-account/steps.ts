@@ -30,7 +30,8 @@ export const record = proxyLocalActivities<CurrentAccountActivities>({
  * the handlers chaos suite saw an activation COMPLETED at the bank and REJECTED on its row.
  */
 const committed = proxyActivities<CurrentAccountActivities>({
-  startToCloseTimeout: '30 seconds',
+  // One row's write: a worker that dies holding it costs this long before another takes it.
+  startToCloseTimeout: '10 seconds',
   retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
 });
 const OUTCOMES_COMMITTED = 'self-service-outcomes-committed';

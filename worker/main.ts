@@ -6,7 +6,7 @@ import { temporalConnectionOptions } from '../config/temporal';
 import { createDb } from '../db/knex';
 import { systemClock } from '../domain/clock';
 import { createProviders } from '../providers';
-import { bundleWorkflows } from './bundle';
+import { workerBundle } from './bundle';
 import { installRuntime } from './runtime';
 import { ensureSchedules } from './schedules/index';
 import { createWorker } from './worker';
@@ -34,7 +34,7 @@ async function main() {
       connection,
       namespace: config.TEMPORAL_NAMESPACE,
       taskQueue: config.TEMPORAL_TASK_QUEUE,
-      workflowBundle: await bundleWorkflows(),
+      workflowBundle: await workerBundle(config.WORKFLOW_BUNDLE_PATH),
       shutdownGraceTimeMs: config.WORKER_SHUTDOWN_GRACE,
     },
     { config, db, providers: createProviders(config), logger, clock: systemClock, temporal },

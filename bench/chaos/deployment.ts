@@ -12,6 +12,7 @@ import { installRuntime } from '../../worker/runtime';
 import { benchDatabase, demoDatabase } from '../database';
 import { startDeployed } from '../deployed';
 import { startServer, startService, stopProcess } from '../lib';
+import { workflowBundleFile } from './replay';
 
 /**
  * The service in its deployment shape for the chaos suites: Postgres (a fresh database), a
@@ -140,6 +141,7 @@ export async function startChaosDeployment(options: {
     taskQueue: options.taskQueue,
     baseline: false,
     providerEnv: {
+      WORKFLOW_BUNDLE_PATH: await workflowBundleFile(),
       ...mobileMoneySettings(mobileMoney.url, mobileMoney.certificate),
       ...currentAccountSettings({ sms: sms.url, bank: bank.url, email: email?.url }),
       // The v2 upload goes to the KYC simulator's TLS storage listener, by this name.

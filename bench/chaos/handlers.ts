@@ -90,9 +90,14 @@ export async function runHandlerConcurrency(options: { bounded: boolean }): Prom
           ),
         ),
       );
-      const sends = prepared.map((p) =>
-        p instanceof Error ? Promise.resolve<Check | Error>(p) : p.send(n).catch((e: unknown) => asError(e)),
-      );
+      const took = new Map<string, number>();
+      const sends = prepared.map((p, i) => {
+        const sent = Date.now();
+        const done = (check: Check | Error) => (took.set(SCENARIOS[i]!.type, Date.now() - sent), check);
+        return p instanceof Error
+          ? Promise.resolve<Check | Error>(p)
+          : p.send(n).then(done, (e: unknown) => done(asError(e)));
+      });
       // The worker dies while the messages are in flight; a new one replays every run it had.
       await sleep(1_500);
       await deployment.workers.kill(0);
@@ -102,7 +107,11 @@ export async function runHandlerConcurrency(options: { bounded: boolean }): Prom
         const found = check instanceof Error ? [`client: ${check.message}`] : await check();
         problems.get(SCENARIOS[i]!.type)!.push(...found.map((p) => `n=${n}: ${p}`));
       }
-      console.log(`  n=${n}: ${SCENARIOS.length} workflow types, ${((Date.now() - started) / 1000).toFixed(0)} s`);
+      const slowest = [...took].sort((x, y) => y[1] - x[1]).slice(0, 2);
+      console.log(
+        `  n=${n}: ${SCENARIOS.length} workflow types, ${((Date.now() - started) / 1000).toFixed(0)} s ` +
+          `(slowest: ${slowest.map(([type, ms]) => `${type} ${(ms / 1000).toFixed(0)} s`).join(', ')})`,
+      );
     }
 
     const continued = await deployment.temporal.workflow.count(

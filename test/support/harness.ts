@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
@@ -49,6 +49,8 @@ export interface Harness {
   client: Client;
   taskQueue: string;
   workflowBundle: WorkflowBundle;
+  /** The same bundle in a file, for the worker processes tests spawn (WORKFLOW_BUNDLE_PATH): up seconds sooner. */
+  workflowBundlePath: string;
   worker: Worker;
   api: RunningApi;
   baseUrl: string;
@@ -147,6 +149,11 @@ export async function startHarness(): Promise<Harness> {
     step('bundle', () => bundleWorkflows(require.resolve('../fixtures/workflows'))),
   ]);
 
+  const bundleDir = await mkdtemp(path.join(os.tmpdir(), 'lending-test-bundle-'));
+  cleanups.push(() => rm(bundleDir, { recursive: true, force: true }));
+  const workflowBundlePath = path.join(bundleDir, 'workflows.js');
+  await writeFile(workflowBundlePath, workflowBundle.code);
+
   const databaseName = `lending_test_${process.pid}_${randomBytes(4).toString('hex')}`;
   const databaseUrl = await ensureDatabase(adminUrl, databaseName);
   cleanups.push(() => dropDatabase(adminUrl, databaseName));
@@ -208,6 +215,7 @@ export async function startHarness(): Promise<Harness> {
     client: env.client,
     taskQueue,
     workflowBundle,
+    workflowBundlePath,
     worker,
     api,
     baseUrl: api.url,

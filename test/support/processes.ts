@@ -84,6 +84,7 @@ export async function spawnWorker(taskQueue: string, signingKey: string) {
     WORKER_METRICS_PORT: String(await freePort()),
     WORKER_SHUTDOWN_GRACE: '1s',
     SERVICE_SIGNING_KEY: signingKey,
+    WORKFLOW_BUNDLE_PATH: harness().workflowBundlePath,
   });
   return { ...worker, running: (timeoutMs = 60_000) => worker.waitFor(/worker running/, timeoutMs) };
 }

@@ -34,6 +34,11 @@ const PATCHES = {
   localSteps: 'loan-apply-local-steps',
   /** At its expiry the run finishes an acceptance it finds in Postgres (it used to end there, undisbursed). */
   finishFoundAcceptance: 'loan-apply-finish-found-acceptance',
+  /**
+   * An acceptance that finds the offer taken by one this run never recorded makes the run finish
+   * that one at once (the run used to end ACCEPTED with it undisbursed, its collateral held).
+   */
+  finishUnrecordedAtOnce: 'loan-apply-finish-unrecorded-at-once',
 } as const;
 
 type Steps = typeof activities;
@@ -58,6 +63,12 @@ export async function loanApplication(input: LoanOfferInput): Promise<string> {
   let closing = false;
   /** What the close found: the acceptance it finished (and whose it was), or nothing taken (null). */
   let closed: { loanId: string; acceptedBy: string } | null | undefined;
+  /**
+   * Postgres holds an acceptance this run never recorded: the workflow task whose local activity
+   * made it was lost with its worker, and done again with another acceptance first. The run
+   * closes the offer now, which finishes that acceptance, as it would at the offer's time.
+   */
+  let takenUnrecorded = false;
 
   /** An acceptance's steps after its first: the principal paid out, the loan's own run started. */
   async function finish(run: Steps, taken: TakenLoan, options: { resumed: boolean }): Promise<void> {
@@ -150,7 +161,11 @@ export async function loanApplication(input: LoanOfferInput): Promise<string> {
       }
       if (accepted.outcome === 'not_open') {
         const wasTaken = accepted.status === 'ACCEPTED' || accepted.status === 'DISBURSED';
-        state = wasTaken ? 'ACCEPTED' : 'EXPIRED';
+        if (wasTaken && patched(PATCHES.finishUnrecordedAtOnce)) {
+          // The close decides the offer's state from here (one may be running already).
+          if (!closing) state = 'OPEN';
+          takenUnrecorded = true;
+        } else state = wasTaken ? 'ACCEPTED' : 'EXPIRED';
         throw ApplicationFailure.nonRetryable(
           `The offer is ${accepted.status}`,
           wasTaken ? LoanOfferError.TAKEN : LoanOfferError.EXPIRED,
@@ -180,7 +195,7 @@ export async function loanApplication(input: LoanOfferInput): Promise<string> {
 
   const remaining = () => Math.max(0, expiresMs - Date.now());
   for (;;) {
-    if (!(await condition(() => state !== 'OPEN', remaining()))) {
+    if (!(await condition(() => state !== 'OPEN' || takenUnrecorded, remaining()))) {
       if (patched(PATCHES.finishFoundAcceptance)) {
         await closeOffer();
         break;
@@ -189,6 +204,10 @@ export async function loanApplication(input: LoanOfferInput): Promise<string> {
       state = 'EXPIRED';
       const status = await activities.expireLoanOffer(ref);
       if (status === 'ACCEPTED' || status === 'DISBURSED') state = 'ACCEPTED';
+      break;
+    }
+    if (takenUnrecorded) {
+      await closeOffer();
       break;
     }
     await condition(() => state !== 'ACCEPTING');

@@ -189,15 +189,27 @@ async function collected(world: World, phone: string): Promise<boolean> {
   return pushes.some((p) => p.phone === phone.slice(1) && p.state === 'final' && String(p.resultCode) === '0');
 }
 
+/** Whether the mobile-money simulator paid a payout to `phone` (a completed B2C payment). */
+async function paidOut(world: World, phone: string): Promise<boolean> {
+  const response = await fetch(`${world.deployment.simulators.mobileMoney}/_control/b2c`);
+  const payments = (await response.json()) as { phone: string; state: string; resultCode: number | string }[];
+  return payments.some((p) => p.phone === phone.slice(1) && p.state === 'completed' && String(p.resultCode) === '0');
+}
+
 /** The money a transaction moved, by journal kind (a push: COLLECTION; a payout: its own). */
 async function entryKinds(world: World, transactionId: string): Promise<string[]> {
   const rows = await world.deployment.db('journal_entries').where({ transaction_id: transactionId });
   return rows.map((r) => r.kind as string).sort();
 }
 
-/** A transaction moved once: POSTED, and each of its journal kinds once. */
-async function movedOnce(world: World, outcome: string, id: string | undefined): Promise<string[]> {
-  if (outcome !== 'POSTED' || !id) return [`ended ${outcome}`];
+/**
+ * A transaction moved once: POSTED, and each of its journal kinds once; or, for a push or payout
+ * the dead worker never sent, FAILED NO_RESULT with nothing moved at the provider either.
+ */
+async function movedOnce(world: World, outcome: string, id: string | undefined, moved: () => Promise<boolean>) {
+  if (outcome === 'FAILED NO_RESULT' && id)
+    return (await moved()) ? [`FAILED NO_RESULT here, yet the provider moved the money (${id})`] : [];
+  if (outcome !== 'POSTED' || !id) return [`ended ${outcome} (${id ?? 'not started'})`];
   const kinds = await entryKinds(world, id);
   return new Set(kinds).size === kinds.length && kinds.length > 0 ? [] : [`journal entries ${kinds.join(',')}`];
 }
@@ -223,7 +235,7 @@ export const pushResults: Scenario = {
           },
           (started) => (id = started),
         );
-        return () => movedOnce(world, ended.outcome, id);
+        return () => movedOnce(world, ended.outcome, id, () => collected(world, customer.phone));
       },
     };
   },
@@ -245,7 +257,7 @@ export const payoutResults: Scenario = {
           { account: customer.current, phone: customer.phone, amount: 50_000, key: `payout-${customer.id}` },
           (started) => (id = started),
         );
-        return () => movedOnce(world, ended.outcome, id);
+        return () => movedOnce(world, ended.outcome, id, () => paidOut(world, customer.phone));
       },
     };
   },

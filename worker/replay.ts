@@ -2,8 +2,10 @@ import { Client, Connection } from '@temporalio/client';
 import type { History } from '@temporalio/common/lib/proto-utils';
 import { Worker, type WorkflowBundle } from '@temporalio/worker';
 import { loadConfig } from '../config';
+import { createLogger } from '../config/logger';
 import { temporalConnectionOptions } from '../config/temporal';
 import { bundleWorkflows } from './bundle';
+import { installRuntime } from './runtime';
 
 /** A run whose history the bundle does not replay: its ids and the SDK's account (it names the event). */
 export interface ReplayFailure {
@@ -94,6 +96,8 @@ export function describeReplayFailures(report: ReplayReport, limit = 20): string
  */
 async function main() {
   const config = loadConfig();
+  // The replay worker's start and stop are not news here: warnings and errors only.
+  installRuntime({ logger: createLogger('warn') });
   const connection = await Connection.connect(temporalConnectionOptions(config));
   try {
     const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });

@@ -21,6 +21,13 @@ function responsesOf(route: AnyRoute): Record<string, ResponseConfig> {
       : response.mediaType
         ? { description: response.description, content: { [response.mediaType]: { schema: { type: 'string' } } } }
         : { description: response.description };
+    if (response.headers)
+      out[status].headers = Object.fromEntries(
+        Object.entries(response.headers).map(([name, header]) => [
+          name,
+          { description: header.description, schema: { type: 'string' } },
+        ]),
+      );
   }
   for (const [status, response] of Object.entries(out)) {
     if (!/^2\d\d$/.test(status) || '$ref' in response) continue;

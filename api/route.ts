@@ -35,6 +35,8 @@ export interface RouteResponse {
   description: string;
   /** JSON body schema; omitted for bodiless answers. */
   schema?: z.ZodType;
+  /** Response headers the answer carries (the document lists them), by name. */
+  headers?: Record<string, { description: string }>;
   /** Non-JSON answers (metrics, the reference page) name their media type instead. */
   mediaType?: string;
 }

@@ -75,6 +75,10 @@ function decodeCursor(cursor: string): AssignmentPosition | undefined {
 }
 
 const AgentPath = z.object({ userId: z.uuid() });
+const Cursor = z
+  .string()
+  .max(200)
+  .regex(/^[A-Za-z0-9_-]+$/);
 const Reason = z
   .string()
   .min(1)
@@ -115,50 +119,60 @@ export function assignmentRoutes(deps: AppDeps): AnyRoute[] {
       summary: 'An agent’s customers: its assignments, active first, then its history',
       description:
         'Visible to the agent itself, the agents above it and the organization’s admins; to anyone else the agent is not ' +
-        'found (404). Order: active assignments first, then ended ones, each newest assignment first. Paged forward: ' +
-        'size 1 to 100 (default 20), follow links.next.',
+        'found (404). Order: active assignments first, then ended ones, each newest assignment first. The body is the ' +
+        'spec’s array of Agent assignment; paging rides in the `Link` header (RFC 8288): `<…?size=20&after=…>; ' +
+        'rel="next"` while more follow, `<…?size=20&before=…>; rel="prev"` while some precede (relative to this ' +
+        'path, keeping size; none at either end). size 1 to 100 (default 20); after and before together are 400.',
       tags: ['agents'],
       auth: READER,
       request: {
         params: AgentPath,
         query: z.strictObject({
           size: z.coerce.number().int().min(1).max(AGENT_PAGE_SIZE.max).default(AGENT_PAGE_SIZE.default),
-          after: z
-            .string()
-            .max(200)
-            .regex(/^[A-Za-z0-9_-]+$/)
-            .optional(),
+          after: Cursor.optional(),
+          before: Cursor.optional(),
         }),
       },
       responses: {
         200: {
-          description: 'A page of assignments',
-          schema: z
-            .strictObject({
-              data: z.array(AgentAssignment),
-              links: z.strictObject({ next: z.string().nullable() }),
-            })
-            .meta({ id: 'AgentAssignmentPage' }),
+          description: 'A page of assignments (an array; the Link header pages)',
+          schema: z.array(AgentAssignment).meta({ id: 'AgentAssignmentList' }),
+          headers: {
+            Link: {
+              description:
+                'RFC 8288 links to the neighbouring pages, relative to this path: rel="next" and rel="prev" when ' +
+                'there are such pages; absent when there are none.',
+            },
+          },
         },
       },
       errors: {
+        BAD_REQUEST: 'size out of range, a cursor this service did not give out, or after and before together',
         NOT_FOUND: 'no such agent, or not one the caller may see',
         FORBIDDEN: 'an agent that is not ACTIVE (SUSPENDED or INACTIVE) acts as no agent',
       },
       async handler(ctx, { params, query }) {
         const { caller } = await visibleAgent(ctx, params.userId);
-        const after = query.after === undefined ? undefined : decodeCursor(query.after);
-        if (query.after !== undefined && !after)
+        if (query.after && query.before) throw new ServiceError(ErrorCode.BAD_REQUEST, 'Bad Request');
+        const key = query.after ? 'after' : 'before';
+        const cursor = query[key];
+        const position = cursor === undefined ? undefined : decodeCursor(cursor);
+        if (cursor !== undefined && !position)
           throw new ServiceError(ErrorCode.INVALID_PARAMS, 'Invalid parameters', [
-            { path: 'query.after', reason: 'not a cursor this list gave out', sub_code: SubCode.INVALID_VALUE },
+            { path: `query.${key}`, reason: 'not a cursor this list gave out', sub_code: SubCode.INVALID_VALUE },
           ]);
-        const page = await agentAssignments(db, caller.organizationId, params.userId, { size: query.size, after });
-        ctx.body = {
-          data: page.rows.map(view),
-          links: {
-            next: page.more ? `${ctx.path}?size=${query.size}&after=${encodeCursor(page.rows.at(-1)!)}` : null,
-          },
-        };
+        const page = await agentAssignments(db, caller.organizationId, params.userId, {
+          size: query.size,
+          ...(position && { [key]: position }),
+        });
+        const link = (rel: 'next' | 'prev', row: AssignmentRow) =>
+          `<${ctx.path}?size=${query.size}&${rel === 'next' ? 'after' : 'before'}=${encodeCursor(row)}>; rel="${rel}"`;
+        const links = [
+          ...(page.more ? [link('next', page.rows.at(-1)!)] : []),
+          ...(page.less ? [link('prev', page.rows[0]!)] : []),
+        ];
+        if (links.length > 0) ctx.set('Link', links.join(', '));
+        ctx.body = page.rows.map(view);
       },
     }),
     defineRoute({

@@ -59,28 +59,41 @@ function selectAssignments(db: Knex, organizationId: string) {
     );
 }
 
-/** One page of an agent's assignments: active first, then its history, each newest first. */
+/**
+ * One page of an agent's assignments: active first, then its history, each newest first; after
+ * a position (forward) or before one (backward, read in reverse then put back in order). `more`:
+ * rows follow the page; `less`: rows precede it.
+ */
 export async function agentAssignments(
   db: Knex,
   organizationId: string,
   agentUserId: string,
-  page: { size: number; after?: AssignmentPosition },
-): Promise<{ rows: AssignmentRow[]; more: boolean }> {
+  page: { size: number; after?: AssignmentPosition; before?: AssignmentPosition },
+): Promise<{ rows: AssignmentRow[]; more: boolean; less: boolean }> {
   const q = selectAssignments(db, organizationId).where('s.agent_user_id', agentUserId);
-  if (page.after)
-    q.whereRaw('(s.is_active, s.assigned_at, s.id) < (?, ?, ?)', [
-      page.after.isActive,
-      page.after.assignedAt,
-      page.after.id,
+  const at = page.after ?? page.before;
+  const towardsStart = page.before !== undefined;
+  if (at)
+    q.whereRaw(`(s.is_active, s.assigned_at, s.id) ${towardsStart ? '>' : '<'} (?, ?, ?)`, [
+      at.isActive,
+      at.assignedAt,
+      at.id,
     ]);
-  const rows: AssignmentRow[] = await q
+  const order = towardsStart ? 'asc' : 'desc';
+  const read: AssignmentRow[] = await q
     .orderBy([
-      { column: 's.is_active', order: 'desc' },
-      { column: 's.assigned_at', order: 'desc' },
-      { column: 's.id', order: 'desc' },
+      { column: 's.is_active', order },
+      { column: 's.assigned_at', order },
+      { column: 's.id', order },
     ])
     .limit(page.size + 1);
-  return { rows: rows.slice(0, page.size), more: rows.length > page.size };
+  const beyond = read.length > page.size;
+  const rows = read.slice(0, page.size);
+  if (towardsStart) rows.reverse();
+  // A cursor is only ever given out for a row that was there: a page after one has rows before it.
+  return towardsStart
+    ? { rows, more: rows.length > 0, less: beyond }
+    : { rows, more: beyond, less: page.after !== undefined && rows.length > 0 };
 }
 
 /** Whether `viewerUserId` is the agent or above it in the hierarchy (depth ≥ `minDepth`). */

@@ -2,7 +2,7 @@ import { strict as assert } from 'node:assert';
 import { randomUUID } from 'node:crypto';
 import { AGENT_NETWORKS, DEMO } from '../../db/seeds/demo';
 import { harness } from '../support/harness';
-import { call } from '../support/http';
+import { call, type Reply } from '../support/http';
 import { backendToken, bearer } from '../support/tokens';
 
 const DEMO_ORG = DEMO.organizations.demo.id;
@@ -65,7 +65,7 @@ describe('spec 4.6: GET /v1/agents/{userId}/customers and assignments with histo
       const reply = await call('GET', customersPath(agent), { headers: await as(userId) });
       assert.equal(reply.status, status, `${who}: ${reply.text}`);
       if (status === 200)
-        assert.ok(reply.body.data.some((a: { customer_user_id: string }) => a.customer_user_id === customer));
+        assert.ok(reply.body.some((a: { customer_user_id: string }) => a.customer_user_id === customer));
     }
     const unknown = await call('GET', customersPath(randomUUID()), { headers: await as(DEMO.users.admin.id) });
     assert.equal(unknown.status, 404);
@@ -92,12 +92,12 @@ describe('spec 4.6: GET /v1/agents/{userId}/customers and assignments with histo
     );
     assert.match(moved.body.resource_id, /^asg_[0-9a-f]{32}$/);
     const history = await call('GET', customersPath(agent), { headers: manager });
-    const ended = history.body.data.find((a: { id: string }) => a.id === first.body.id);
+    const ended = history.body.find((a: { id: string }) => a.id === first.body.id);
     assert.deepEqual(
       [ended.is_active, ended.unassigned_by, ended.unassignment_reason, typeof ended.unassigned_at],
       [false, DEMO.users.leader.id, 'Moved to a closer agent', 'string'],
     );
-    const actives = history.body.data.map((a: { is_active: boolean }) => a.is_active);
+    const actives = history.body.map((a: { is_active: boolean }) => a.is_active);
     assert.deepEqual(
       actives,
       [...actives].sort((a: boolean, b: boolean) => Number(b) - Number(a)),
@@ -205,7 +205,7 @@ describe('spec 4.6: GET /v1/agents/{userId}/customers and assignments with histo
     assert.equal(within.status, 201, within.text);
   });
 
-  it('an agent’s list pages forward with size and links.next', async () => {
+  it('spec 4.6: the answer is an array of Agent assignment; pages ride in the Link header (rel="next" and rel="prev", RFC 8288)', async () => {
     const manager = await as(DEMO.users.manager.id);
     const target = peer;
     for (let i = 0; i < 5; i += 1) {
@@ -216,20 +216,38 @@ describe('spec 4.6: GET /v1/agents/{userId}/customers and assignments with histo
       assert.equal(reply.status, 201);
     }
     const all = await call('GET', `${customersPath(target)}?size=100`, { headers: manager });
-    const ids: string[] = [];
+    assert.ok(Array.isArray(all.body), 'a top-level JSON array');
+    assert.equal(all.headers.get('link'), null, 'one page: no links');
+    const linked = (reply: Reply, rel: string) => {
+      const found = (reply.headers.get('link') ?? '').split(', ').find((l) => l.endsWith(`; rel="${rel}"`));
+      return found ? /^<([^>]+)>/.exec(found)![1]! : null;
+    };
+    // Forward to the end by rel="next", then back to the start by rel="prev": every assignment once each way.
+    const forward: string[] = [];
     let path: string | null = `${customersPath(target)}?size=2`;
+    let last: Reply | undefined;
     while (path) {
-      const reply = await call('GET', path, { headers: manager });
-      assert.equal(reply.status, 200, reply.text);
-      assert.ok(reply.body.data.length <= 2);
-      ids.push(...reply.body.data.map((a: { id: string }) => a.id));
-      path = reply.body.links.next;
+      last = await call('GET', path, { headers: manager });
+      assert.equal(last.status, 200, last.text);
+      assert.ok(Array.isArray(last.body) && last.body.length <= 2);
+      forward.push(...last.body.map((a: { id: string }) => a.id));
+      path = linked(last, 'next');
     }
     assert.deepEqual(
-      ids,
-      all.body.data.map((a: { id: string }) => a.id),
+      forward,
+      all.body.map((a: { id: string }) => a.id),
     );
+    const backward: string[] = [...last!.body.map((a: { id: string }) => a.id)];
+    for (path = linked(last!, 'prev'); path; path = linked(last, 'prev')) {
+      last = await call('GET', path, { headers: manager });
+      assert.equal(last.status, 200, last.text);
+      backward.unshift(...last.body.map((a: { id: string }) => a.id));
+    }
+    assert.deepEqual(backward, forward);
+    assert.equal(linked(last!, 'prev'), null, 'no prev on the first page');
     const bad = await call('GET', `${customersPath(target)}?after=abc`, { headers: manager });
     assert.equal(bad.status, 400);
+    const both = await call('GET', `${customersPath(target)}?after=abc&before=abc`, { headers: manager });
+    assert.equal(both.status, 400);
   });
 });

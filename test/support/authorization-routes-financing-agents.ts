@@ -150,7 +150,7 @@ const agentCustomers: Exercise = {
   },
   request: ({ target }) => ({ params: { userId: target!.ids.userId! } }),
   shows: ({ target }, reply) => {
-    const listed = reply.body.data as { agent_user_id: string }[];
+    const listed = reply.body as { agent_user_id: string }[];
     return problem(
       listed.length > 0 && listed.every((a) => a.agent_user_id === target!.ids.userId),
       `${listed.length} assignments, not all the agent's`,

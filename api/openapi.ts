@@ -70,10 +70,11 @@ const SECURITY_SCHEMES: Record<AuthScheme | 'partnerJwt', { name: string; descri
 };
 
 const IDEMPOTENCY_NOTE =
-  'Honours `Idempotency-Key`: the first request with a key executes and its 2xx answer is stored for ' +
-  'IDEMPOTENCY_KEY_TTL; retries with the same key and the same request replay it byte for byte with ' +
-  `\`${REPLAYED_HEADER}: true\`. Keys are scoped to the caller and the operation. Failed requests (validation, ` +
-  'authorization, errors) are not stored and may be retried with the same key.';
+  'Honours `Idempotency-Key`: the first request with a key executes and its answer is stored for ' +
+  'IDEMPOTENCY_KEY_TTL whatever its status (a 2xx, or a refusal the execution reached: 400, 404, 409); retries ' +
+  `with the same key and the same request replay it byte for byte with \`${REPLAYED_HEADER}: true\`. Keys are ` +
+  'scoped to the caller and the operation. What never executed is not stored and may be retried with the same ' +
+  'key: validation failures, 401 and 403, 429, 503, 500, and a request whose key is still running (409).';
 
 const IDEMPOTENCY_KEY = z
   .string()

@@ -7,6 +7,7 @@ import type { Logger } from '../../config/logger';
 import type { Clock } from '../../domain/clock';
 import { ErrorCode, ServiceError, SubCode } from '../../domain/errors';
 import type { Caller } from '../auth/caller';
+import { errorBody, errorFamilyOf, HTTP_STATUS } from '../errors';
 import type { AnyRoute } from '../route';
 import { acquireKey, findKey, type KeyRow, releaseKey, renewKey, storeAnswer } from '../../db/idempotency/keys';
 
@@ -16,8 +17,13 @@ import { acquireKey, findKey, type KeyRow, releaseKey, renewKey, storeAnswer } f
  *
  * - The key is scoped to the caller (and the organization it acts for), the method and the route
  *   template: two callers or two routes never share a key.
- * - The first request inserts the row RUNNING and executes. A 2xx answer is serialized once and
- *   stored as the exact bytes sent; any other outcome deletes the row, so the client may retry.
+ * - The first request inserts the row RUNNING and executes. Its answer, once it executed, is
+ *   serialized once and stored as the exact bytes sent, whatever its status (as Stripe does): a
+ *   2xx, or a refusal the execution itself reached (400, 404, 409: insufficient funds, nothing
+ *   owed, no such account). Anything that is not the execution's verdict deletes the row, so the
+ *   client may retry: 401 and 403, 429 (a limit, nothing done), 503 (a dependency down, nothing
+ *   left behind), 500 (an unexpected failure; the steps under the key are idempotent anyway).
+ *   Validation and authorization run before this, so their refusals are never stored either.
  * - A retry with the same request (fingerprint of the validated path parameters and body) gets
  *   the stored answer byte for byte with `Idempotent-Replayed: true`; another request under the
  *   same key is 409 IDEMPOTENCY_KEY_REUSED; a retry while the first still runs is 409
@@ -41,6 +47,15 @@ export const IdempotencyKeyHeader = z.object({
     .optional()
     .meta({ description: 'At most 255 characters; see the Idempotency-Key section of the document' }),
 });
+/** Refusals an execution reaches by running (stored like a success); any other error is not stored. */
+const EXECUTED_REFUSALS = new Set<ErrorCode>([
+  ErrorCode.BAD_REQUEST,
+  ErrorCode.INVALID_PARAMS,
+  ErrorCode.NOT_FOUND,
+  ErrorCode.CONFLICT,
+]);
+const EXECUTED_STATUSES = new Set([...EXECUTED_REFUSALS].map((code) => HTTP_STATUS[code]));
+
 /** Headers that belong to the answer and are stored and replayed with its body. */
 const STORED_HEADERS = ['Location'];
 
@@ -175,13 +190,18 @@ export function createIdempotency({ db, config, clock, logger }: IdempotencyDeps
       await handler();
     } catch (error) {
       clearInterval(renewal);
-      await releaseQuietly();
-      throw error;
+      if (!(error instanceof ServiceError && EXECUTED_REFUSALS.has(error.code))) {
+        await releaseQuietly();
+        throw error;
+      }
+      // The execution's own verdict: answered as the error handler would, and stored below.
+      ctx.status = HTTP_STATUS[error.code];
+      ctx.body = errorBody(error, errorFamilyOf(ctx.path), String(ctx.state.requestId));
     }
     clearInterval(renewal);
 
     const status = ctx.status;
-    if (status < 200 || status >= 300) {
+    if (!(status >= 200 && status < 300) && !EXECUTED_STATUSES.has(status)) {
       await releaseQuietly();
       return;
     }

@@ -211,4 +211,39 @@ describe('spec 4.3 idempotency rule on the money routes (stk-push, send-money)',
     assert.deepEqual(await balanceOf(customer.current), { balance: 20_000, held: 0, available: 20_000 });
     assert.ok(await ledgerIsBalanced(db));
   });
+
+  it('spec 4.3: the first call executes and its answer is stored whatever its status: a payout refused for insufficient funds, retried with its key after a deposit, replays the refusal and pays nothing', async () => {
+    const customer = await newCustomer(0);
+    const recipient = payerNumber(0);
+    const key = `refused-${randomUUID()}`;
+    const order = { account_id: customer.current, amount: money(50_000), mobile_number: recipient };
+    const refused = await sendMoney(customer.headers, order, key);
+    assert.equal(refused.status, 400, refused.text);
+    assert.match(refused.body.description, /INSUFFICIENT_FUNDS/);
+    await fund(customer.current, 100_000);
+    const retried = await sendMoney(customer.headers, order, key);
+    assert.equal(retried.status, 400, 'the stored refusal, not a second execution');
+    assert.equal(retried.text, refused.text, 'byte for byte');
+    assert.equal(retried.headers.get('idempotent-replayed'), 'true');
+    assert.deepEqual(await transactionsOf(customer.current), []);
+    assert.deepEqual(await paymentsTo(recipient), []);
+    // A new key is a new request: it executes, and pays.
+    const fresh = await sendMoney(customer.headers, order, `fresh-${randomUUID()}`);
+    assert.equal(fresh.status, 201, fresh.text);
+    assert.equal((await settled(customer.headers, fresh.body.id)).status, 'POSTED');
+  });
+
+  it("a refusal the execution reached is stored too: another customer's account is refused (400), and its retry replays it", async () => {
+    const { db } = harness();
+    const [customer, other] = await Promise.all([newCustomer(0), newCustomer(0)]);
+    const key = `not-mine-${randomUUID()}`;
+    const order = { account_id: other.current, amount: money(1_000), mobile_number: payerNumber(0) };
+    const notMine = await sendMoney(customer.headers, order, key);
+    assert.equal(notMine.status, 400, notMine.text);
+    assert.match(notMine.body.description, /No such account of the caller/);
+    assert.equal((await db('idempotency_keys').where({ key })).length, 1, 'stored');
+    const again = await sendMoney(customer.headers, order, key);
+    assert.equal(again.text, notMine.text);
+    assert.equal(again.headers.get('idempotent-replayed'), 'true');
+  });
 });

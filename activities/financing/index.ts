@@ -2,6 +2,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { settleDocument } from '../../db/financing/documents';
 import { type ExtractionOutcome, findExtractionJob, recordExtraction } from '../../db/financing/invoices';
 import { SIGNATURE_BYTES, storedDocumentProblem } from '../../domain/financing/content';
+import { documentKey } from '../../domain/financing/keys';
 import { type AnalysisOutcome, ExtractionError } from '../../providers/extraction/protocol';
 import { ExtractionFailure } from '../../workflows/financing/messages';
 import type { ActivityDeps } from '../index';
@@ -48,11 +49,11 @@ const READ_URL_SECONDS = 300;
 const CLOCK_SKEW_MS = 5 * 60_000;
 
 /**
- * Invoice extraction's steps: the invoice's job, the document in the store, the provider's
- * analysis (it fetches the document through a presigned GET URL that never leaves this step),
- * and the outcome recorded.
+ * Invoice extraction's steps: the invoice's job, the document in the store (kept as our own copy
+ * once found), the provider's analysis (it fetches that copy through a presigned GET URL that
+ * never leaves this step), and the outcome recorded.
  */
-export function createFinancingActivities({ db, providers, clock }: ActivityDeps) {
+export function createFinancingActivities({ db, providers, clock, logger }: ActivityDeps) {
   const extraction = () => {
     if (!providers.extraction)
       throw ApplicationFailure.nonRetryable(
@@ -80,8 +81,14 @@ export function createFinancingActivities({ db, providers, clock }: ActivityDeps
 
     /**
      * Whether the document is in the store as presigned (then it is UPLOADED), missing, or something
-     * else: another size or content type, or first bytes that are not the declared type's signature
-     * (one ranged GET), which ends the extraction FAILED before the provider sees it.
+     * else: another size or content type, or first bytes that are not the declared type's signature,
+     * which ends the extraction FAILED before the provider sees it.
+     *
+     * The first time it is found, the service keeps its own copy (domain/financing/keys): the upload
+     * is read whole (one ranged GET of at most its declared size), checked, and those very bytes are
+     * written create-only at the document key, which no URL can write; then the upload is deleted.
+     * From then on (a retry, a re-extraction) only that copy is read: a second PUT to the upload URL
+     * cannot change what is checked or what the provider reads.
      */
     async findUpload(input: {
       organizationId: string;
@@ -90,10 +97,27 @@ export function createFinancingActivities({ db, providers, clock }: ActivityDeps
       contentType: string;
       sizeBytes: number;
     }): Promise<UploadFound> {
-      const object = await providers.storage.readStart(input.objectKey, SIGNATURE_BYTES);
+      const { storage } = providers;
+      const declared = { contentType: input.contentType, sizeBytes: input.sizeBytes };
+      const key = documentKey(input.objectKey);
+      let object = await storage.readStart(key, SIGNATURE_BYTES);
+      if (!object && key !== input.objectKey) {
+        const upload = await storage.readStart(input.objectKey, input.sizeBytes);
+        if (!upload) return { status: 'MISSING' };
+        const problem = storedDocumentProblem(declared, upload);
+        if (problem) return { status: 'MISMATCH', reason: problem };
+        // Stored by an earlier attempt meanwhile: that copy stays, and is what is checked below.
+        const stored = await storage.storeOnce({ key, body: upload.head, contentType: input.contentType });
+        object = stored ? upload : await storage.readStart(key, SIGNATURE_BYTES);
+      }
       if (!object) return { status: 'MISSING' };
-      const problem = storedDocumentProblem({ contentType: input.contentType, sizeBytes: input.sizeBytes }, object);
+      const problem = storedDocumentProblem(declared, object);
       if (problem) return { status: 'MISMATCH', reason: problem };
+      if (key !== input.objectKey)
+        await storage.remove(input.objectKey).catch((error: unknown) =>
+          // Left behind, it is never read again (the bucket's lifecycle rule on uploads/ removes it).
+          logger.warn({ err: error, document_id: input.documentId }, 'uploaded copy of a stored document not removed'),
+        );
       const now = clock.now();
       const written = object.lastModified?.getTime();
       // The store's word on when, if it is a time at all and not in our future.
@@ -105,10 +129,16 @@ export function createFinancingActivities({ db, providers, clock }: ActivityDeps
       return { status: 'PRESENT' };
     },
 
-    /** Submits the document for analysis; answers the provider's result id. */
+    /**
+     * Submits the document for analysis (our copy of it, kept by findUpload: objectKey is its upload
+     * key); answers the provider's result id.
+     */
     async analyzeInvoice(input: { objectKey: string }): Promise<{ resultId: string }> {
       const client = extraction();
-      const { url } = await providers.storage.presignGet({ key: input.objectKey, expiresInSeconds: READ_URL_SECONDS });
+      const { url } = await providers.storage.presignGet({
+        key: documentKey(input.objectKey),
+        expiresInSeconds: READ_URL_SECONDS,
+      });
       try {
         return await client.analyze({ documentUrl: url });
       } catch (error) {

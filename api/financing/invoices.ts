@@ -11,6 +11,7 @@ import {
 } from '../../db/financing/invoices';
 import { ErrorCode, ServiceError, SubCode } from '../../domain/errors';
 import { SIGNATURE_BYTES, storedDocumentProblem } from '../../domain/financing/content';
+import { documentKey } from '../../domain/financing/keys';
 import { workflowIds } from '../../workflows/ids';
 import type { invoiceExtraction } from '../../workflows/financing/invoice-extraction';
 import { extractionRequestedSignal } from '../../workflows/financing/messages';
@@ -131,13 +132,18 @@ function span(ms: number): string {
 /**
  * The stored document must be the one presigned: its size exactly, its content type, and first
  * bytes that are that type's signature; otherwise 400 naming document_id (nothing is registered
- * and nothing reaches the provider). Not uploaded yet, or a store that does not answer: the run
- * checks it the same way before the provider sees it.
+ * and nothing reaches the provider). Once the run has kept its own copy (domain/financing/keys),
+ * that copy is what is checked, never the upload again. Not uploaded yet, or a store that does not
+ * answer: the run checks it the same way before the provider sees it.
  */
 async function checkStoredDocument(deps: AppDeps, document: FinancingDocumentRow, requestId: unknown) {
+  const { storage } = deps.providers;
+  const key = documentKey(document.object_key);
   let stored;
   try {
-    stored = await deps.providers.storage.readStart(document.object_key, SIGNATURE_BYTES);
+    stored =
+      (await storage.readStart(key, SIGNATURE_BYTES)) ??
+      (key === document.object_key ? undefined : await storage.readStart(document.object_key, SIGNATURE_BYTES));
   } catch (error) {
     deps.logger.warn({ err: error, req_id: requestId, document_id: document.id }, 'document store not read');
     return;

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { documentWriter, type OverQuota } from '../../db/financing/documents';
 import { ErrorCode, ServiceError } from '../../domain/errors';
 import { DOCUMENT_CONTENT_TYPES } from '../../domain/financing/content';
+import { uploadKey } from '../../domain/financing/keys';
 import type { FinancingCaller } from '../auth/caller';
 import type { AppDeps } from '../deps';
 import { type AnyRoute, defineRoute, type RouteAuth } from '../route';
@@ -56,22 +57,24 @@ export const PresignedUpload = z
     upload_ref: z.uuid().meta({ description: 'The document id: register the invoice with it (document_id)' }),
     url: z.url().meta({
       description:
-        'A presigned PUT: send exactly size_bytes bytes with upload_headers before expires_at. The store refuses ' +
-        'anything else (another type, size or key, too late, or a second upload: the first one stays).',
+        'Where to upload: `PUT url` with `Content-Type: <content_type>` and the document as the body (exactly ' +
+        'size_bytes bytes; the Content-Length any HTTP client sends) before expires_at; nothing else is needed. The ' +
+        'store refuses another content type, another size, another key, or a late upload (403).',
     }),
     expires_at: z.iso.datetime(),
     upload_headers: z.record(z.string(), z.string()).meta({
       description:
-        'Extension: the headers the PUT must carry, as signed: Content-Type (the declared content_type) and ' +
-        '`If-None-Match: *` (create-only, so an uploaded document cannot be replaced).',
+        'Extension: the headers signed into url that the client sets itself: only Content-Type (the declared ' +
+        'content_type). Content-Length is signed too; HTTP clients send it with the body.',
     }),
   })
   .meta({ id: 'PresignedUpload' });
 
 /**
- * Presigned document uploads (spec 4.5). The object's key is ours (organization, a digest of the
- * merchant id, the document id), so a client can neither choose nor guess another's; the row
- * records the document as awaiting upload, owned by the merchant and its organization.
+ * Presigned document uploads (spec 4.5). The object's key is ours, one per presign (organization,
+ * a digest of the merchant id, the document id: a random UUID), so a client can neither choose
+ * nor guess another's, and nothing but this presign's URL writes it; the row records the document
+ * as awaiting upload, owned by the merchant and its organization.
  */
 export function uploadRoutes(deps: AppDeps): AnyRoute[] {
   const { db, config, clock, providers } = deps;
@@ -87,10 +90,18 @@ export function uploadRoutes(deps: AppDeps): AnyRoute[] {
       operationId: 'presignFinancingUpload',
       summary: 'A presigned upload for a merchant document',
       description:
-        'Answers a presigned PUT (Content-Type, Content-Length and If-None-Match: * signed: the exact size declared, ' +
-        'create-only) valid for ' +
-        'UPLOAD_URL_TTL. Signing exact headers rather than a POST policy with content-length-range: one plain PUT from ' +
-        'any client, and an exact size is stricter than a range. A quota per merchant bounds what may be presigned: ' +
+        'Answers a presigned PUT valid for UPLOAD_URL_TTL: `PUT url` with `Content-Type: <content_type>` and the ' +
+        'document as the body, nothing more. Content-Type and Content-Length are signed (the declared type, the exact ' +
+        'size declared): the store refuses another type or size, another key, or a late upload. Signing exact headers ' +
+        'rather than a POST policy with content-length-range: one plain PUT from any client, and an exact size is ' +
+        'stricter than a range. The key is ours and new for each presign (a random document id), written by nothing ' +
+        'but this URL. A second PUT within the URL’s validity is accepted by the store and harmless: S3 cannot make a ' +
+        'presigned PUT create-only without a header the client would have to add (If-None-Match), so instead the ' +
+        'service keeps its own copy of the document when its extraction first finds it: the bytes it read and checked ' +
+        '(size, content type, signature) are written create-only under a key no URL can write, the upload is deleted, ' +
+        'and from then on registration checks and the extraction provider reads only that copy. Before that, a second ' +
+        'PUT is the merchant replacing its own upload (same type and size), checked when copied; after it, it changes ' +
+        'nothing. A quota per merchant bounds what may be presigned: ' +
         'UPLOAD_QUOTA_PENDING uploads presigned and still pending (URL valid, no invoice registered on them), and ' +
         'UPLOAD_QUOTA_BYTES presigned in UPLOAD_QUOTA_WINDOW (rolling); beyond either, 429 with Retry-After and ' +
         'nothing is presigned. When registered, the stored document must be what was presigned (see registration).',
@@ -108,8 +119,8 @@ export function uploadRoutes(deps: AppDeps): AnyRoute[] {
         const caller = ctx.state.caller as FinancingCaller;
         const organizationId = caller.organizationId!;
         const id = randomUUID();
-        const merchantKey = createHash('sha256').update(params.merchantId).digest('hex').slice(0, 32);
-        const key = `documents/${organizationId}/${merchantKey}/${id}`;
+        const merchantDigest = createHash('sha256').update(params.merchantId).digest('hex').slice(0, 32);
+        const key = uploadKey(organizationId, merchantDigest, id);
         const now = clock.now();
         const expiresInSeconds = Math.max(1, Math.round(config.UPLOAD_URL_TTL / 1000));
         const { url, expiresAt, headers } = await providers.storage.presignPut({

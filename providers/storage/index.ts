@@ -1,9 +1,11 @@
 import {
   CreateBucketCommand,
+  DeleteObjectCommand,
   GetObjectCommand,
   HeadObjectCommand,
   NoSuchKey,
   NotFound,
+  PutObjectCommand,
   S3Client,
   S3ServiceException,
 } from '@aws-sdk/client-s3';
@@ -26,13 +28,19 @@ export interface StoredObject {
   lastModified?: Date;
 }
 
-/** What the service needs from object storage: presigned uploads, and reading back what arrived. */
+/**
+ * What the service needs from object storage: presigned uploads, reading back what arrived, and
+ * keeping its own copy of a document that nothing else can write.
+ */
 export interface ObjectStore {
   /**
    * A presigned PUT of exactly `sizeBytes` bytes of `contentType` to `key`, valid for
-   * `expiresInSeconds`: Content-Type, Content-Length and `If-None-Match: *` are signed, so the
-   * store itself refuses another type, another size, another key, a late upload, or a second
-   * one (a stored document cannot be replaced). `headers` are what the upload must carry.
+   * `expiresInSeconds`: Content-Type and Content-Length are signed (and nothing else a client
+   * would not send on its own), so a plain `PUT url` with that Content-Type and the body works,
+   * and the store itself refuses another type, another size, another key or a late upload.
+   * Within its validity the URL may be used again: a second PUT replaces the object at `key`
+   * (S3 has no create-only presigned PUT without a header the client must add). `headers` are
+   * the headers signed that the client sets itself (Content-Type; Content-Length comes with any body).
    */
   presignPut(input: {
     key: string;
@@ -40,6 +48,14 @@ export interface ObjectStore {
     sizeBytes: number;
     expiresInSeconds: number;
   }): Promise<{ url: string; expiresAt: Date; headers: Record<string, string> }>;
+  /**
+   * Writes `body` at `key` only if nothing is there (`If-None-Match: *`), with its SHA-256 for
+   * the store to verify: true when written, false when `key` already held an object (which stays
+   * as it was).
+   */
+  storeOnce(input: { key: string; body: Uint8Array; contentType: string }): Promise<boolean>;
+  /** Removes the object at `key`, if any. */
+  remove(key: string): Promise<void>;
   /** A presigned GET of `key`, valid for `expiresInSeconds` (for a provider that reads the document). */
   presignGet(input: { key: string; expiresInSeconds: number }): Promise<{ url: string; expiresAt: Date }>;
   /** What the store holds at `key` (its size, content type and when it was written), or undefined. */
@@ -104,6 +120,9 @@ const escape = (text: string) =>
  * Presigned PUTs sign Content-Type and Content-Length rather than using a presigned POST policy
  * with content-length-range: the client declares the exact size it will send (size_bytes), a PUT
  * is one plain request from any HTTP client, and an exact signed length is stricter than a range.
+ * They sign nothing else: every header signed is one the client must send as signed, and a client
+ * holding only the URL sends Content-Type (the one it declared) and Content-Length (any HTTP
+ * client does, and S3 requires it on a PUT), nothing more.
  *
  * They are signed by the SDK's own Signature V4 signer (@smithy/signature-v4, with the client's
  * credentials provider) rather than through `getSignedUrl`: the same signature at about 40 µs
@@ -173,15 +192,35 @@ export function createObjectStore(settings: ObjectStoreSettings): ObjectStore {
   }
   return {
     async presignPut({ key, contentType, sizeBytes, expiresInSeconds }) {
-      // If-None-Match: * makes the PUT create-only (S3 conditional writes): 412 once the key holds an object.
-      const headers = { 'Content-Type': contentType, 'If-None-Match': '*' };
       const signed = await presign(
         'PUT',
         key,
-        { 'content-type': contentType, 'content-length': String(sizeBytes), 'if-none-match': '*' },
+        { 'content-type': contentType, 'content-length': String(sizeBytes) },
         expiresInSeconds,
       );
-      return { ...signed, headers };
+      return { ...signed, headers: { 'Content-Type': contentType } };
+    },
+    async storeOnce({ key, body, contentType }) {
+      try {
+        await client.send(
+          new PutObjectCommand({
+            Bucket: bucket,
+            Key: key,
+            Body: body,
+            ContentType: contentType,
+            IfNoneMatch: '*',
+            ChecksumSHA256: createHash('sha256').update(body).digest('base64'),
+          }),
+        );
+        return true;
+      } catch (error) {
+        // 412: the key holds an object. (409, a concurrent conditional write, is thrown: asked again, it is 412.)
+        if (error instanceof S3ServiceException && error.$metadata.httpStatusCode === 412) return false;
+        throw error;
+      }
+    },
+    async remove(key) {
+      await client.send(new DeleteObjectCommand({ Bucket: bucket, Key: key }));
     },
     presignGet: ({ key, expiresInSeconds }) => presign('GET', key, {}, expiresInSeconds),
     async head(key) {

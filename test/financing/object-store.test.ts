@@ -3,14 +3,9 @@ import { randomUUID } from 'node:crypto';
 import { createObjectStore } from '../../providers/storage';
 import { harness } from '../support/harness';
 
-/** A PUT as a merchant's client sends it: the body, its content type, If-None-Match, and the length fetch derives. */
-async function put(
-  url: string,
-  contentType: string,
-  body: Buffer,
-  headers: Record<string, string> = { 'if-none-match': '*' },
-) {
-  const response = await fetch(url, { method: 'PUT', headers: { 'content-type': contentType, ...headers }, body });
+/** A PUT as a merchant's client sends it: the body, its content type, and the length fetch derives. */
+async function put(url: string, contentType: string, body: Buffer) {
+  const response = await fetch(url, { method: 'PUT', headers: { 'content-type': contentType }, body });
   return { status: response.status, text: await response.text() };
 }
 
@@ -28,7 +23,7 @@ describe('object storage: the local S3-compatible store refuses what S3 refuses 
     });
     assert.ok(expiresAt.getTime() > Date.now() + 50_000);
     assert.doesNotMatch(url, /x-amz-checksum/i, 'no checksum of an empty body in the URL (S3 would refuse the upload)');
-    assert.match(url, /X-Amz-SignedHeaders=content-length%3Bcontent-type%3Bhost%3Bif-none-match/);
+    assert.match(url, /X-Amz-SignedHeaders=content-length%3Bcontent-type%3Bhost&/, 'nothing a plain PUT lacks');
     assert.equal((await put(url, 'application/pdf', pdf)).status, 200);
     const stored = await store().head(key);
     assert.deepEqual([stored?.sizeBytes, stored?.contentType], [pdf.length, 'application/pdf']);
@@ -56,7 +51,7 @@ describe('object storage: the local S3-compatible store refuses what S3 refuses 
     assert.equal(await store().readStart(`test/${randomUUID()}.pdf`, 8), undefined, 'nothing at another key');
   });
 
-  it('create-only: a second PUT to the same URL is refused (412) and the first upload stays; a PUT without If-None-Match is refused (403)', async () => {
+  it('a second PUT to the same URL within its validity is accepted (a presigned PUT cannot be create-only without a header the client must add): it replaces the object', async () => {
     const key = `test/${randomUUID()}.pdf`;
     const { url, headers } = await store().presignPut({
       key,
@@ -64,17 +59,28 @@ describe('object storage: the local S3-compatible store refuses what S3 refuses 
       sizeBytes: pdf.length,
       expiresInSeconds: 60,
     });
-    assert.deepEqual(headers, { 'Content-Type': 'application/pdf', 'If-None-Match': '*' });
-    const unconditional = await put(url, 'application/pdf', pdf, {});
-    assert.equal(unconditional.status, 403, unconditional.text);
+    assert.deepEqual(headers, { 'Content-Type': 'application/pdf' });
     assert.equal((await put(url, 'application/pdf', pdf)).status, 200);
     const other = Buffer.from(pdf);
     other.write('%PDF-1.7\nreplaced', 0, 'latin1');
     const replace = await put(url, 'application/pdf', other);
-    assert.equal(replace.status, 412, replace.text);
+    assert.equal(replace.status, 200, replace.text);
     const read = await fetch((await store().presignGet({ key, expiresInSeconds: 60 })).url);
-    assert.equal(read.status, 200);
-    assert.ok(Buffer.from(await read.arrayBuffer()).equals(pdf), 'the first upload is what the store holds');
+    assert.ok(Buffer.from(await read.arrayBuffer()).equals(other), 'the second upload is what the key holds');
+  });
+
+  it('storeOnce is create-only: the first copy stays (false, nothing written); remove deletes', async () => {
+    const key = `test/${randomUUID()}.pdf`;
+    assert.equal(await store().storeOnce({ key, body: pdf, contentType: 'application/pdf' }), true);
+    const other = Buffer.from(pdf);
+    other.write('%PDF-1.7\nreplaced', 0, 'latin1');
+    assert.equal(await store().storeOnce({ key, body: other, contentType: 'image/png' }), false);
+    const read = await fetch((await store().presignGet({ key, expiresInSeconds: 60 })).url);
+    assert.ok(Buffer.from(await read.arrayBuffer()).equals(pdf), 'the first copy is what the store holds');
+    assert.equal(read.headers.get('content-type'), 'application/pdf');
+    await store().remove(key);
+    assert.equal(await store().head(key), undefined);
+    await store().remove(key); // removing nothing is not an error
   });
 
   it('refused by the store itself (403): another content type, another size (shorter or longer), another key, after expiry', async () => {

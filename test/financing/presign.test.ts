@@ -2,6 +2,7 @@ import { strict as assert } from 'node:assert';
 import { DEMO } from '../../db/seeds/demo';
 import { createObjectStore } from '../../providers/storage';
 import { harness } from '../support/harness';
+import { analysesOf, invoicePdf, registerInvoice, settledInvoice } from '../support/financing';
 import { call } from '../support/http';
 import { backendToken, bearer, financingToken } from '../support/tokens';
 
@@ -20,7 +21,7 @@ describe('spec 4.5: POST /v1/financing/merchants/{merchantId}/uploads/presign', 
     });
     assert.equal(reply.status, 201, JSON.stringify(reply.body));
     assert.deepEqual(Object.keys(reply.body).sort(), ['expires_at', 'upload_headers', 'upload_ref', 'url']);
-    assert.deepEqual(reply.body.upload_headers, { 'Content-Type': 'application/pdf', 'If-None-Match': '*' });
+    assert.deepEqual(reply.body.upload_headers, { 'Content-Type': 'application/pdf' }, 'only what the URL needs');
     const expires = Date.parse(reply.body.expires_at);
     assert.ok(expires > Date.now() && expires <= Date.now() + harness().config.UPLOAD_URL_TTL + 1_000);
     const row = await harness().db('financing_documents').where({ id: reply.body.upload_ref }).first();
@@ -36,9 +37,11 @@ describe('spec 4.5: POST /v1/financing/merchants/{merchantId}/uploads/presign', 
       ],
     );
     assert.ok(reply.body.url.includes(row.object_key), 'the URL names the key we chose');
+    assert.equal(row.object_key, `uploads/${merchant.organization_id}/${row.object_key.split('/')[2]}/${row.id}`);
+    assert.ok(!row.object_key.includes(merchant.id), 'the merchant id appears only as a digest');
     const wrongType = await fetch(reply.body.url, {
       method: 'PUT',
-      headers: { 'content-type': 'image/png', 'if-none-match': '*' },
+      headers: { 'content-type': 'image/png' },
       body: pdf,
     });
     assert.equal(wrongType.status, 403, 'the store refuses another content type');
@@ -56,6 +59,63 @@ describe('spec 4.5: POST /v1/financing/merchants/{merchantId}/uploads/presign', 
     assert.equal(put.status, 200);
     const stored = await createObjectStore(harness().config).head(row.object_key);
     assert.deepEqual([stored?.sizeBytes, stored?.contentType], [pdf.length, 'application/pdf']);
+  });
+
+  it('url (URI to upload to): a plain PUT of the document to url, with only the Content-Type asked for (and the Content-Length fetch sends), stores it; its invoice then registers and is extracted', async () => {
+    const pdf = invoicePdf({ Total: 'KES 980.00' });
+    const reply = await call('POST', presignPath(merchant.id), {
+      headers: await headersFor(),
+      json: { document_type: 'INVOICE', content_type: 'application/pdf', size_bytes: pdf.length },
+    });
+    assert.equal(reply.status, 201, JSON.stringify(reply.body));
+    // A client written from the spec alone: the URL, the content type it asked for, the body.
+    const put = await fetch(reply.body.url, {
+      method: 'PUT',
+      headers: { 'Content-Type': 'application/pdf' },
+      body: pdf,
+    });
+    assert.equal(put.status, 200, await put.text());
+    const registered = await registerInvoice(reply.body.upload_ref);
+    assert.equal(registered.status, 201, registered.text);
+    const invoice = await settledInvoice(registered.body.id);
+    assert.equal(invoice.status, 'EXTRACTED', JSON.stringify(invoice));
+    assert.deepEqual([invoice.amount_minor_units, invoice.currency], [98_000, 'KES']);
+  });
+
+  it('a second PUT to url is accepted and harmless: before the document is kept it replaces the upload (checked when kept); once kept, the copy is what registration checks and the provider reads, and the upload is deleted', async () => {
+    const store = createObjectStore(harness().config);
+    const first = invoicePdf({ 'Invoice number': 'INV-00000001', Total: 'KES 1,250.50' });
+    const second = invoicePdf({ 'Invoice number': 'INV-00000002', Total: 'KES 2,500.00' });
+    assert.equal(first.length, second.length);
+    const reply = await call('POST', presignPath(merchant.id), {
+      headers: await headersFor(),
+      json: { document_type: 'INVOICE', content_type: 'application/pdf', size_bytes: first.length },
+    });
+    const row = await harness().db('financing_documents').where({ id: reply.body.upload_ref }).first();
+    const upload = (body: Buffer) =>
+      fetch(reply.body.url, { method: 'PUT', headers: { 'Content-Type': 'application/pdf' }, body });
+    assert.equal((await upload(first)).status, 200);
+    assert.equal((await upload(second)).status, 200, 'the merchant may replace its upload before registering it');
+
+    const registered = await registerInvoice(reply.body.upload_ref);
+    assert.equal(registered.status, 201, registered.text);
+    const extracted = await settledInvoice(registered.body.id);
+    assert.deepEqual([extracted.status, extracted.amount_minor_units], ['EXTRACTED', 250_000], 'the upload kept');
+    assert.deepEqual([await analysesOf(first), await analysesOf(second)], [0, 1]);
+    const kept = `documents/${row.object_key.slice('uploads/'.length)}`;
+    const copy = await fetch((await store.presignGet({ key: kept, expiresInSeconds: 60 })).url);
+    assert.ok(Buffer.from(await copy.arrayBuffer()).equals(second), 'our copy holds the bytes checked');
+    assert.equal(await store.head(row.object_key), undefined, 'the upload is deleted once kept');
+
+    // Still within the URL's validity: the store takes another PUT, of the same type and size, that is not a PDF.
+    const html = Buffer.concat([Buffer.from('<!doctype html><script>'), Buffer.alloc(first.length - 23, 0x20)]);
+    assert.equal(html.length, first.length);
+    assert.equal((await upload(html)).status, 200);
+    const again = await registerInvoice(reply.body.upload_ref);
+    assert.equal(again.status, 200, `the kept copy is checked, not the new upload: ${again.text}`);
+    const reextracted = await settledInvoice(registered.body.id);
+    assert.deepEqual([reextracted.status, reextracted.amount_minor_units], ['EXTRACTED', 250_000]);
+    assert.deepEqual([await analysesOf(second), await analysesOf(html)], [2, 0], 'the provider read our copy again');
   });
 
   it('each validation failure is 400 INVALID_PARAMS in the validation shape, naming the field; nothing is recorded', async () => {

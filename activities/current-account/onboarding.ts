@@ -1,68 +1,46 @@
 import type { Knex } from 'knex';
 import { findActivationRecipient } from '../../db/current-account/activations';
-import { findLatestApplication } from '../../db/kyc/applications';
 import { firstImages } from '../../db/kyc/documents';
-import { findSubject, findUser } from '../../db/kyc/subjects';
-import { KycStatus } from '../../domain/kyc/status';
-import { BANK_ID_TYPES, type CustomerIdType, type OnboardingRequest } from '../../providers/bank/protocol';
+import { findProvisionedSubject } from '../../db/kyc/provisioned';
+import { requiredImages } from '../../domain/kyc/provisioned';
+import type { OnboardingRequest } from '../../providers/bank/protocol';
 
 /**
- * A provisioned KYC subject (spec 4.2's subject details, as the bank onboarding needs them): the
- * user's latest KYC application APPROVED, and a subject with a name of at least two words, a date
- * of birth, an identity document the bank takes (IDENTITY_CARD, ALIEN_CARD, PASSPORT) with its
- * number, and the document's front image and a selfie (and its back for an ID card or alien card).
- * Answers the request (its images read only with `images`: a check needs none), or what is missing.
+ * The bank onboarding of a provisioned KYC subject (domain/kyc/provisioned.ts, the definition the
+ * activation's start and the subject-details lookup share): its customer fields and the first
+ * image of each document side and the selfie; or what is missing.
  */
-export async function provisionedSubject(
+async function provisionedOnboarding(
   db: Knex,
   organizationId: string,
   userId: string,
-  options: { images: boolean },
-): Promise<
-  { customer: OnboardingRequest['customer']; documents?: OnboardingRequest['documents'] } | { missing: string }
-> {
-  const [user, subject, application] = await Promise.all([
-    findUser(db, organizationId, userId),
-    findSubject(db, organizationId, userId),
-    findLatestApplication(db, organizationId, userId),
-  ]);
-  if (!user || !subject) return { missing: 'KYC subject' };
-  if (application?.status !== KycStatus.APPROVED) return { missing: 'approved KYC verification' };
-  const names = (subject.name ?? user.name ?? '').trim().split(/\s+/).filter(Boolean);
-  if (names.length < 2) return { missing: 'full name' };
-  if (!subject.date_of_birth) return { missing: 'date of birth' };
-  const idType = subject.identity_type as CustomerIdType;
-  if (!(idType in BANK_ID_TYPES) || !subject.id_number) return { missing: 'identity document the bank accepts' };
-  // The number the activation code went to: the one the customer just proved.
-  const phone = user.phone_number;
-  if (!phone) return { missing: 'mobile number' };
-  const needed =
-    idType === 'PASSPORT'
-      ? (['DOCUMENT_FRONT', 'SELFIE'] as const)
-      : (['DOCUMENT_FRONT', 'DOCUMENT_BACK', 'SELFIE'] as const);
-  const images = await firstImages(db, organizationId, application.id, [...needed], options.images);
-  if (needed.some((kind) => !images.has(kind))) return { missing: 'document images' };
+): Promise<Pick<OnboardingRequest, 'customer' | 'documents'> | { missing: string }> {
+  const subject = await findProvisionedSubject(db, organizationId, userId);
+  if ('missing' in subject) return subject;
+  const needed = requiredImages(subject.idType);
+  const images = await firstImages(db, organizationId, subject.application.id, needed, true);
+  if (needed.some((kind) => !images.get(kind))) return { missing: 'document images' };
   const base64 = (kind: (typeof needed)[number]) => images.get(kind)!.toString('base64');
-  const [firstName, ...rest] = names;
+  const [firstName, ...rest] = subject.names;
   const lastName = rest.pop()!;
+  const email = subject.subject.email ?? subject.user.email;
   return {
     customer: {
       firstName: firstName!,
       ...(rest.length > 0 && { middleName: rest.join(' ') }),
       lastName,
-      dateOfBirth: calendarDay(subject.date_of_birth),
-      idType,
-      idNumber: subject.id_number,
-      mobileNumber: phone,
-      ...((subject.email ?? user.email) && { email: subject.email ?? user.email }),
+      dateOfBirth: calendarDay(subject.dateOfBirth),
+      idType: subject.idType,
+      idNumber: subject.idNumber,
+      // The number the activation code went to: the one the customer just proved.
+      mobileNumber: subject.mobileNumber,
+      ...(email && { email }),
     },
-    ...(options.images && {
-      documents: {
-        idFront: base64('DOCUMENT_FRONT'),
-        ...(idType !== 'PASSPORT' && { idBack: base64('DOCUMENT_BACK') }),
-        selfie: base64('SELFIE'),
-      },
-    }),
+    documents: {
+      idFront: base64('DOCUMENT_FRONT'),
+      ...(subject.idType !== 'PASSPORT' && { idBack: base64('DOCUMENT_BACK') }),
+      selfie: base64('SELFIE'),
+    },
   };
 }
 
@@ -81,7 +59,7 @@ export async function onboardingRequest(
 ): Promise<OnboardingRequest | { refused: string }> {
   const activation = await findActivationRecipient(db, organizationId, activationId);
   if (!activation) return { refused: 'SUBJECT_NOT_PROVISIONED' };
-  const subject = await provisionedSubject(db, organizationId, activation.user_id, { images: true });
-  if ('missing' in subject || !subject.documents) return { refused: 'SUBJECT_NOT_PROVISIONED' };
-  return { reference: activationId, customer: subject.customer, documents: subject.documents };
+  const onboarding = await provisionedOnboarding(db, organizationId, activation.user_id);
+  if ('missing' in onboarding) return { refused: 'SUBJECT_NOT_PROVISIONED' };
+  return { reference: activationId, ...onboarding };
 }

@@ -1,6 +1,5 @@
 import type { Context } from 'koa';
 import { z } from 'zod';
-import { provisionedSubject } from '../../activities/current-account/onboarding';
 import {
   type ActivationRow,
   createActivation,
@@ -10,6 +9,7 @@ import {
   findLatestActivation,
 } from '../../db/current-account/activations';
 import { otpDigest } from '../../activities/current-account/codes';
+import { findProvisionedSubject } from '../../db/kyc/provisioned';
 import { ErrorCode, ServiceError } from '../../domain/errors';
 import type { AppDeps } from '../deps';
 import { type AnyRoute, defineRoute } from '../route';
@@ -141,8 +141,8 @@ export function activationRoutes(deps: AppDeps, workflows: SelfServiceWorkflows)
         }
         if (account.status !== 'PENDING_ACTIVATION')
           throw new ServiceError(ErrorCode.BAD_REQUEST, 'The current account is already active');
-        // A mobile number is part of a provisioned subject: the code goes there.
-        const subject = await provisionedSubject(db, ids.organizationId, ids.userId, { images: false });
+        // Provisioned as the subject-details lookup says (domain/kyc/provisioned.ts); its mobile number gets the code.
+        const subject = await findProvisionedSubject(db, ids.organizationId, ids.userId);
         if ('missing' in subject)
           throw new ServiceError(ErrorCode.NOT_FOUND, `No provisioned KYC subject (${subject.missing} missing)`);
         const now = clock.now();

@@ -5,11 +5,11 @@ import {
   findActiveApplication,
   findApplication,
   type KycApplicationRow,
-  recordNegotiatedVersion,
+  recordRequirementsRead,
 } from '../../db/kyc/applications';
 import { findCallerUser } from '../../db/kyc/subjects';
 import { ErrorCode, ServiceError } from '../../domain/errors';
-import { negotiateProviderApiVersion } from '../../domain/kyc/provider-version';
+import { negotiateProviderApiVersion, sentProviderApiVersions } from '../../domain/kyc/provider-version';
 import { statusView } from '../../domain/kyc/status';
 import { Permission } from '../../domain/rbac';
 import { supportedDocuments } from '../../providers/kyc/supported-documents';
@@ -48,10 +48,15 @@ const Requirements = z
 
 export const ApplicationPath = z.object({ id: z.uuid() });
 export const VersionsHeader = z.object({
-  'x-provider-api-versions': z.string().max(200).optional().meta({
-    description:
-      'Provider API versions the client can run, comma-separated (e.g. "v2, v3"). Newest common wins; v2 when omitted.',
-  }),
+  'x-provider-api-versions': z
+    .string()
+    .max(200)
+    .optional()
+    .meta({
+      description:
+        'Provider API versions the client can run, comma-separated (e.g. "v2, v3"), in any order. Newest common wins; v2 when ' +
+        'omitted, empty or none is known. Send the same values to GET and POST verification (compared as a set).',
+    }),
 });
 
 /** KYC routes are the applicant's own: backend bearer, kyc.write, waiting list allowed. */
@@ -86,8 +91,10 @@ export function kycRoutes(deps: AppDeps): AnyRoute[] {
     operationId: 'getVerificationRequirements',
     summary: 'What a verification submission needs, for the provider API version the client can run',
     description:
-      'Side-effect free on the status. Records the negotiated version: a POST verification sent with a different ' +
-      'X-Provider-Api-Versions header is rejected. Supersedes the older GET capture form.',
+      'Side-effect free on the status. Records the X-Provider-Api-Versions values sent (and the version they negotiate): a ' +
+      'POST verification sent different values (compared as a set: order, spaces, case and repeats aside; no header is ' +
+      'no values) is rejected, even when both negotiate the same version. The latest GET counts. Supersedes the older GET ' +
+      'capture form.',
     tags: ['kyc'],
     auth: APPLICANT,
     request: { params: ApplicationPath, headers: VersionsHeader },
@@ -97,8 +104,9 @@ export function kycRoutes(deps: AppDeps): AnyRoute[] {
       const caller = ctx.state.caller as UserCaller;
       const application = await ownApplication(deps, caller, params.id);
       const version = negotiateProviderApiVersion(headers['x-provider-api-versions']);
-      if (application.negotiated_api_version !== version)
-        await recordNegotiatedVersion(db, caller.organizationId, application.id, version);
+      const sentVersions = sentProviderApiVersions(headers['x-provider-api-versions']);
+      if (application.negotiated_api_version !== version || application.sent_api_versions !== sentVersions)
+        await recordRequirementsRead(db, caller.organizationId, application.id, { version, sentVersions });
       const user = await findCallerUser(db, caller.userId);
       const rules = verificationRules(version, {
         minLiveness: config.KYC_LIVENESS_MIN_IMAGES,

@@ -1,10 +1,17 @@
 import { z } from 'zod';
 import { findLatestApplication } from '../../db/kyc/applications';
 import { findDocuments } from '../../db/kyc/documents';
-import { findSubject, findUser } from '../../db/kyc/subjects';
+import { findProvisionedSubject } from '../../db/kyc/provisioned';
+import {
+  findSubject,
+  findUser,
+  findUserOrganization,
+  type KycSubjectRow,
+  type KycUserRow,
+} from '../../db/kyc/subjects';
 import { ErrorCode, ServiceError } from '../../domain/errors';
 import { KycStatus } from '../../domain/kyc/status';
-import { allows, Permission } from '../../domain/rbac';
+import { allows, Permission, Scope } from '../../domain/rbac';
 import type { Caller } from '../auth/caller';
 import { actingOrganization } from '../auth/policy';
 import type { AppDeps } from '../deps';
@@ -17,6 +24,14 @@ const LOOKUP_FORBIDDEN =
   'organization_id passed by a caller other than a platform API key, or neither the user themself nor kyc.read for the organization';
 /** An organization id as a query parameter: the organizations table's ids are short text. */
 const OrganizationId = z.string().min(1).max(255);
+/** The internal lookups' organization_id (spec 4.2, 5.6). */
+const LookupOrganizationId = OrganizationId.optional().meta({
+  description:
+    "Optional, and only for a platform API key: without it the user's own organization is read; passed, it must be the " +
+    "user's organization (404 otherwise). Any other caller acts for the organization of its credentials and gets 403 for passing it.",
+});
+const NO_APPLICATION = 'The user has no KYC application';
+const NO_SUBJECT = 'No provisioned KYC subject for this user';
 
 const Subject = z
   .object({
@@ -57,11 +72,13 @@ const SubjectDetails = z
   .object({
     user_id: z.uuid(),
     organization_id: z.string(),
-    application_id: z.uuid().nullable(),
+    application_id: z.uuid().meta({ description: "The user's latest KYC application, APPROVED" }),
     subject: Subject,
-    documents: z.array(
-      z.object({ kind: z.string(), position: z.number().int(), content_type: z.string(), image_base64: z.string() }),
-    ),
+    documents: z
+      .array(
+        z.object({ kind: z.string(), position: z.number().int(), content_type: z.string(), image_base64: z.string() }),
+      )
+      .meta({ description: 'Every image of that application: DOCUMENT_FRONT, DOCUMENT_BACK, SELFIE, LIVENESS frames' }),
   })
   .meta({ id: 'KycSubjectDetails' });
 
@@ -75,39 +92,64 @@ const RESULT: Record<KycStatus, string> = {
 const iso = (value: Date | string | null | undefined) => (value ? new Date(value).toISOString() : null);
 const day = (value: Date | string | null | undefined) => (value ? new Date(value).toISOString().slice(0, 10) : null);
 
-/**
- * The organization a lookup acts for, and the check that the caller may read this user's KYC:
- * the user themself, or a caller holding kyc.read for that organization.
- */
-function authorizeLookup(caller: Caller, requestedOrganization: string | undefined, userId: string): string {
-  const organizationId = actingOrganization(caller, requestedOrganization);
-  const self = caller.scheme === 'user' && caller.userId === userId;
-  if (!self && !allows(caller.grants, Permission.KYC_READ, caller.organizationId, organizationId)) {
-    throw new ServiceError(ErrorCode.FORBIDDEN, 'Missing permission kyc.read for this organization');
-  }
-  return organizationId;
+const forbidden = () => new ServiceError(ErrorCode.FORBIDDEN, 'Missing permission kyc.read for this organization');
+
+function subjectView(user: KycUserRow, subject: KycSubjectRow) {
+  return {
+    type: subject.type,
+    id: subject.id,
+    phone: subject.phone ?? user.phone_number ?? null,
+    organization_user_id: user.id,
+    name: subject.name ?? user.name ?? null,
+    email: subject.email ?? user.email ?? null,
+    id_number: subject.id_number ?? null,
+    date_of_birth: day(subject.date_of_birth),
+    gender: subject.gender ?? null,
+    identity_type: subject.identity_type ?? null,
+  };
 }
 
 /** Internal KYC lookups (spec 4.2), served under both /v1/internal/kyc and /api/internal/kyc. */
 export function kycInternalRoutes(deps: AppDeps): AnyRoute[] {
   const { db } = deps;
 
+  /**
+   * The organization a lookup reads, and the check that the caller may read this user's KYC
+   * (spec 4.2, 5.6). Every caller but a platform API key acts for the organization of its
+   * credentials (organization_id: 403) and is the user themself or holds kyc.read there. A
+   * platform API key holding kyc.read at PLATFORM scope may read any organization, so the user id
+   * determines the one read: the user's own organization; organization_id, when passed, must be
+   * it, or the answer is `notFound` as for a user nobody knows (no other tenant's row is read).
+   */
+  async function lookupOrganization(
+    caller: Caller,
+    requested: string | undefined,
+    userId: string,
+    notFound: string,
+  ): Promise<string> {
+    if (caller.organizationId !== null) {
+      const organizationId = actingOrganization(caller, requested);
+      const self = caller.scheme === 'user' && caller.userId === userId;
+      if (!self && !allows(caller.grants, Permission.KYC_READ, caller.organizationId, organizationId))
+        throw forbidden();
+      return organizationId;
+    }
+    // A platform API key: organization_id is its to pass (403 without a PLATFORM-scoped grant), and optional.
+    if (requested !== undefined) actingOrganization(caller, requested);
+    if (!caller.grants.some((g) => g.permission === Permission.KYC_READ && g.scope === Scope.PLATFORM))
+      throw forbidden();
+    const organizationId = await findUserOrganization(db, userId);
+    if (!organizationId || (requested !== undefined && requested !== organizationId))
+      throw new ServiceError(ErrorCode.NOT_FOUND, notFound);
+    return organizationId;
+  }
+
   async function subjectOf(organizationId: string, userId: string) {
-    const user = await findUser(db, organizationId, userId);
-    const subject = await findSubject(db, organizationId, userId);
-    if (!user || !subject) return undefined;
-    return {
-      type: subject.type,
-      id: subject.id,
-      phone: subject.phone ?? user.phone_number ?? null,
-      organization_user_id: user.id,
-      name: subject.name ?? user.name ?? null,
-      email: subject.email ?? user.email ?? null,
-      id_number: subject.id_number ?? null,
-      date_of_birth: day(subject.date_of_birth),
-      gender: subject.gender ?? null,
-      identity_type: subject.identity_type ?? null,
-    };
+    const [user, subject] = await Promise.all([
+      findUser(db, organizationId, userId),
+      findSubject(db, organizationId, userId),
+    ]);
+    return user && subject ? subjectView(user, subject) : undefined;
   }
 
   return ['/v1/internal/kyc', '/api/internal/kyc'].flatMap((prefix): AnyRoute[] => {
@@ -119,17 +161,24 @@ export function kycInternalRoutes(deps: AppDeps): AnyRoute[] {
         operationId: cluster ? 'getInternalKycStatusClusterLocal' : 'getInternalKycStatus',
         summary: `Internal KYC status of a user${cluster ? ' (cluster-local prefix)' : ''}`,
         description:
-          'organization_id is honoured only for a platform API key (and required with one); any other caller passing it gets 403. ' +
-          'The caller is the user themself or holds kyc.read for the organization.',
+          "organization_id is optional and honoured only for a platform API key: without it the user's own organization is " +
+          "read; passed, it must be the user's organization (404 otherwise, never another organization's data). Any other " +
+          'caller acts for the organization of its credentials and gets 403 for passing it; it is the user themself or holds ' +
+          'kyc.read for that organization.',
         tags: ['kyc internal'],
         auth: INTERNAL,
-        request: { query: z.strictObject({ user_id: z.uuid(), organization_id: OrganizationId.optional() }) },
+        request: { query: z.strictObject({ user_id: z.uuid(), organization_id: LookupOrganizationId }) },
         responses: { 200: { description: 'Status', schema: InternalStatus } },
-        errors: { NOT_FOUND: 'the user has no KYC application in the organization', FORBIDDEN: LOOKUP_FORBIDDEN },
+        errors: {
+          NOT_FOUND:
+            "the user has no KYC application in the organization (for a platform API key: no such user, or organization_id is not the user's organization)",
+          FORBIDDEN: LOOKUP_FORBIDDEN,
+        },
         async handler(ctx, { query }) {
-          const organizationId = authorizeLookup(ctx.state.caller as Caller, query.organization_id, query.user_id);
+          const caller = ctx.state.caller as Caller;
+          const organizationId = await lookupOrganization(caller, query.organization_id, query.user_id, NO_APPLICATION);
           const application = await findLatestApplication(db, organizationId, query.user_id);
-          if (!application) throw new ServiceError(ErrorCode.NOT_FOUND, 'The user has no KYC application');
+          if (!application) throw new ServiceError(ErrorCode.NOT_FOUND, NO_APPLICATION);
           const subject = await subjectOf(organizationId, query.user_id);
           ctx.body = {
             user_id: query.user_id,
@@ -156,26 +205,35 @@ export function kycInternalRoutes(deps: AppDeps): AnyRoute[] {
         operationId: cluster ? 'getKycSubjectDetailsClusterLocal' : 'getKycSubjectDetails',
         summary: `Full identity and documents of a KYC subject, images inline as base64${cluster ? ' (cluster-local prefix)' : ''}`,
         description:
-          'For a bank onboarding during current-account self-activation. 404 when the user has no provisioned subject yet.',
+          'For a bank onboarding during current-account self-activation. 404 until the user has a provisioned subject, as ' +
+          "current-account activation defines it: the user's latest KYC application APPROVED, and a complete identity (a name " +
+          'of at least two words, a date of birth, an ID card, alien card or passport with its number, the user’s mobile ' +
+          "number, and the application's images of the document's front, its back (not for a passport) and a selfie). A " +
+          'verification still pending is 404 whatever it submitted. organization_id as for the status lookup.',
         tags: ['kyc internal'],
         auth: INTERNAL,
         request: {
           params: z.object({ user_id: z.uuid() }),
-          query: z.strictObject({ organization_id: OrganizationId.optional() }),
+          query: z.strictObject({ organization_id: LookupOrganizationId }),
         },
         responses: { 200: { description: 'Subject details', schema: SubjectDetails } },
-        errors: { NOT_FOUND: 'the user has no provisioned KYC subject yet', FORBIDDEN: LOOKUP_FORBIDDEN },
+        errors: {
+          NOT_FOUND:
+            "the user has no provisioned KYC subject yet (the error's description names what is missing), or, for a platform API key, no such user or organization_id is not the user's organization",
+          FORBIDDEN: LOOKUP_FORBIDDEN,
+        },
         async handler(ctx, { params, query }) {
-          const organizationId = authorizeLookup(ctx.state.caller as Caller, query.organization_id, params.user_id);
-          const subject = await subjectOf(organizationId, params.user_id);
-          if (!subject) throw new ServiceError(ErrorCode.NOT_FOUND, 'No provisioned KYC subject for this user');
-          const application = await findLatestApplication(db, organizationId, params.user_id);
-          const documents = application ? await findDocuments(db, organizationId, application.id) : [];
+          const caller = ctx.state.caller as Caller;
+          const organizationId = await lookupOrganization(caller, query.organization_id, params.user_id, NO_SUBJECT);
+          const provisioned = await findProvisionedSubject(db, organizationId, params.user_id);
+          if ('missing' in provisioned)
+            throw new ServiceError(ErrorCode.NOT_FOUND, `${NO_SUBJECT} (${provisioned.missing} missing)`);
+          const documents = await findDocuments(db, organizationId, provisioned.application.id);
           ctx.body = {
             user_id: params.user_id,
             organization_id: organizationId,
-            application_id: application?.id ?? null,
-            subject,
+            application_id: provisioned.application.id,
+            subject: subjectView(provisioned.user, provisioned.subject),
             documents: documents.map((d) => ({
               kind: d.kind,
               position: d.position,

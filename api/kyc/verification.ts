@@ -4,7 +4,11 @@ import type { KycApplicationRow } from '../../db/kyc/applications';
 import { findSubject, findUser } from '../../db/kyc/subjects';
 import { beginSubmission, providerJobHeldElsewhere, type Submission, undoSubmission } from '../../db/kyc/verification';
 import { ErrorCode, type InvalidParam, ServiceError, SubCode } from '../../domain/errors';
-import { negotiateProviderApiVersion, type ProviderApiVersion } from '../../domain/kyc/provider-version';
+import {
+  negotiateProviderApiVersion,
+  type ProviderApiVersion,
+  versionsDifference,
+} from '../../domain/kyc/provider-version';
 import { verificationRules } from '../../domain/kyc/requirements';
 import { KycStatus, statusView } from '../../domain/kyc/status';
 import { V3_JOB_ID } from '../../providers/kyc/client';
@@ -77,23 +81,19 @@ export function kycVerificationRoutes(deps: AppDeps, workflows: KycWorkflows, ho
   const view = (application: Parameters<typeof statusView>[0]) =>
     statusView(application, clock.now(), config.KYC_MAX_RESUBMISSIONS);
 
-  /** The version a submission runs on; it must be the one the requirements were read for. */
+  /**
+   * The version a submission runs on (spec 4.2): the header's values must be the ones GET
+   * verification was last sent, as a set; without a GET before it, the POST negotiates on its own.
+   */
   function pinVersion(application: KycApplicationRow, header: string | undefined): ProviderApiVersion {
-    const version = negotiateProviderApiVersion(header);
-    if (application.negotiated_api_version && application.negotiated_api_version !== version) {
+    const difference = versionsDifference(application, header);
+    if (difference)
       throw new ServiceError(
         ErrorCode.INVALID_PARAMS,
-        'X-Provider-Api-Versions differs from the one sent to GET verification',
-        [
-          {
-            path: 'header.x-provider-api-versions',
-            reason: `the requirements were read for ${application.negotiated_api_version}; this request negotiates ${version}`,
-            sub_code: KycSubCode.VERSION_MISMATCH,
-          },
-        ],
+        'X-Provider-Api-Versions differs from the values sent to GET verification',
+        [{ path: 'header.x-provider-api-versions', reason: difference, sub_code: KycSubCode.VERSION_MISMATCH }],
       );
-    }
-    return version;
+    return negotiateProviderApiVersion(header);
   }
 
   /** Moves the application to ID_VERIFICATION_PENDING for a new job, with its stored images; 409 when it cannot take one. */
@@ -187,8 +187,10 @@ export function kycVerificationRoutes(deps: AppDeps, workflows: KycWorkflows, ho
     description:
       "server_upload submits the selfie and ID to the provider's enhanced document verification (job type 11) and answers 202 " +
       'with the status shape. provider_sdk mints a provider SDK session and answers 201. Either leaves the application in ' +
-      'ID_VERIFICATION_PENDING; the result arrives later through the provider callback. The X-Provider-Api-Versions header must ' +
-      'negotiate the version the requirements were read for.',
+      'ID_VERIFICATION_PENDING; the result arrives later through the provider callback. X-Provider-Api-Versions must carry ' +
+      'the values GET verification was last sent, as a set (order, spaces, case and repeats aside; no header is no values), ' +
+      'or the capture is rejected (400, VERSION_MISMATCH on header.x-provider-api-versions). Without a GET before it, the ' +
+      'POST negotiates on its own.',
     tags: ['kyc'],
     auth: APPLICANT,
     bodyLimit: 'verification',
@@ -199,7 +201,7 @@ export function kycVerificationRoutes(deps: AppDeps, workflows: KycWorkflows, ho
       NOT_FOUND: NO_SUCH_APPLICATION,
       CONFLICT: 'the application cannot take a submission now (pending, approved, or blocked from reapplying)',
       INVALID_PARAMS:
-        "an image that is not base64 JPEG or PNG or is too large, an unsupported document, missing consent, a liveness frame count out of range, or X-Provider-Api-Versions differing from the GET's",
+        'an image that is not base64 JPEG or PNG or is too large, an unsupported document, missing consent, a liveness frame count out of range, or X-Provider-Api-Versions values differing from those sent to the GET',
     },
     responses: {
       202: SUBMITTED,

@@ -13,6 +13,8 @@ export interface KycApplicationRow {
   status: KycStatus;
   channel: string | null;
   negotiated_api_version: ProviderApiVersion | null;
+  /** The X-Provider-Api-Versions values GET verification was last sent, canonical (null: no GET, or one before they were kept). */
+  sent_api_versions: string | null;
   api_version: ProviderApiVersion | null;
   job_id: string | null;
   provider_job_id: string | null;
@@ -77,16 +79,19 @@ export function findActiveApplication(
     .first();
 }
 
-/** Remembers the version the requirements were read for; the status is left as it is. */
-export async function recordNegotiatedVersion(
+/**
+ * Remembers what the requirements were read with: the negotiated version and the header's values
+ * as sent (`sentProviderApiVersions`); the status is left as it is.
+ */
+export async function recordRequirementsRead(
   db: Knex,
   organizationId: string,
   id: string,
-  version: ProviderApiVersion,
+  read: { version: ProviderApiVersion; sentVersions: string },
 ): Promise<void> {
   await db('kyc_applications')
     .where({ organization_id: organizationId, id })
-    .update({ negotiated_api_version: version, updated_at: db.fn.now() });
+    .update({ negotiated_api_version: read.version, sent_api_versions: read.sentVersions, updated_at: db.fn.now() });
 }
 
 /**

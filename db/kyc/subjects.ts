@@ -68,3 +68,13 @@ export function findUser(db: Knex, organizationId: string, userId: string): Prom
 export function findCallerUser(db: Knex, userId: string): Promise<KycUserRow | undefined> {
   return db('users').where({ id: userId }).first();
 }
+
+/**
+ * The organization a user belongs to, by the user id alone: for a platform API key's internal
+ * lookup without organization_id (spec 5.6), a caller that may read every organization, so the
+ * user id is what determines the one read. Not for any other caller.
+ */
+export async function findUserOrganization(db: Knex, userId: string): Promise<string | undefined> {
+  const row: { organization_id: string } | undefined = await db('users').where({ id: userId }).first('organization_id');
+  return row?.organization_id;
+}

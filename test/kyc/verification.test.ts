@@ -288,6 +288,54 @@ describe('spec 4.2: POST /v1/kyc/applications/{id}/verification, server_upload',
     );
   });
 
+  it('spec 4.2: "Sending different values to GET and POST gets the capture rejected": the values sent are compared as sets, not the versions they negotiate', async () => {
+    const user = await newApplicant();
+    const id = await newApplication(user);
+    const headers = await applicantHeaders(user);
+    const sent = (versions?: string) => ({
+      ...headers,
+      ...(versions === undefined ? {} : { 'X-Provider-Api-Versions': versions }),
+    });
+    const mismatch = (reply: Awaited<ReturnType<typeof call>>) => {
+      assert.equal(reply.status, 400, reply.text);
+      assert.equal(reply.body.code, 'INVALID_PARAMS');
+      assert.deepEqual(
+        reply.body.invalid_params.map((p: { path: string; sub_code: string }) => [p.path, p.sub_code]),
+        [['header.x-provider-api-versions', 'VERSION_MISMATCH']],
+      );
+    };
+    assert.equal((await call('GET', verification(id), { headers: sent('v2') })).status, 200);
+    // Both negotiate v2, yet the values differ: rejected, and so is the capture alias.
+    mismatch(await call('POST', verification(id), { headers: sent('v2, v9'), json: upload() }));
+    mismatch(
+      await call('POST', `${verification(id)}/capture`, {
+        headers: sent('v9,v2'),
+        json: { ...upload(), channel: undefined },
+      }),
+    );
+    // No header is no values, as an empty one is: not "v2".
+    assert.equal((await call('GET', verification(id), { headers: sent() })).status, 200);
+    mismatch(await call('POST', verification(id), { headers: sent('v2'), json: upload() }));
+    assert.equal(
+      (await harness().db('kyc_applications').where({ id }).first()).status,
+      'DRAFT',
+      'a rejected capture changes nothing',
+    );
+    // The same values in another order, spacing or case (and repeated) are the same set: accepted.
+    assert.equal((await call('GET', verification(id), { headers: sent('v9, v2') })).status, 200);
+    const accepted = await call('POST', verification(id), { headers: sent(' V2 ,v9,v2 '), json: upload() });
+    assert.equal(accepted.status, 202, accepted.text);
+  });
+
+  it('a POST without a GET before it negotiates on its own', async () => {
+    const user = await newApplicant();
+    const id = await newApplication(user);
+    const headers = { ...(await applicantHeaders(user)), 'X-Provider-Api-Versions': 'v3' };
+    const reply = await call('POST', verification(id), { headers, json: { channel: 'provider_sdk', consent: true } });
+    assert.equal(reply.status, 201, reply.text);
+    assert.equal(reply.body.config.api_version, 'v3');
+  });
+
   it('a second submission while one is pending gets 409', async () => {
     await simulatorControl('/', 'PATCH', { holdJobs: true });
     const user = await newApplicant();

@@ -144,7 +144,8 @@ function holds(kind: CallerKind, permission: string): boolean {
  * - merchant: the merchant's in the path (after the merchant check)
  * - subtree: agents: the agent itself, the agents above it, or the organization's admins
  * - below: as subtree, but not the agent itself (403)
- * - lookup: internal KYC: the user themself, or kyc.read in the organization (a platform key names it)
+ * - lookup: internal KYC: the user themself, or kyc.read in the organization (a platform key may name it, and
+ *   it must be the user's; without it the user's own is read; the matrix's key names it)
  * - borrower: lending: a user token borrows for itself (naming a user_id is 400), keys and partners
  *   name a borrower of their organization (none: 400), in the path's organization when it has one
  */
@@ -363,7 +364,7 @@ export function expectedOf(rule: Rule, kind: CallerKind, target: Target | undefi
         if (!target?.agent || !agentVisible(kind, target.agent)) return hidden;
         return rule.scope === 'below' && kind === target.agent ? FORBIDDEN : allowed;
       case 'lookup':
-        // A platform key names the organization (organization_id); everyone else acts for its own.
+        // A platform key reads the user's organization (naming it or not); everyone else acts for its own.
         if (caller.organization === undefined) return holds(kind, Permission.KYC_READ) ? allowed : FORBIDDEN;
         if (self) return allowed;
         if (!holds(kind, Permission.KYC_READ)) return FORBIDDEN;

@@ -20,7 +20,10 @@ import { JPEG_BASE64, simulatorControl } from './kyc';
 
 // The matrix's exercises of the platform, auth and KYC routes (see authorization-exercise.ts).
 
-/** A platform API key names the organization it reads (spec 5.6); everyone else acts for its own. */
+/**
+ * A platform API key names the organization it reads (spec 5.6: it may; without it the user's own
+ * is read, which test/kyc/internal.test.ts covers); everyone else acts for its own.
+ */
 const namesOrganization = (kind: CallerKind) => traits(kind).credential === 'api_key' && !traits(kind).organization;
 const organizationOf = (kind: CallerKind) => traits(kind).organization;
 
@@ -118,8 +121,25 @@ const kycApplicationRows =
     { table: 'kyc_documents', where: { application_id: target!.ids.id! }, columns: ['id'] },
   ];
 
+/**
+ * Subject details answer only a provisioned subject (the latest application APPROVED, a complete
+ * identity): a household of its own, since the KYC household's applications are DRAFTs for the
+ * submissions.
+ */
+const provisionedTargets = async (world: World): Promise<Fixture> => {
+  const [customer, peer, foreign] = await Promise.all([
+    world.provisioned('own'),
+    world.provisioned('own'),
+    world.provisioned('other'),
+  ]);
+  return {
+    subject: customer.person,
+    targets: perMember({ customer, peer, foreign }, (m) => ({ user_id: m.person.id })),
+  };
+};
+
 const lookup = (path: 'status' | 'subjects'): Exercise => ({
-  prepare: (world) => kycTargets(world),
+  prepare: (world) => (path === 'status' ? kycTargets(world) : provisionedTargets(world)),
   request: ({ kind, target }, { world }) => {
     const organization = namesOrganization(kind)
       ? { organization_id: world.organizations[target!.organization!] }
@@ -144,7 +164,7 @@ const createKyc: Exercise = {
 const requirements: Exercise = {
   prepare: (world) => kycTargets(world),
   request: ({ target }) => ({ params: { id: target!.ids.id! } }),
-  rows: kycApplicationRows(['status', 'negotiated_api_version', 'channel']),
+  rows: kycApplicationRows(['status', 'negotiated_api_version', 'sent_api_versions', 'channel']),
   async done({ target }) {
     const application = await row('kyc_applications', { id: target!.ids.id });
     return problem(application?.negotiated_api_version === 'v2', 'the negotiated version is not recorded');

@@ -2,7 +2,12 @@ import { strict as assert } from 'node:assert';
 import fc from 'fast-check';
 import { categoryOf, categoryOfV3Status } from '../../domain/kyc/result-codes';
 import { verificationRules } from '../../domain/kyc/requirements';
-import { negotiateProviderApiVersion, PROVIDER_API_VERSIONS } from '../../domain/kyc/provider-version';
+import {
+  negotiateProviderApiVersion,
+  PROVIDER_API_VERSIONS,
+  sentProviderApiVersions,
+  versionsDifference,
+} from '../../domain/kyc/provider-version';
 import { isFresh, sameSignature, signV2, verifyV2 } from '../../providers/kyc/signature';
 
 describe('spec 4.2: provider API version negotiation', () => {
@@ -26,6 +31,41 @@ describe('spec 4.2: provider API version negotiation', () => {
         const once = negotiateProviderApiVersion(tokens.join(','));
         assert.ok((PROVIDER_API_VERSIONS as readonly string[]).includes(once));
         assert.equal(negotiateProviderApiVersion([...tokens].reverse().concat(tokens).join(', ')), once);
+      }),
+    );
+  });
+});
+
+describe('spec 4.2: "Sending different values to GET and POST gets the capture rejected"', () => {
+  const gotGet = (header: string | undefined) => ({
+    sent_api_versions: sentProviderApiVersions(header),
+    negotiated_api_version: negotiateProviderApiVersion(header),
+  });
+
+  it('compares the values sent, not the version they negotiate', () => {
+    assert.ok(versionsDifference(gotGet('v2'), 'v2, v9'));
+    assert.ok(versionsDifference(gotGet(undefined), 'v2'));
+    assert.ok(versionsDifference(gotGet('v3'), undefined));
+    assert.equal(versionsDifference(gotGet(undefined), ''), undefined);
+    assert.equal(versionsDifference(gotGet(' , '), undefined), undefined);
+    assert.equal(versionsDifference(gotGet('v9, v2'), ' V2 ,v9,v2 '), undefined);
+  });
+
+  it('without a GET the POST negotiates on its own; a GET kept only as its negotiated version is compared by it', () => {
+    assert.equal(versionsDifference({ sent_api_versions: null, negotiated_api_version: null }, 'v3'), undefined);
+    const legacy = { sent_api_versions: null, negotiated_api_version: 'v3' as const };
+    assert.equal(versionsDifference(legacy, 'v3, v9'), undefined);
+    assert.ok(versionsDifference(legacy, 'v2'));
+  });
+
+  it('the same set in any order, spacing, case or repetition is the same values; another set is not (property)', () => {
+    const token = fc.constantFrom('v2', 'v3', 'v9', 'beta', 'V3');
+    const spaced = (tokens: string[]) => tokens.map((t) => ` ${t} `).join(',');
+    fc.assert(
+      fc.property(fc.array(token, { maxLength: 5 }), fc.array(token, { maxLength: 5 }), (a, b) => {
+        const setOf = (tokens: string[]) => [...new Set(tokens.map((t) => t.toLowerCase()))].sort().join();
+        assert.equal(versionsDifference(gotGet(a.join(',')), spaced([...a].reverse().concat(a))), undefined);
+        assert.equal(versionsDifference(gotGet(a.join(',')), b.join(',')) === undefined, setOf(a) === setOf(b));
       }),
     );
   });

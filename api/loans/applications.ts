@@ -266,6 +266,22 @@ export function loanApplicationRoutes(deps: AppDeps, workflows: LoanWorkflows): 
             message: `The offer is ${application.status}`,
           };
     if ('refused' in outcome) {
+      // This very request's acceptance committed (the offer is taken under its Update id) while its
+      // Update was refused or lost with its run: not the execution's verdict, which is the loan.
+      // Answered 503, which is never stored, so the same keyed request again finishes it.
+      const now = await findLoanApplication(db, application.organization_id, application.id);
+      if (now?.accepted_by === updateId && now.status === 'DISBURSED') {
+        ctx.status = 200;
+        ctx.body = appliedView(now);
+        return;
+      }
+      if (now?.accepted_by === updateId && now.status === 'ACCEPTED')
+        throw new ServiceError(
+          ErrorCode.SERVICE_UNAVAILABLE,
+          'The offer is taken by this request and its loan is being paid out: send it again with the same Idempotency-Key',
+          [],
+          { 'Retry-After': '2' },
+        );
       const path = outcome.details?.path ?? 'path.application_id';
       const subCode = outcome.refused === LoanOfferError.INVALID_TERMS ? SubCode.OUT_OF_RANGE : outcome.refused;
       throw refusal(path, outcome.message, subCode);

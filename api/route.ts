@@ -37,7 +37,7 @@ export interface RouteResponse {
   schema?: z.ZodType;
   /** Response headers the answer carries (the document lists them), by name. */
   headers?: Record<string, { description: string }>;
-  /** Non-JSON answers (metrics, the reference page) name their media type instead. */
+  /** Non-JSON answers (metrics, the reference page) name their media type instead; a JSON answer has a schema. */
   mediaType?: string;
 }
 

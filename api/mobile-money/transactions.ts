@@ -38,6 +38,14 @@ export const Money = z
   })
   .meta({ id: 'Money' });
 
+/** A fee: Money that may be 0 (collections carry none). */
+const Fee = z
+  .strictObject({
+    value: z.number().int().nonnegative().meta({ description: 'Integer minor units; 0 for collections' }),
+    currency: Money.shape.currency,
+  })
+  .meta({ id: 'Fee' });
+
 export const Transaction = z
   .object({
     id: z.uuid(),
@@ -53,7 +61,7 @@ export const Transaction = z
       .nullable()
       .meta({ description: "The provider's receipt; null until confirmed, and when only a status query confirmed it" }),
     amount: Money,
-    fee_amount: Money.meta({
+    fee_amount: Fee.meta({
       description: `Collections: 0. Payouts, by amount band (KES): ${PAYOUT_FEES.map((b) => `up to ${b.upToShillings}: ${b.feeShillings}`).join('; ')}`,
     }),
     failure_reason: z

@@ -144,7 +144,12 @@ export function authRoutes(deps: AppDeps, tokens: TokenService): AnyRoute[] {
       tags: ['auth'],
       extension: true,
       rateLimit: false,
-      responses: { 200: { description: 'JSON Web Key Set', mediaType: 'application/json' } },
+      responses: {
+        200: {
+          description: 'JSON Web Key Set (RFC 7517)',
+          schema: z.strictObject({ keys: z.array(z.looseObject({ kty: z.string(), kid: z.string().optional() })) }),
+        },
+      },
       handler(ctx) {
         ctx.set('Cache-Control', 'public, max-age=300');
         ctx.body = deps.serviceKeys.jwks;

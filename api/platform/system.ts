@@ -123,7 +123,12 @@ export function systemRoutes(deps: AppDeps, metrics: HttpMetrics, openApiDocumen
       tags: ['operations'],
       extension: true,
       rateLimit: false,
-      responses: { 200: { description: 'OpenAPI document', mediaType: 'application/json' } },
+      responses: {
+        200: {
+          description: 'OpenAPI document',
+          schema: z.looseObject({ openapi: z.string(), paths: z.record(z.string(), z.unknown()) }),
+        },
+      },
       handler(ctx) {
         ctx.body = openApiDocument();
       },

@@ -1,3 +1,5 @@
+import { appendFileSync } from 'node:fs';
+import { contractProblems } from './contract';
 import { harness } from './harness';
 
 export interface Reply {
@@ -18,7 +20,16 @@ export interface CallOptions {
   baseUrl?: string;
 }
 
-/** One real HTTP request to the test API (or another base URL). */
+/** An answer that disagrees with our own OpenAPI document (test/support/contract.ts). */
+export class ContractMismatch extends Error {
+  override name = 'ContractMismatch';
+}
+
+/**
+ * One real HTTP request to the test API (or another base URL). Exchanges with the test API are
+ * checked against /openapi.json: an answer (or an accepted JSON body) the document disagrees
+ * with throws ContractMismatch, naming the operation, the status and the JSON paths.
+ */
 export async function call(method: string, path: string, options: CallOptions = {}): Promise<Reply> {
   const headers: Record<string, string> = { ...options.headers };
   let body: string | Buffer | undefined;
@@ -36,6 +47,23 @@ export async function call(method: string, path: string, options: CallOptions = 
     parsed = text ? JSON.parse(text) : undefined;
   } catch {
     parsed = undefined;
+  }
+  if (options.baseUrl === undefined) {
+    const problems = contractProblems({
+      method,
+      path,
+      status: response.status,
+      contentType: response.headers.get('content-type'),
+      requestBody: options.json,
+      responseBody: parsed,
+      responseText: text,
+    });
+    if (problems.length > 0) {
+      const message = `${problems.join('\n')}\nanswer: ${text.slice(0, 500)}`;
+      // CONTRACT_REPORT=<file> lists every mismatch of a run instead of failing at the first.
+      if (process.env.CONTRACT_REPORT) appendFileSync(process.env.CONTRACT_REPORT, `${message}\n\n`);
+      else throw new ContractMismatch(message);
+    }
   }
   return { status: response.status, headers: response.headers, text, body: parsed };
 }

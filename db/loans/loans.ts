@@ -110,8 +110,8 @@ function creditLineOf(trx: Knex.Transaction, application: LoanApplicationRow): P
 /**
  * Takes an open offer: the loan and its schedule are made, the collateral is held on the
  * borrower's current account (its available balance checked under a lock), and the offer is
- * ACCEPTED, all in one database transaction. Taken already (a retried step): answers what was
- * taken, changing nothing.
+ * ACCEPTED, all in one database transaction. Taken already by this acceptance (`acceptedBy`, a
+ * retried step): answers what was taken, changing nothing; taken by another: not open.
  */
 export async function acceptOffer(
   db: Knex,
@@ -157,9 +157,11 @@ async function acceptInTransaction(
     .first();
   if (!application) throw new Error(`no loan application ${applicationId}`);
   if (application.status !== LoanApplicationStatus.APPROVED) {
-    const loan = application.loan_id
-      ? await trx('loans').where({ organization_id: organizationId, id: application.loan_id }).first()
-      : undefined;
+    // Only this very acceptance (a retried step) is answered its loan: another one finds the offer taken.
+    const loan =
+      application.loan_id && application.accepted_by === taken.acceptedBy
+        ? await trx('loans').where({ organization_id: organizationId, id: application.loan_id }).first()
+        : undefined;
     return loan
       ? { outcome: 'accepted' as const, application, loan: loan as LoanRow }
       : { outcome: 'not_open' as const, application };

@@ -4,12 +4,16 @@ import { ApplicationFailure } from '@temporalio/common';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { Worker } from '@temporalio/worker';
 import type { LoanActivities } from '../../activities';
+import { createLoanActivities } from '../../activities/loans';
 import { findProduct, offerTerms } from '../../db/loans/products';
 import { DEMO } from '../../db/seeds/demo';
 import { workflowIds } from '../../workflows/ids';
 import { acceptOfferUpdate, type LoanOfferInput, LoanOfferError, type TakenLoan } from '../../workflows/loans/messages';
 import { harness } from '../support/harness';
 import { recordHistory } from '../support/histories';
+import { newBorrower, offerFor } from '../support/loans';
+
+const ORG = DEMO.organizations.demo.id;
 
 /**
  * A workflow task is lost with its worker after its local activity made a loan for one
@@ -67,5 +71,44 @@ describe('spec 4.3: an offer taken by an acceptance its run never recorded is fi
       await loanRun.terminate('test done');
     });
     await recordHistory(workflowId, 'loanApplication-unrecorded-acceptance-finished-at-once');
+  });
+});
+
+describe('spec 4.3: an offer is taken once, and only its own acceptance is answered its loan', () => {
+  it('an acceptance that finds the offer taken by another, never recorded by the run, is refused TAKEN; the one that took it is paid out', async function () {
+    this.timeout(60_000);
+    const { db, deps } = harness();
+    const client = deps.temporal;
+    const borrower = await newBorrower();
+    const offer = await offerFor(borrower.headers);
+    assert.equal(offer.status, 201, offer.text);
+    const ref = { organizationId: ORG, applicationId: offer.body.id as string };
+    // The lost workflow task: the real step commits acceptance A in Postgres, the run never hears of it.
+    const steps = createLoanActivities(deps);
+    const terms = { loanAmount: 500_000, tenure: 2, collateralAmount: 50_000 };
+    const a = await steps.acceptLoanOffer({ ...ref, ...terms, acceptedBy: 'acceptance-a-whose-task-was-lost' });
+    assert.equal(a.outcome, 'accepted');
+    const again = await steps.acceptLoanOffer({ ...ref, ...terms, acceptedBy: 'acceptance-a-whose-task-was-lost' });
+    assert.deepEqual(again, a, 'the same acceptance retried is answered its loan');
+    const other = await steps.acceptLoanOffer({ ...ref, ...terms, acceptedBy: 'acceptance-b' });
+    assert.deepEqual(other, { outcome: 'not_open', status: 'ACCEPTED' }, 'another acceptance finds it taken');
+
+    // B reaches the run (its request read the offer APPROVED before A committed): refused, and A finished.
+    const handle = client.workflow.getHandle(workflowIds.loanApplication(ref.applicationId));
+    await assert.rejects(
+      handle.executeUpdate(acceptOfferUpdate, { args: [terms], updateId: 'acceptance-b' }),
+      (error: unknown) =>
+        error instanceof WorkflowUpdateFailedError &&
+        error.cause instanceof ApplicationFailure &&
+        error.cause.type === LoanOfferError.TAKEN,
+    );
+    assert.equal(await handle.result(), 'ACCEPTED');
+    const loanId = (a as { loanId: string }).loanId;
+    const application = await db('loan_applications').where({ id: ref.applicationId }).first();
+    assert.equal(application.status, 'DISBURSED');
+    assert.equal(application.loan_id, loanId);
+    assert.equal((await db('loans').where({ user_id: borrower.user.id })).length, 1, 'one loan');
+    const loanRun = client.workflow.getHandle(workflowIds.loan(loanId));
+    assert.equal((await loanRun.describe()).status.name, 'RUNNING', "the loan's own run started");
   });
 });

@@ -67,6 +67,19 @@ export function loanServicingRoutes(deps: AppDeps, workflows: LoanServicingWorkf
     ctx.body = { transaction: eventTransaction(event), installments: event.allocations.map(allocationView) };
   }
 
+  /**
+   * The same keyed request again after its first answer was lost: the event its first execution
+   * booked (its id is the execution's), answered as then, whatever the loan's state now (a waiver
+   * that repaid the loan closed its run, which would refuse the request as LOAN_CLOSED).
+   */
+  async function answerBooked(ctx: Context, organizationId: string, accountId: string, kind: string) {
+    const executionId = idempotentExecutionId(ctx);
+    const booked = executionId ? await findAccountEvent(db, organizationId, accountId, executionId) : undefined;
+    if (booked?.kind !== kind) return false;
+    await answer(ctx, organizationId, accountId, { eventId: booked.id });
+    return true;
+  }
+
   return [
     defineRoute({
       method: 'post',
@@ -94,6 +107,7 @@ export function loanServicingRoutes(deps: AppDeps, workflows: LoanServicingWorkf
         const repayment = await findAccountEvent(db, organizationId, params.accountId, params.transactionId);
         if (!repayment || repayment.kind !== 'REPAYMENT')
           throw new ServiceError(ErrorCode.NOT_FOUND, 'No such repayment');
+        if (await answerBooked(ctx, organizationId, params.accountId, 'REVERSAL')) return;
         const [loanId] = await activeLoansPaidBy(db, organizationId, repayment.id);
         const outcome: ServicingAnswer = loanId
           ? await workflows.reverseRepayment(loanId, {
@@ -141,6 +155,7 @@ export function loanServicingRoutes(deps: AppDeps, workflows: LoanServicingWorkf
               sub_code: SubCode.INVALID_VALUE,
             },
           ]);
+        if (await answerBooked(ctx, organizationId, params.accountId, 'WAIVER')) return;
         const outcome = await workflows.waive(loan.id, {
           waiverId: idempotentExecutionId(ctx) ?? randomUUID(),
           resourceId: `trx_${randomBytes(12).toString('base64url')}`,

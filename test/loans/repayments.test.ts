@@ -251,6 +251,18 @@ describe('spec 2: allocations are immutable; reversals and waivers are new trans
     });
     assert.equal(late.status, 400);
     assert.match(late.body.description, /^LOAN_CLOSED/);
+    // The same keyed waiver again after its stored answer was lost, the loan closed since: what it booked.
+    assert.equal(
+      await harness()
+        .db('idempotency_keys')
+        .where({ key: `waive-${loanId}` })
+        .delete(),
+      1,
+    );
+    const lost = await call('POST', path, { headers: await keyed('waive'), json: waiver });
+    assert.equal(lost.status, 201, lost.text);
+    assert.equal(lost.body.transaction.id, reply.body.transaction.id, 'the waiver it booked, not LOAN_CLOSED');
+    assert.deepEqual(await journalKinds(reply.body.transaction.id), ['WAIVER'], 'booked once');
     assert.deepEqual(await ledgerMismatches(), []);
   });
 

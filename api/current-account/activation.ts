@@ -114,8 +114,11 @@ export function activationRoutes(deps: AppDeps, workflows: SelfServiceWorkflows)
       description:
         'Sends a code by SMS to the caller’s mobile and answers the activation, INITIALIZING (201). While one is open ' +
         '(INITIALIZING, AWAITING_OTP, ONBOARDING) it is answered instead (200). Needs a current account that is not active ' +
-        'yet and a provisioned KYC subject: an APPROVED KYC verification with a full name, date of birth, an ID card, alien ' +
-        'card or passport with its number, and its images (404 otherwise, as spec 7 says for no provisioned subject).',
+        'yet (every customer’s is PENDING_ACTIVATION from sign-up; until it is ACTIVE it takes no deposit, pays nothing ' +
+        'out and backs no loan) and a provisioned KYC subject: an APPROVED server_upload verification stating the ID ' +
+        'number and date_of_birth, with a full name, an ID card, alien card or passport, and its images (404 otherwise, ' +
+        'as spec 7 says for no provisioned subject). COMPLETED leaves the account ACTIVE with the bank’s customer and ' +
+        'account numbers.',
       extension: true,
       tags: TAG,
       auth: SELF,

@@ -6,6 +6,7 @@ import { requestToken } from '../providers/identity/simulator';
 import { workflowIds } from '../workflows/ids';
 import { benchDatabase, demoDatabase } from './database';
 import { startDeployed } from './deployed';
+import { activatedEarlier } from './seed';
 import {
   closedLoop,
   cpuDuring,
@@ -75,6 +76,7 @@ export async function moneyBench(): Promise<void> {
         user_id: c.id,
         type: 'CURRENT',
         currency: 'KES',
+        ...activatedEarlier(c.account),
       })),
     );
 

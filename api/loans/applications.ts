@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Context } from 'koa';
 import { z } from 'zod';
-import { findActiveAccount } from '../../db/accounts/accounts';
+import { accountStatuses, findActiveAccount } from '../../db/accounts/accounts';
 import { availableCredit, openCreditLine } from '../../db/loans/credit-lines';
 import {
   borrowerFacts,
@@ -90,6 +90,7 @@ const PartnerBApply = z
 const NOT_ELIGIBLE =
   'not eligible, the description starting with why: KYC_NOT_APPROVED, IN_ARREARS (a loan has an overdue installment), ' +
   'LOAN_RUNNING (a loan is not repaid yet), OVER_LIMIT (loan_amount above the limit, or the limit below the product minimum), ' +
+  'ACCOUNT_NOT_ACTIVATED (the current account, which holds the collateral and receives the loan, is not activated yet), ' +
   'NO_ACCOUNT (no active current and credit account); or user_id sent with a user token or missing with another';
 const APPLY_REFUSED =
   'the description starting with why: the offer has expired (OFFER_EXPIRED) or was taken (OFFER_TAKEN), terms outside the offer (OUT_OF_RANGE on loan_amount, tenure or ' +
@@ -124,6 +125,10 @@ export function loanApplicationRoutes(deps: AppDeps, workflows: LoanWorkflows): 
     return { organizationId, userId };
   }
 
+  /** Whether the borrower's current account waits for its activation. */
+  const pendingActivation = async (borrower: { organizationId: string; userId: string }) =>
+    (await accountStatuses(db, borrower.organizationId, borrower.userId)).current === 'PENDING_ACTIVATION';
+
   /** Eligibility and terms: the live offer on the product, or a new one (its workflow started). */
   async function offer(
     ctx: Context,
@@ -151,7 +156,14 @@ export function loanApplicationRoutes(deps: AppDeps, workflows: LoanWorkflows): 
       findActiveAccount(db, borrower.organizationId, borrower.userId, 'CURRENT'),
     ]);
     if (!credit || !current)
-      throw refusal(who, 'The borrower needs an active current and credit account', 'NO_ACCOUNT');
+      throw (await pendingActivation(borrower))
+        ? refusal(
+            who,
+            "The borrower's current account is not activated yet (POST /v1/user/accounts/current/activation): " +
+              'it holds the collateral and receives the loan',
+            'ACCOUNT_NOT_ACTIVATED',
+          )
+        : refusal(who, 'The borrower needs an active current and credit account', 'NO_ACCOUNT');
     const limit = revolving
       ? await availableCredit(
           db,

@@ -118,7 +118,7 @@ const MONEY_MOVEMENT = {
   responses: { 201: { description: 'The transaction, PENDING', schema: Transaction } },
   errors: {
     BAD_REQUEST:
-      'no such active account of the caller, another currency, an amount that is not a whole number of shillings or over the limit, a number the provider does not carry, ' +
+      'no such active account of the caller (a current account not activated yet: ACCOUNT_NOT_ACTIVATED), another currency, an amount that is not a whole number of shillings or over the limit, a number the provider does not carry, ' +
       "a deposit from a number other than the owner's, a repayment on a credit account that owes nothing (NOTHING_OWED) or above what it owes " +
       '(OVER_OUTSTANDING), a payout from a credit account, or an available balance short of the amount and fee (INSUFFICIENT_FUNDS)',
   },
@@ -142,6 +142,12 @@ export function transactionRoutes(deps: AppDeps, workflows: MobileMoneyWorkflows
         ? await findOwnAccount(db, caller.organizationId, caller.userId, body.account_id)
         : undefined;
     if (!account) throw badField('body.account_id', 'No such account of the caller');
+    if (account.status === 'PENDING_ACTIVATION')
+      throw badField(
+        'body.account_id',
+        'The current account is not activated yet: activate it first (POST /v1/user/accounts/current/activation)',
+        'ACCOUNT_NOT_ACTIVATED',
+      );
     if (account.status !== 'ACTIVE') throw badField('body.account_id', `The account is ${account.status}`);
     if (body.amount.currency !== account.currency)
       throw badField('body.amount.currency', `The account is in ${account.currency}`);

@@ -13,6 +13,7 @@ import { createDb, ensureDatabase, migrate } from '../db/knex';
 import { seedDemoData } from '../db/seeds/demo';
 import { systemClock } from '../domain/clock';
 import { createProviders } from '../providers';
+import { requestToken } from '../providers/identity/simulator';
 import { simulatorCertificate } from '../providers/simulator-server';
 import { bundleWorkflows } from '../worker/bundle';
 import { installRuntime } from '../worker/runtime';
@@ -21,6 +22,7 @@ import { createWorker } from '../worker/worker';
 import { loadDevConfig } from './config';
 import { startEmbeddedPostgres } from './embedded-postgres';
 import { serviceSigningKey } from './identity';
+import { stageDemoCustomers } from './seed-stages';
 import { watchParent } from './parent-watch';
 import { startDevelopmentProviders } from './simulators';
 import { startTemporalDevServer } from './temporal-server';
@@ -191,6 +193,15 @@ async function main() {
       say(
         `Extraction     ${providersDev.extraction.url}  (invoice-extraction simulator; analyses: ${providersDev.extraction.url}/_control/analyses)`,
       );
+    // The demo customers at their stages (npm run --silent seed:ids names them), through the API.
+    if (providersDev.sms && providersDev.bank && providersDev.kyc) {
+      await stageDemoCustomers(db, {
+        apiUrl: api.url,
+        smsUrl: providersDev.sms.url,
+        tokenFor: (sub) => requestToken(providersDev.idp.url, 'backend', { sub, aud: config.AUTH_AUDIENCE }),
+      });
+      say('Demo customers one at each stage: new, kyc-approved, active  (npm run --silent seed:ids)');
+    }
     say('ready (Ctrl-C stops everything)');
     await running; // a worker that dies on its own takes the service down with it
     if (!stopping) throw new Error('worker stopped unexpectedly');

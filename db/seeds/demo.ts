@@ -92,6 +92,15 @@ export const DEMO = {
       ['CUSTOMER'],
       { auth_id: 'idp|brian-otieno', phone_number: '+254712000002' },
     ),
+    /** Verified (KYC APPROVED through the flow at npm start), the current account not activated yet. */
+    verifiedCustomer: user(
+      '0b5a9c1e-0000-4000-8000-000000000013',
+      DEMO_ORG,
+      'neema.customer@demo-lender.test',
+      'Neema Achieng',
+      ['CUSTOMER'],
+      { phone_number: '+254712000130' },
+    ),
     waitingList: user(
       '0b5a9c1e-0000-4000-8000-000000000003',
       DEMO_ORG,
@@ -166,9 +175,25 @@ export const DEMO = {
     customerCurrent: { id: 'acc00000-0000-4000-8000-000000000001', userKey: 'customer', type: 'CURRENT' },
     customerCredit: { id: 'acc00000-0000-4000-8000-000000000002', userKey: 'customer', type: 'CREDIT' },
     secondCustomerCurrent: { id: 'acc00000-0000-4000-8000-000000000011', userKey: 'secondCustomer', type: 'CURRENT' },
-    /** Brian's KYC is approved: he may borrow (his loan goes to the credit account, the money to the current one). */
+    verifiedCustomerCurrent: {
+      id: 'acc00000-0000-4000-8000-000000000013',
+      userKey: 'verifiedCustomer',
+      type: 'CURRENT',
+    },
+    verifiedCustomerCredit: { id: 'acc00000-0000-4000-8000-000000000014', userKey: 'verifiedCustomer', type: 'CREDIT' },
+    /** Brian is active (his current account activated at npm start): he may borrow (his loan goes to the credit account, the money to the current one). */
     borrowerCurrent: { id: 'acc00000-0000-4000-8000-000000000003', userKey: 'customerByAuthId', type: 'CURRENT' },
     borrowerCredit: { id: 'acc00000-0000-4000-8000-000000000004', userKey: 'customerByAuthId', type: 'CREDIT' },
+  },
+  /**
+   * One demo customer at each stage of the lifecycle (dev/customer-stages.ts). The seed opens them
+   * as signed up (stage new); `npm start` takes the others on through the API, so each stage is
+   * reached as a client app reaches it.
+   */
+  customerStages: {
+    customer: { stage: 'new' },
+    verifiedCustomer: { stage: 'kyc-approved', idNumber: '27182810', dateOfBirth: '1992-07-19' },
+    customerByAuthId: { stage: 'active', idNumber: '31415920', dateOfBirth: '1988-11-02' },
   },
   /** Every organization's lending products (the same terms in each; amounts in minor units of KES). */
   loanProducts: LOAN_PRODUCTS,
@@ -264,6 +289,8 @@ export async function seedDemoData(db: Knex, options: SeedOptions): Promise<void
           user_id: DEMO.users[account.userKey].id,
           type: account.type,
           currency: 'KES',
+          // Signed up: the current account waits for its activation (npm start activates the active stage's).
+          status: account.type === 'CURRENT' ? 'PENDING_ACTIVATION' : 'ACTIVE',
         })),
       )
       .onConflict('id')
@@ -319,6 +346,8 @@ export async function seedDemoData(db: Knex, options: SeedOptions): Promise<void
   });
 }
 
+type CustomerKey = keyof typeof DEMO.customerStages;
+
 /** The ids a script or client developer needs, as one JSON-friendly object. */
 export function seedIds() {
   const users = Object.fromEntries(
@@ -332,6 +361,7 @@ export function seedIds() {
         roles: u.roles,
         auth_id: u.auth_id,
         status: u.status,
+        ...(key in DEMO.customerStages && { stage: DEMO.customerStages[key as CustomerKey].stage }),
       },
     ]),
   );
@@ -349,6 +379,13 @@ export function seedIds() {
       Object.entries(DEMO.kycHistory).map(([key, a]) => [
         key,
         { id: a.id, status: a.status, user_id: DEMO.users[a.userKey].id },
+      ]),
+    ),
+    /** The demo customers by the stage each is at once npm start is ready. */
+    customers_by_stage: Object.fromEntries(
+      Object.entries(DEMO.customerStages).map(([key, { stage }]) => [
+        stage,
+        { user: key, id: DEMO.users[key as CustomerKey].id, email: DEMO.users[key as CustomerKey].email },
       ]),
     ),
     accounts: Object.fromEntries(

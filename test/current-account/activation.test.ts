@@ -2,6 +2,7 @@ import { strict as assert } from 'node:assert';
 import { harness } from '../support/harness';
 import { call } from '../support/http';
 import {
+  activatedCustomer,
   activation,
   activationWhen,
   bankControl,
@@ -216,12 +217,11 @@ describe('spec 4.7: current-account activation by OTP, then bank onboarding (acc
     const none = await activation.get(customer.headers);
     assert.equal(none.status, 404);
     assert.deepEqual(Object.keys(none.body).sort(), ['code', 'description']);
-    await harness().db('accounts').where({ id: customer.current }).update({ status: 'ACTIVE' });
     const noAccount = await newApplicant();
     await harness().db('accounts').where({ id: noAccount.current }).del();
     assert.equal((await activation.get(noAccount.headers)).status, 404);
     assert.equal((await activation.start(noAccount.headers)).status, 404);
-    const active = await activation.start(customer.headers);
+    const active = await activation.start((await activatedCustomer()).headers);
     assert.equal(active.status, 400, 'an active account needs no activation');
   });
 

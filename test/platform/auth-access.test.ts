@@ -165,6 +165,9 @@ describe('API keys and the development CLIs', () => {
           ...process.env,
           DATABASE_URL: harness().databaseUrl,
           DEV_IDP_PORT: new URL(harness().idp.url).port,
+          // Where a staged customer's flows go: the run's API and SMS gateway simulator.
+          PORT: new URL(harness().baseUrl).port,
+          SMS_SIMULATOR_PORT: new URL(harness().config.SMS_PROVIDER_URL!).port,
           AUTH_AUDIENCE: harness().config.AUTH_AUDIENCE,
         },
       });
@@ -206,17 +209,20 @@ describe('API keys and the development CLIs', () => {
     assert.equal(created.status, 0, created.stderr);
     const user = JSON.parse(created.stdout);
     assert.deepEqual(Object.keys(user).sort(), [
+      'account_statuses',
       'accounts',
       'email',
       'id',
+      'kyc_status',
       'organization_id',
       'phone',
       'roles',
       'status',
     ]);
     assert.deepEqual(
-      [user.organization_id, user.roles, user.status, user.phone],
-      [DEMO_ORG, ['CUSTOMER'], 'ACTIVE', '+254711223340'],
+      [user.organization_id, user.roles, user.status, user.phone, user.kyc_status, user.account_statuses],
+      [DEMO_ORG, ['CUSTOMER'], 'ACTIVE', '+254711223340', null, { current: 'PENDING_ACTIVATION', credit: 'ACTIVE' }],
+      'a new customer: KYC not started, the current account waiting for its activation',
     );
     const accounts = await harness().db('accounts').where({ user_id: user.id }).orderBy('type');
     assert.deepEqual(
@@ -234,6 +240,28 @@ describe('API keys and the development CLIs', () => {
     assert.equal(JSON.parse(agent.stdout).accounts, null, 'only customers get accounts');
     assert.notEqual((await run('dev/user.ts', ['create', '--role', 'KING'])).status, 0);
     assert.notEqual((await run('dev/user.ts', ['create', '--phone', '0711223344'])).status, 0);
+  });
+
+  it('user create --stage kyc-approved and active take the customer there through the API (KYC verdict, activation, the bank)', async function () {
+    this.timeout(90_000);
+    const verified = await run('dev/user.ts', ['create', '--stage', 'kyc-approved']);
+    assert.equal(verified.status, 0, verified.stderr);
+    const v = JSON.parse(verified.stdout);
+    assert.deepEqual(
+      [v.kyc_status, v.account_statuses],
+      ['APPROVED', { current: 'PENDING_ACTIVATION', credit: 'ACTIVE' }],
+    );
+    assert.match(v.phone, /^\+2547\d{7}0$/, 'its phone ends in 0 (the mobile-money simulator pays it)');
+    const active = await run('dev/user.ts', ['create', '--stage', 'active']);
+    assert.equal(active.status, 0, active.stderr);
+    const a = JSON.parse(active.stdout);
+    assert.deepEqual([a.kyc_status, a.account_statuses], ['APPROVED', { current: 'ACTIVE', credit: 'ACTIVE' }]);
+    const account = await harness().db('accounts').where({ id: a.accounts.current }).first();
+    assert.ok(account.bank_customer_id && account.bank_account_number, "the bank's customer and account numbers");
+    const refused = await run('dev/user.ts', ['create', '--role', 'AGENT', '--stage', 'active']);
+    assert.notEqual(refused.status, 0);
+    assert.match(refused.stderr, /--stage active is for an ACTIVE CUSTOMER/);
+    assert.notEqual((await run('dev/user.ts', ['create', '--stage', 'gold'])).status, 0);
   });
 
   it('token prints only a bearer token that passes the same verification as a real one', async function () {

@@ -3,11 +3,13 @@ import { randomBytes, randomInt, randomUUID } from 'node:crypto';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { createApiKey } from '../../api/auth/api-keys';
 import { assignCustomer } from '../../db/agents/assignments';
+import { openCustomerAccounts } from '../../db/accounts/accounts';
 import { createApplication } from '../../db/kyc/applications';
 import { createTransaction } from '../../db/mobile-money/transactions';
 import { seedAgentNetwork } from '../../db/seeds/agents';
 import { DEMO } from '../../db/seeds/demo';
 import type { Role } from '../../domain/rbac';
+import { reachStage, type Stage } from '../../dev/customer-stages';
 import {
   AGENT_ORGANIZATION,
   type AgentName,
@@ -88,14 +90,16 @@ export interface Accounts {
   current: string;
   credit: string;
 }
-async function openAccounts(person: Person, current: 'ACTIVE' | 'PENDING_ACTIVATION' = 'ACTIVE'): Promise<Accounts> {
-  const ids = { current: randomUUID(), credit: randomUUID() };
-  const base = { organization_id: person.organizationId, user_id: person.id, currency: 'KES' };
-  await db()('accounts').insert([
-    { ...base, id: ids.current, type: 'CURRENT', status: current },
-    { ...base, id: ids.credit, type: 'CREDIT' },
-  ]);
-  return ids;
+/** The person signed up with their accounts, then taken to `stage` through the API (dev/customer-stages.ts). */
+async function openAccounts(person: Person, stage: Stage = 'active'): Promise<Accounts> {
+  const accounts = await openCustomerAccounts(db(), person.organizationId, person.id);
+  const { baseUrl, config } = harness();
+  await reachStage(
+    { apiUrl: baseUrl, smsUrl: config.SMS_PROVIDER_URL!, token: await tokenOf(person) },
+    { phone: person.phone },
+    stage,
+  );
+  return accounts;
 }
 
 /** An identity the provider verified, with its images: what activation and the subject lookups read. */
@@ -123,19 +127,6 @@ async function provision(person: Person, applicationId: string): Promise<void> {
       sha256: randomUUID(),
     })),
   );
-}
-
-async function approvedApplication(person: Person): Promise<string> {
-  const id = randomUUID();
-  await db()('kyc_applications').insert({
-    id,
-    organization_id: person.organizationId,
-    user_id: person.id,
-    status: 'APPROVED',
-    outcome: 'PASS',
-    verification_completed_at: new Date(),
-  });
-  return id;
 }
 
 /** A final transaction with its callback token (callbacks to it are LATE: recorded, nothing moves). */
@@ -386,7 +377,6 @@ export async function buildWorld() {
   };
   const borrower = async (org: Org): Promise<Borrower> => {
     const member = await person(org, 'CUSTOMER');
-    await approvedApplication(member);
     const accounts = await openAccounts(member);
     await fund(accounts.current, 500_000);
     return { person: member, accounts };
@@ -420,8 +410,7 @@ export async function buildWorld() {
   /** A customer whose current account waits for activation, with a provisioned identity. */
   const provisioned = async (org: Org = 'own') => {
     const member = await person(org, 'CUSTOMER');
-    const accounts = await openAccounts(member, 'PENDING_ACTIVATION');
-    await provision(member, await approvedApplication(member));
+    const accounts = await openAccounts(member, 'kyc-approved');
     return { person: member, accounts };
   };
   /** Its activation started through the service, and the code it was sent. */

@@ -1,54 +1,32 @@
 import { strict as assert } from 'node:assert';
-import { randomInt, randomUUID } from 'node:crypto';
+import { randomInt } from 'node:crypto';
+import { verifyKyc } from '../../dev/customer-stages';
 import { harness } from './harness';
 import { call, type Reply } from './http';
 import { newCustomer, until } from './money';
 
-/** A tiny JPEG (its magic bytes are what the bank checks). */
-const JPEG = Buffer.concat([Buffer.from([0xff, 0xd8, 0xff, 0xe0]), Buffer.alloc(64, 7)]);
-
 /**
- * A customer whose current account waits for activation, with a provisioned KYC subject (an
- * APPROVED verification, full name, date of birth, an ID card with its number and images) unless
- * told otherwise.
+ * A customer whose current account waits for activation, taken through the API: by default with
+ * a provisioned KYC subject (a server_upload verification the provider approved, with a full
+ * name, date of birth, an ID card with its number and images); `none`: signed up only;
+ * `unapproved`: a verification the provider rejected.
  */
 export async function newApplicant(options: { subject?: 'provisioned' | 'none' | 'unapproved' } = {}) {
-  const customer = await newCustomer(randomInt(0, 10));
-  const { db } = harness();
-  const organizationId = customer.user.organization_id;
-  await db('accounts').where({ id: customer.current }).update({ status: 'PENDING_ACTIVATION' });
-  if (options.subject !== 'none') {
-    const applicationId = randomUUID();
-    await db('kyc_applications').insert({
-      id: applicationId,
-      organization_id: organizationId,
-      user_id: customer.user.id,
-      status: options.subject === 'unapproved' ? 'ID_VERIFICATION_PENDING' : 'APPROVED',
-      outcome: options.subject === 'unapproved' ? null : 'PASS',
-    });
-    await db('kyc_subjects').insert({
-      id: randomUUID(),
-      organization_id: organizationId,
-      user_id: customer.user.id,
-      type: 'individual',
-      name: 'Amina Wanjiru Otieno',
-      date_of_birth: '1990-04-12',
-      identity_type: 'IDENTITY_CARD',
-      id_number: String(randomInt(10_000_000, 99_999_999)),
-      country: 'KE',
-    });
-    await db('kyc_documents').insert(
-      (['DOCUMENT_FRONT', 'DOCUMENT_BACK', 'SELFIE'] as const).map((kind) => ({
-        id: randomUUID(),
-        organization_id: organizationId,
-        application_id: applicationId,
-        kind,
-        position: 0,
-        content_type: 'image/jpeg',
-        content: JPEG,
-        sha256: randomUUID(),
-      })),
+  const subject = options.subject ?? 'provisioned';
+  const customer = await newCustomer(randomInt(0, 10), {
+    stage: subject === 'provisioned' ? 'kyc-approved' : 'new',
+    name: 'Amina Wanjiru Otieno',
+    dateOfBirth: '1990-04-12',
+  });
+  if (subject === 'unapproved') {
+    const { baseUrl, config } = harness();
+    const token = customer.headers.Authorization.slice('Bearer '.length);
+    // An ID number ending in 1: the identity simulator answers No Match.
+    const { verdict } = await verifyKyc(
+      { apiUrl: baseUrl, smsUrl: config.SMS_PROVIDER_URL!, token },
+      { idNumber: `${randomInt(1_000_000, 10_000_000)}1` },
     );
+    assert.equal(verdict, 'REJECTED');
   }
   return customer;
 }

@@ -9,23 +9,15 @@ import { call, type Reply } from './http';
 import { fund, money, newCustomer, payerNumber, settled, stkPush, until } from './money';
 
 /**
- * A fresh borrower of the demo organization: a customer with a current and a credit account,
- * KYC approved unless told otherwise, and money in the current account for collateral.
+ * A fresh borrower of the demo organization: a customer taken through KYC and activation (the
+ * current account ACTIVE at the bank) unless told `kyc: 'none'` (signed up only), and money in
+ * the current account for collateral.
  */
 export async function newBorrower(
   options: { kyc?: 'APPROVED' | 'none'; funds?: number; status?: 'WAITING_LIST' } = {},
 ) {
-  const customer = await newCustomer(0);
+  const customer = await newCustomer(0, { stage: options.kyc === 'none' ? 'new' : 'active' });
   const { db } = harness();
-  if (options.kyc !== 'none')
-    await db('kyc_applications').insert({
-      id: randomUUID(),
-      organization_id: DEMO.organizations.demo.id,
-      user_id: customer.user.id,
-      status: 'APPROVED',
-      outcome: 'PASS',
-      verification_completed_at: new Date(),
-    });
   if (options.status) await db('users').where({ id: customer.user.id }).update({ status: options.status });
   if ((options.funds ?? 500_000) > 0) await fund(customer.current, options.funds ?? 500_000);
   return customer;

@@ -90,7 +90,8 @@ export const DEMO = {
       'brian.customer@demo-lender.test',
       'Brian Otieno',
       ['CUSTOMER'],
-      { auth_id: 'idp|brian-otieno', phone_number: '+254712000002' },
+      // Ends in 0: the mobile-money simulator pays his deposits.
+      { auth_id: 'idp|brian-otieno', phone_number: '+254712000020' },
     ),
     /** Verified (KYC APPROVED through the flow at npm start), the current account not activated yet. */
     verifiedCustomer: user(

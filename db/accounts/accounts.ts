@@ -50,10 +50,10 @@ export function signUpCustomer(
 
 /**
  * Locks an account for the rest of the database transaction, so two movements (payouts,
- * collateral holds) cannot both spend the same available money.
+ * collateral holds) cannot both spend the same available money; answers its status then.
  */
-export async function lockAccount(trx: Knex.Transaction, accountId: string): Promise<void> {
-  await trx('accounts').where({ id: accountId }).forUpdate().first();
+export async function lockAccount(trx: Knex.Transaction, accountId: string): Promise<{ status: string } | undefined> {
+  return trx('accounts').where({ id: accountId }).forUpdate().first('status');
 }
 
 /** The user's account of `type` in the organization, when it is active. */

@@ -173,7 +173,13 @@ async function acceptInTransaction(
   const refused = await eligibilityNow(trx, application, taken.loanAmount);
   if (refused) return { outcome: 'not_eligible' as const, ...refused };
   const current = application.current_account_id;
-  await lockAccount(trx, current);
+  // The current account holds the collateral and receives the loan: only once the bank has it.
+  if ((await lockAccount(trx, current))?.status !== 'ACTIVE')
+    return {
+      outcome: 'not_eligible' as const,
+      reason: 'ACCOUNT_NOT_ACTIVATED',
+      detail: "The borrower's current account is not activated yet",
+    };
   const { available } = await accountBalance(trx, current);
   if (available < taken.collateralAmount) return { outcome: 'insufficient_funds' as const, available };
 

@@ -3,7 +3,7 @@ import { DEMO, seedIds } from '../../db/seeds/demo';
 import { stageDemoCustomers } from '../../dev/seed-stages';
 import { harness } from '../support/harness';
 import { call } from '../support/http';
-import { offerFor } from '../support/loans';
+import { applyPartnerB, newBorrower, offerFor } from '../support/loans';
 import { fund, money, newCustomer, payerNumber, sendMoney, stkPush } from '../support/money';
 import { backendToken } from '../support/tokens';
 
@@ -24,8 +24,8 @@ describe('spec 4.7: the customer lifecycle (new → kyc-approved → active)', (
       mobile_number: customer.phone,
     });
     assert.equal(deposit.status, 400, deposit.text);
-    assert.equal(deposit.body.invalid_params?.[0]?.sub_code ?? deposit.body.code, 'BAD_REQUEST');
-    assert.match(deposit.body.description, /not activated yet/);
+    assert.equal(deposit.body.code, 'BAD_REQUEST');
+    assert.match(deposit.body.description, /^ACCOUNT_NOT_ACTIVATED: /);
     await fund(customer.current, 100_000);
     const payout = await sendMoney(customer.headers, {
       account_id: customer.current,
@@ -33,7 +33,7 @@ describe('spec 4.7: the customer lifecycle (new → kyc-approved → active)', (
       mobile_number: customer.phone,
     });
     assert.equal(payout.status, 400, payout.text);
-    assert.match(payout.body.description, /not activated yet/);
+    assert.match(payout.body.description, /^ACCOUNT_NOT_ACTIVATED: /);
     const { db } = harness();
     assert.equal((await db('transactions').where({ account_id: customer.current })).length, 0, 'nothing created');
     // An approved verification is not enough: the loan needs the activated current account.
@@ -64,6 +64,26 @@ describe('spec 4.7: the customer lifecycle (new → kyc-approved → active)', (
     });
     assert.equal(repaymentFromAnyone.status, 400, 'nothing owed yet on the credit account');
     assert.equal((await offerFor(customer.headers)).status, 201);
+  });
+
+  it('an offer made while the current account was active is not taken once it waits for activation again (400 ACCOUNT_NOT_ACTIVATED, nothing held or paid)', async () => {
+    const borrower = await newBorrower();
+    const offer = await offerFor(borrower.headers);
+    assert.equal(offer.status, 201, offer.text);
+    // As the migration leaves an account opened ACTIVE before the bank had its customer.
+    await harness().db('accounts').where({ id: borrower.current }).update({ status: 'PENDING_ACTIVATION' });
+    const applied = await applyPartnerB(borrower.headers, {
+      application_id: offer.body.id,
+      loan_amount: 200_000,
+      tenure: { duration: 4, unit: 'WEEKS' },
+      collateral_amount: 20_000,
+    });
+    assert.equal(applied.status, 400, applied.text);
+    assert.match(applied.body.description, /^ACCOUNT_NOT_ACTIVATED: /);
+    // The hold is written with the loan, in one transaction: no loan, nothing held.
+    assert.equal((await harness().db('loans').where({ user_id: borrower.user.id })).length, 0, 'no loan');
+    const application = await harness().db('loan_applications').where({ id: offer.body.id }).first('status');
+    assert.equal(application.status, 'APPROVED', 'the offer stays open');
   });
 
   it('an ACTIVE current account without the bank’s customer cannot be written (the database refuses it)', async () => {

@@ -67,7 +67,9 @@ runCli(async (config) => {
       });
       const apiUrl = config.PUBLIC_BASE_URL ?? `http://${config.HOST}:${config.PORT}`;
       const smsUrl = config.SMS_PROVIDER_URL ?? `http://127.0.0.1:${config.SMS_SIMULATOR_PORT}`;
-      await reachStage({ apiUrl, smsUrl, token }, { phone }, stage);
+      await reachStage({ apiUrl, smsUrl, token }, { phone }, stage).catch((error: unknown) => {
+        throw new Error(`${email} (${id}) signed up, but did not reach ${stage}: ${String(error)}`);
+      });
     }
     process.stdout.write(
       `${JSON.stringify({

@@ -145,7 +145,7 @@ export function transactionRoutes(deps: AppDeps, workflows: MobileMoneyWorkflows
     if (account.status === 'PENDING_ACTIVATION')
       throw badField(
         'body.account_id',
-        'The current account is not activated yet: activate it first (POST /v1/user/accounts/current/activation)',
+        'ACCOUNT_NOT_ACTIVATED: the current account is not activated yet; activate it first (POST /v1/user/accounts/current/activation)',
         'ACCOUNT_NOT_ACTIVATED',
       );
     if (account.status !== 'ACTIVE') throw badField('body.account_id', `The account is ${account.status}`);

@@ -112,7 +112,28 @@ function nextCommand(text: string, at: number, vars: Vars): { tokens: Token[]; a
 
 const words = (tokens: Token[]) => tokens.map((t) => (t === '|' ? '|' : t.text));
 
-/** A jq path of the forms the walkthrough uses: .a.b, .[-1], .[0:6] on a string. */
+/**
+ * A jq program of the forms the walkthrough uses: paths (.a.b, .[-1], .[0:6] on a string) and
+ * `map(select(.field | contains("text")))`, joined by `|`.
+ */
+function jqProgram(value: unknown, program: string): string {
+  let current = value;
+  // Its stages: split at the pipes outside parentheses.
+  const stages = [''];
+  let depth = 0;
+  for (const c of program) {
+    depth += c === '(' ? 1 : c === ')' ? -1 : 0;
+    if (c === '|' && depth === 0) stages.push('');
+    else stages[stages.length - 1] += c;
+  }
+  for (const stage of stages.slice(0, -1)) {
+    const filter = /^map\(select\(\.(\w+) \| contains\("([^"]*)"\)\)\)$/.exec(stage.trim());
+    assert.ok(filter, `a jq stage the walkthrough test reads: ${stage}`);
+    current = (current as Record<string, unknown>[]).filter((item) => String(item[filter[1]!]).includes(filter[2]!));
+  }
+  return jqPath(current, stages.at(-1)!.trim());
+}
+
 function jqPath(value: unknown, expression: string): string {
   let current = value;
   for (const step of expression.matchAll(/\.([A-Za-z_]\w*)|\[(-?\d+)\]|\[(\d+):(\d+)\]|\./g)) {
@@ -209,7 +230,7 @@ async function pipeline(tokens: Token[]): Promise<Ran> {
   else assert.fail(`a command the walkthrough test does not run: ${first!.join(' ')}`);
   for (const filter of filters) {
     assert.deepEqual(filter.slice(0, 2), ['jq', '-r'], `a filter of the walkthrough: ${filter.join(' ')}`);
-    ran = { ...ran, output: jqPath(JSON.parse(ran.output), filter[2]!) };
+    ran = { ...ran, output: jqProgram(JSON.parse(ran.output), filter[2]!) };
   }
   return ran;
 }

@@ -37,7 +37,7 @@ describe('spec 4.7: e-mail verification by a single-use link (email-verification
   afterEach(() => emailControl('/mode', 'PATCH', { send: 'normal' }));
 
   it('INITIALIZING, SENT with a link (url, confirm_url), then the token confirms it: VERIFIED with verified_at, the user’s e-mail verified; the token works once', async () => {
-    const customer = await newCustomer(0);
+    const customer = await newCustomer(0, { stage: 'new' });
     const started = await start(customer.headers);
     assert.equal(started.status, 201, JSON.stringify(started.body));
     assert.equal(started.body.status, 'INITIALIZING');
@@ -67,7 +67,7 @@ describe('spec 4.7: e-mail verification by a single-use link (email-verification
   });
 
   it('a wrong token counts; the last wrong one FAILS the verification (TOO_MANY_ATTEMPTS); a malformed token is refused before it counts', async () => {
-    const customer = await newCustomer(0);
+    const customer = await newCustomer(0, { stage: 'new' });
     const id = (await start(customer.headers)).body.id as string;
     const { token } = await linkFor(customer.user.email, id);
     await sentState(customer.headers, id);
@@ -85,7 +85,7 @@ describe('spec 4.7: e-mail verification by a single-use link (email-verification
 
   it('links expire: unused in time, EXPIRED by the run’s timer, and the token no longer works', async function () {
     this.timeout(40_000);
-    const customer = await newCustomer(0);
+    const customer = await newCustomer(0, { stage: 'new' });
     const id = (await start(customer.headers)).body.id as string;
     const { token } = await linkFor(customer.user.email, id);
     const expired = await until(
@@ -103,7 +103,7 @@ describe('spec 4.7: e-mail verification by a single-use link (email-verification
 
   it('an e-mail provider that keeps failing: FAILED (EMAIL_NOT_SENT) after its retries', async function () {
     this.timeout(60_000);
-    const customer = await newCustomer(0);
+    const customer = await newCustomer(0, { stage: 'new' });
     await emailControl('/mode', 'PATCH', { send: 'error' });
     const id = (await start(customer.headers)).body.id as string;
     const failed = await until(
@@ -119,7 +119,7 @@ describe('spec 4.7: e-mail verification by a single-use link (email-verification
   });
 
   it('another user’s verification is 404, as is an unknown id; a path id that is not a uuid is 400', async () => {
-    const [customer, other] = await Promise.all([newCustomer(0), newCustomer(0)]);
+    const [customer, other] = await Promise.all([newCustomer(0, { stage: 'new' }), newCustomer(0, { stage: 'new' })]);
     const id = (await start(customer.headers)).body.id as string;
     const { token } = await linkFor(customer.user.email, id);
     assert.equal((await read(other.headers, id)).status, 404);

@@ -13,6 +13,7 @@ const IO = [
   '**/config/**',
   '**/worker/**',
   '**/dev/**',
+  '**/simulators/**',
 ];
 
 export default tseslint.config(
@@ -41,6 +42,24 @@ export default tseslint.config(
               allowTypeImports: true,
               message:
                 'Workflow code imports only @temporalio/workflow, @temporalio/common, workflow and domain modules.',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    // The provider simulators and the development tools are not production code: the processes
+    // the image runs (api, worker) and everything they load never import them.
+    files: ['api/**/*.ts', 'activities/**/*.ts', 'worker/**/*.ts', 'db/**/*.ts', 'providers/**/*.ts', 'config/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: ['**/simulators', '**/simulators/**', '**/dev', '**/dev/**'],
+              message: 'Production code does not load the simulators or the development tools.',
             },
           ],
         },

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { loadDevConfig } from '../dev/config';
 import { DEMO } from '../db/seeds/demo';
 import { mobileMoneySettings, startDevelopmentProviders } from '../dev/simulators';
-import { requestToken } from '../providers/identity/simulator';
+import { requestToken } from '../simulators/identity';
 import { workflowIds } from '../workflows/ids';
 import { benchDatabase, demoDatabase } from './database';
 import { startDeployed } from './deployed';

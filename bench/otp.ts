@@ -4,7 +4,7 @@ import { otpDigest } from '../activities/current-account/codes';
 import { loadDevConfig } from '../dev/config';
 import { DEMO } from '../db/seeds/demo';
 import { currentAccountSettings, mobileMoneySettings, startDevelopmentProviders } from '../dev/simulators';
-import { requestToken } from '../providers/identity/simulator';
+import { requestToken } from '../simulators/identity';
 import { workflowIds } from '../workflows/ids';
 import { confirmOtpUpdate, selfServiceStateQuery } from '../workflows/current-account/messages';
 import { benchDatabase, demoDatabase } from './database';

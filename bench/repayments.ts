@@ -4,7 +4,7 @@ import { loadDevConfig } from '../dev/config';
 import { inconsistentLoans } from '../db/loans/servicing';
 import { DEMO } from '../db/seeds/demo';
 import { mobileMoneySettings, startDevelopmentProviders } from '../dev/simulators';
-import { requestToken } from '../providers/identity/simulator';
+import { requestToken } from '../simulators/identity';
 import { workflowIds } from '../workflows/ids';
 import { benchDatabase, demoDatabase } from './database';
 import { BENCH_LOAN, seedBorrowers, takeBenchLoans } from './seed';

@@ -2,7 +2,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { generateServiceSigningKey } from '../api/auth/service-keys';
 import type { Config } from '../config';
 import { DEMO, type SeedOptions } from '../db/seeds/demo';
-import type { RunningIdentityProvider } from '../providers/identity/simulator';
+import type { RunningIdentityProvider } from '../simulators/identity';
 
 /**
  * Points the service's authentication at the development identity provider, for `npm start`

@@ -1,5 +1,5 @@
 import { DEMO } from '../db/seeds/demo';
-import { type Realm, requestToken } from '../providers/identity/simulator';
+import { type Realm, requestToken } from '../simulators/identity';
 import type { DevConfig } from './config';
 import { findUserByEmail } from '../db/auth/users';
 import { isUuid } from '../domain/identifiers';

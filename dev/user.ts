@@ -6,7 +6,7 @@ import { findLatestApplication } from '../db/kyc/applications';
 import { DEMO } from '../db/seeds/demo';
 import { isKenyanMobile } from '../domain/identifiers';
 import { ROLE_GRANTS, type Role } from '../domain/rbac';
-import { requestToken } from '../providers/identity/simulator';
+import { requestToken } from '../simulators/identity';
 import { cliDatabase, parseOptions, runCli } from './cli';
 import { reachStage, type Stage, STAGES } from './customer-stages';
 

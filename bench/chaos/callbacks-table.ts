@@ -1,4 +1,4 @@
-import type { ChaosRecord } from '../../providers/simulator-chaos';
+import type { ChaosRecord } from '../../simulators/chaos';
 import type { OperationState } from './callbacks-state';
 import type { Operation, OperationKind } from './callbacks-workload';
 

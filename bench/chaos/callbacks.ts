@@ -1,6 +1,6 @@
 import { DEV_CURRENT_ACCOUNT } from '../../dev/simulators';
-import { startKycSimulator } from '../../providers/kyc/simulator';
-import type { ChaosRecord, ChaosSettings } from '../../providers/simulator-chaos';
+import { startKycSimulator } from '../../simulators/kyc';
+import type { ChaosRecord, ChaosSettings } from '../../simulators/chaos';
 import type { ReplayReport } from '../../worker/replay';
 import { inBatches } from '../lib';
 import { type OperationState, operationState } from './callbacks-state';
@@ -23,7 +23,7 @@ import { sleep } from './random';
  * payouts, repayments of loans taken through the API, KYC verifications on both provider API
  * generations, and account activations whose code texts get delivery reports) runs twice, each
  * time on a fresh deployment (bench/chaos/deployment.ts) and database: once with every callback
- * delivered once, once with the simulators in chaos mode (providers/simulator-chaos.ts: each
+ * delivered once, once with the simulators in chaos mode (simulators/chaos.ts: each
  * callback 0 to 3 times, at once, shuffled among others or late, after the service's status
  * query was answered, and by chance beside a forgery an attacker could send). Each operation's
  * final state (status, failure reason, amounts, ledger entries by kind, allocations, the KYC

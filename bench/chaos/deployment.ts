@@ -6,7 +6,7 @@ import { DEMO } from '../../db/seeds/demo';
 import { loadDevConfig } from '../../dev/config';
 import { devSeedOptions, grantDemoMerchantOverHttp, withDevIdentityProvider } from '../../dev/identity';
 import { currentAccountSettings, mobileMoneySettings } from '../../dev/simulators';
-import { requestToken, startIdentityProvider } from '../../providers/identity/simulator';
+import { requestToken, startIdentityProvider } from '../../simulators/identity';
 import { freePort } from '../../test/support/ports';
 import { installRuntime } from '../../worker/runtime';
 import { benchDatabase, demoDatabase } from '../database';

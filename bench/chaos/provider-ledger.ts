@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { SentCallback, SimulatedPayment, SimulatedPush } from '../../providers/mobile-money/simulator/model';
+import type { SentCallback, SimulatedPayment, SimulatedPush } from '../../simulators/mobile-money/model';
 
 /**
  * The mobile-money provider's side (what its simulator received and decided) against ours, for

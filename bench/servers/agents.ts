@@ -3,7 +3,7 @@ import { createDb, migrate } from '../../db/knex';
 import { DEMO, seedDemoData } from '../../db/seeds/demo';
 import { agentNetwork, seedAgentNetwork } from '../../db/seeds/agents';
 import { startDevelopmentProviders } from '../../dev/simulators';
-import { requestToken } from '../../providers/identity/simulator';
+import { requestToken } from '../../simulators/identity';
 import { benchDatabase } from '../database';
 import { benchService, type Cleanups, listenLocal, runBenchServer } from './process';
 

@@ -14,7 +14,7 @@ import { DEMO, seedDemoData } from '../../db/seeds/demo';
 import { startDevelopmentProviders } from '../../dev/simulators';
 import { systemClock } from '../../domain/clock';
 import { createProviders } from '../../providers';
-import { requestToken } from '../../providers/identity/simulator';
+import { requestToken } from '../../simulators/identity';
 
 /**
  * Servers for the authentication benchmark, on one real Postgres (DATABASE_URL's server, or an

@@ -1,7 +1,7 @@
 import { DEV_CURRENT_ACCOUNT } from '../../dev/simulators';
-import { startBankSimulator } from '../../providers/bank/simulator';
-import { startEmailSimulator } from '../../providers/email/simulator';
-import { startSmsSimulator } from '../../providers/sms/simulator';
+import { startBankSimulator } from '../../simulators/bank';
+import { startEmailSimulator } from '../../simulators/email';
+import { startSmsSimulator } from '../../simulators/sms';
 
 /**
  * One of the current-account providers' simulators in a process of its own (as

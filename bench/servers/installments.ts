@@ -9,7 +9,7 @@ import { loadConfig } from '../../config';
 import { createDb, migrate } from '../../db/knex';
 import { DEMO, seedDemoData } from '../../db/seeds/demo';
 import { startDevelopmentProviders } from '../../dev/simulators';
-import { requestToken } from '../../providers/identity/simulator';
+import { requestToken } from '../../simulators/identity';
 import { benchDatabase } from '../database';
 import { benchService, type Cleanups, runBenchServer } from './process';
 

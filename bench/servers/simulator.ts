@@ -1,6 +1,6 @@
 import { DEV_MOBILE_MONEY } from '../../dev/simulators';
-import { startKycSimulator } from '../../providers/kyc/simulator';
-import { startMobileMoneySimulator } from '../../providers/mobile-money/simulator';
+import { startKycSimulator } from '../../simulators/kyc';
+import { startMobileMoneySimulator } from '../../simulators/mobile-money';
 
 /**
  * A provider simulator in a process of its own, so neither the load generator nor the service

@@ -5,7 +5,7 @@ import { createServer as createTlsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { strFromU8, strToU8, unzipSync, zipSync } from 'fflate';
-import { simulatorCertificate } from '../../providers/simulator-server';
+import { simulatorCertificate } from '../../simulators/server';
 
 /**
  * Recorded provider exchanges (contract fixtures): for each provider call, the request our client

@@ -5,7 +5,7 @@ import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { createKycProviderClient, type JobStatus, KycProviderError } from '../../providers/kyc/client';
 import { signV2 } from '../../providers/kyc/signature';
-import { type RunningKycSimulator, startKycSimulator } from '../../providers/kyc/simulator';
+import { type RunningKycSimulator, startKycSimulator } from '../../simulators/kyc';
 
 const PARTNER_ID = '2101';
 const API_KEY = 'sim-api-key-0123456789';

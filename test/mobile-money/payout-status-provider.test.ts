@@ -7,7 +7,7 @@ import {
 } from '../../providers/mobile-money/callbacks';
 import { createMobileMoneyClient } from '../../providers/mobile-money/client';
 import { type MobileMoneyClient, MobileMoneyError } from '../../providers/mobile-money/protocol';
-import { type RunningMobileMoneySimulator, startMobileMoneySimulator } from '../../providers/mobile-money/simulator';
+import { type RunningMobileMoneySimulator, startMobileMoneySimulator } from '../../simulators/mobile-money';
 import { startCallbackReceiver } from '../support/receiver';
 
 /**

@@ -1,11 +1,11 @@
 import { strict as assert } from 'node:assert';
 import { randomUUID } from 'node:crypto';
-import { selfSignedCertificate } from '../../providers/certificates';
+import { selfSignedCertificate } from '../../simulators/certificates';
 import { parseB2cResult } from '../../providers/mobile-money/callbacks';
 import { createMobileMoneyClient } from '../../providers/mobile-money/client';
 import type { MobileMoneyClientOptions } from '../../providers/mobile-money/protocol';
 import { securityCredentials } from '../../providers/mobile-money/security-credential';
-import { type RunningMobileMoneySimulator, startMobileMoneySimulator } from '../../providers/mobile-money/simulator';
+import { type RunningMobileMoneySimulator, startMobileMoneySimulator } from '../../simulators/mobile-money';
 import { differences, exchange, loadExchanges } from '../contracts/contract';
 import { harness } from '../support/harness';
 import { startCallbackReceiver } from '../support/receiver';

@@ -11,7 +11,7 @@ import {
   toProviderPhone,
   toWholeShillings,
 } from '../../providers/mobile-money/protocol';
-import { type RunningMobileMoneySimulator, startMobileMoneySimulator } from '../../providers/mobile-money/simulator';
+import { type RunningMobileMoneySimulator, startMobileMoneySimulator } from '../../simulators/mobile-money';
 import { startCallbackReceiver } from '../support/receiver';
 
 /**

@@ -8,7 +8,7 @@ import { startApi } from '../../api/server';
 import { DEMO } from '../../db/seeds/demo';
 import { ErrorCode, ServiceError, SubCode } from '../../domain/errors';
 import { parseGrant } from '../../domain/rbac';
-import { requestToken } from '../../providers/identity/simulator';
+import { requestToken } from '../../simulators/identity';
 import { harness } from '../support/harness';
 import { call } from '../support/http';
 import { testRoutes } from '../support/test-routes';

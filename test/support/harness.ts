@@ -16,9 +16,9 @@ import { createDb, dropDatabase, ensureDatabase, type Knex, migrate } from '../.
 import { seedDemoData } from '../../db/seeds/demo';
 import { loadDevConfig } from '../../dev/config';
 import { startDevelopmentProviders } from '../../dev/simulators';
-import type { RunningKycSimulator } from '../../providers/kyc/simulator';
-import type { RunningMobileMoneySimulator } from '../../providers/mobile-money/simulator';
-import type { RunningIdentityProvider } from '../../providers/identity/simulator';
+import type { RunningKycSimulator } from '../../simulators/kyc';
+import type { RunningMobileMoneySimulator } from '../../simulators/mobile-money';
+import type { RunningIdentityProvider } from '../../simulators/identity';
 import { startEmbeddedPostgres } from '../../dev/embedded-postgres';
 import { findTemporalCli } from '../../dev/temporal-cli';
 import { startTemporalDevServer } from '../../dev/temporal-server';

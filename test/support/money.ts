@@ -6,12 +6,7 @@ import { systemClock } from '../../domain/clock';
 import { accountBalance, ledgerAccounts, postJournal } from '../../db/ledger/ledger';
 import { findTransaction, type TransactionRow } from '../../db/mobile-money/transactions';
 import { feeFor } from '../../domain/mobile-money/transaction';
-import type {
-  SentCallback,
-  SimulatedPayment,
-  SimulatedPush,
-  SimulatorMode,
-} from '../../providers/mobile-money/simulator';
+import type { SentCallback, SimulatedPayment, SimulatedPush, SimulatorMode } from '../../simulators/mobile-money';
 import { harness } from './harness';
 import { call, type Reply } from './http';
 import { backendToken, bearer } from './tokens';
@@ -25,7 +20,7 @@ export type Customer = Awaited<ReturnType<typeof makeCustomer>>;
  * A fresh customer of the demo organization with a current and a credit account, taken to
  * `stage` through the API as a client app takes them (dev/customer-stages.ts): by default
  * `active`, KYC approved and the current account activated at the bank. The mobile number's last
- * digit decides the mobile-money simulator's outcome (see providers/mobile-money/simulator.ts):
+ * digit decides the mobile-money simulator's outcome (see simulators/mobile-money/):
  * 0 paid, 1 cancelled, 2 unreachable, 3 insufficient, 4 wrong PIN, 5 expired.
  *
  * The common kind (active, ending in 0) is made a few at a time, side by side, when none is left:

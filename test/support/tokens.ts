@@ -1,4 +1,4 @@
-import { type Realm, requestToken } from '../../providers/identity/simulator';
+import { type Realm, requestToken } from '../../simulators/identity';
 import { harness } from './harness';
 
 export const bearer = (token: string) => ({ Authorization: `Bearer ${token}` });

@@ -10,7 +10,7 @@ import {
   type SimulatedCustomer,
   type SimulatedMobileNumberChange,
   startBankSimulator,
-} from '../../providers/bank/simulator';
+} from '../../simulators/bank';
 
 const CREDENTIALS = { clientId: 'lending-dev', clientSecret: 'dev-bank-client-secret-not-a-secret' };
 

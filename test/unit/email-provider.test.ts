@@ -4,7 +4,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { createEmailClient } from '../../providers/email/client';
 import { type EmailEvent, EmailError, messageIdOf } from '../../providers/email/protocol';
-import { type RunningEmailSimulator, type SentEmail, startEmailSimulator } from '../../providers/email/simulator';
+import { type RunningEmailSimulator, type SentEmail, startEmailSimulator } from '../../simulators/email';
 
 const API_KEY = 'SG.dev-email-api-key.not-a-secret';
 const FROM = { email: 'no-reply@lender.example', name: 'Lender' };

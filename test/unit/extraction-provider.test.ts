@@ -14,7 +14,7 @@ import {
   type RunningExtractionSimulator,
   type SimulatedAnalysis,
   startExtractionSimulator,
-} from '../../providers/extraction/simulator';
+} from '../../simulators/extraction';
 
 const API_KEY = 'dev-extraction-key-0123456789abcdef';
 /** The presigned URLs' signature: a bearer credential that must reach no error and no listing. */

@@ -5,8 +5,8 @@ import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { createKycProviderClient, type DocumentVerificationRequest } from '../../providers/kyc/client';
 import { signV2 } from '../../providers/kyc/signature';
-import { simulatorCertificate } from '../../providers/simulator-server';
-import { type RunningKycSimulator, startKycSimulator } from '../../providers/kyc/simulator';
+import { simulatorCertificate } from '../../simulators/server';
+import { type RunningKycSimulator, startKycSimulator } from '../../simulators/kyc';
 import {
   decodeBody,
   differences,

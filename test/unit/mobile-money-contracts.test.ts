@@ -4,8 +4,8 @@ import { parseB2cResult, parseStkCallback, parseTransactionStatusResult } from '
 import { createMobileMoneyClient } from '../../providers/mobile-money/client';
 import type { MobileMoneyClient } from '../../providers/mobile-money/protocol';
 import { securityCredentials } from '../../providers/mobile-money/security-credential';
-import { type RunningMobileMoneySimulator, startMobileMoneySimulator } from '../../providers/mobile-money/simulator';
-import { credentialKeys } from '../../providers/mobile-money/simulator/credential';
+import { type RunningMobileMoneySimulator, startMobileMoneySimulator } from '../../simulators/mobile-money';
+import { credentialKeys } from '../../simulators/mobile-money/credential';
 import {
   differences,
   type Exchange,

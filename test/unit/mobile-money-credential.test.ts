@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { configuredCertificate, securityCredentials } from '../../providers/mobile-money/security-credential';
-import { credentialKeys } from '../../providers/mobile-money/simulator/credential';
+import { credentialKeys } from '../../simulators/mobile-money/credential';
 
 /**
  * The B2C SecurityCredential (protocols/mobile-money.md): the initiator password RSA-encrypted

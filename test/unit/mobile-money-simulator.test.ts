@@ -1,6 +1,6 @@
 import { strict as assert } from 'node:assert';
-import { LIMITS } from '../../providers/mobile-money/simulator/model';
-import { createSimulatorState } from '../../providers/mobile-money/simulator/state';
+import { LIMITS } from '../../simulators/mobile-money/model';
+import { createSimulatorState } from '../../simulators/mobile-money/state';
 
 /** The simulated provider's memory: bounded, but never by dropping what the provider would still honour. */
 describe('unit: mobile-money simulator OAuth tokens are valid until they expire, however many are issued', () => {

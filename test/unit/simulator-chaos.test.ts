@@ -4,20 +4,20 @@ import { once } from 'node:events';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { DEV_CURRENT_ACCOUNT, DEV_MOBILE_MONEY } from '../../dev/simulators';
-import { startKycSimulator } from '../../providers/kyc/simulator';
+import { startKycSimulator } from '../../simulators/kyc';
 import { signV2 } from '../../providers/kyc/signature';
 import { createMobileMoneyClient } from '../../providers/mobile-money/client';
-import { startMobileMoneySimulator } from '../../providers/mobile-money/simulator';
+import { startMobileMoneySimulator } from '../../simulators/mobile-money';
 import { createSmsClient } from '../../providers/sms/client';
-import { startSmsSimulator } from '../../providers/sms/simulator';
+import { startSmsSimulator } from '../../simulators/sms';
 import {
   type ChaosCallback,
   type ChaosRecord,
   callbackChaos,
   ChaosSettings,
   withWrongToken,
-} from '../../providers/simulator-chaos';
-import { SimulatorTimers } from '../../providers/simulator-server';
+} from '../../simulators/chaos';
+import { SimulatorTimers } from '../../simulators/server';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 

@@ -4,7 +4,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createSmsClient } from '../../providers/sms/client';
 import { SmsError } from '../../providers/sms/protocol';
-import { type RunningSmsSimulator, startSmsSimulator } from '../../providers/sms/simulator';
+import { type RunningSmsSimulator, startSmsSimulator } from '../../simulators/sms';
 
 const CREDENTIALS = { username: 'lending-dev', apiKey: 'dev-sms-api-key-not-a-secret' };
 const NUMBER = '+254712000123';

@@ -1,5 +1,5 @@
 import { constants, createPrivateKey, type KeyObject, privateDecrypt } from 'node:crypto';
-import { selfSignedCertificate } from '../../certificates';
+import { selfSignedCertificate } from '../certificates';
 
 /**
  * The simulator's side of the B2C SecurityCredential: its own certificate, made at start and

@@ -1,4 +1,4 @@
-import { jsonText } from '../../../domain/text';
+import { jsonText } from '../../domain/text';
 import type { Context } from 'koa';
 import { BAD_REQUEST, INVALID_TOKEN, requestId } from './model';
 import type { SimulatorState } from './state';

@@ -1,7 +1,7 @@
 import type { Context } from 'koa';
 import { z } from 'zod';
-import { ChaosSettings } from '../../simulator-chaos';
-import { controlRouter, type SimulatorTimers } from '../../simulator-server';
+import { ChaosSettings } from '../chaos';
+import { controlRouter, type SimulatorTimers } from '../server';
 import type { JobStore } from './jobs';
 import type { CallbackMode, Control, Outcome, SimulatedJob } from './model';
 

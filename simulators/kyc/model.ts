@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { ChaosSettings } from '../../simulator-chaos';
+import type { ChaosSettings } from '../chaos';
 
 /**
  * The identity-verification simulator's model: outcomes, jobs, fault modes. Outcome by the last

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type Router from '@koa/router';
 import type { Context } from 'koa';
-import { isKenyanMobile } from '../../../domain/identifiers';
+import { isKenyanMobile } from '../../domain/identifiers';
 import type { SimulatorCallbacks } from './callbacks';
 import { authorized, initiatorValid, reject, validate, str } from './checks';
 import {

@@ -3,8 +3,8 @@ import { bodyParser } from '@koa/bodyparser';
 import Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
 import { z } from 'zod';
-import { controlRouter, SimulatorTimers, startSimulatorServer } from '../../simulator-server';
-import { ERROR_CODES, type OnboardingResource, REFUSALS, type RefusalCode } from '../protocol';
+import { controlRouter, SimulatorTimers, startSimulatorServer } from '../server';
+import { ERROR_CODES, type OnboardingResource, REFUSALS, type RefusalCode } from '../../providers/bank/protocol';
 import {
   type BankSimulatorMode,
   type BankSimulatorOptions,

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { ASSUMED } from '../assumed';
+import { ASSUMED } from '../../providers/kyc/assumed';
 import { type SimulatedJob, typeIdSuffix } from './model';
 
 /** A callback as sent: its headers (v3 carries the signature there) and body. */

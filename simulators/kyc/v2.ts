@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 import Router from '@koa/router';
 import { strFromU8, unzipSync } from 'fflate';
 import type { Context } from 'koa';
-import { ASSUMED } from '../assumed';
-import { signV2, verifyV2 } from '../signature';
+import { ASSUMED } from '../../providers/kyc/assumed';
+import { signV2, verifyV2 } from '../../providers/kyc/signature';
 import type { JobStore } from './jobs';
 import { type Control, remember, type SimulatedJob } from './model';
 

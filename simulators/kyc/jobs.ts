@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { callbackChaos } from '../../simulator-chaos';
-import type { SimulatorTimers } from '../../simulator-server';
-import { ASSUMED } from '../assumed';
-import { signV2 } from '../signature';
+import { callbackChaos } from '../chaos';
+import type { SimulatorTimers } from '../server';
+import { ASSUMED } from '../../providers/kyc/assumed';
+import { signV2 } from '../../providers/kyc/signature';
 import { kycForgeries, type SignedCallback } from './forgeries';
 import {
   type CallbackMode,

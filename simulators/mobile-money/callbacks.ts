@@ -1,4 +1,4 @@
-import { request } from '../../http';
+import { request } from '../../providers/http';
 import { mobileMoneyForgeries } from './forgeries';
 import type { SimulatorState } from './state';
 import { eatDigits, LIMITS, type Outcome, type SentCallback, type SimulatedPayment, type SimulatedPush } from './model';

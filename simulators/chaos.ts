@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { z } from 'zod';
-import type { SimulatorTimers } from './simulator-server';
+import type { SimulatorTimers } from './server';
 
 /**
  * Callback chaos, shared by the simulators that call the service back (mobile money, identity

@@ -2,7 +2,7 @@ import { STATUS_CODES } from 'node:http';
 import Router from '@koa/router';
 import { jwtVerify, type JWTPayload } from 'jose';
 import type { Context } from 'koa';
-import { ASSUMED } from '../assumed';
+import { ASSUMED } from '../../providers/kyc/assumed';
 import type { JobStore } from './jobs';
 import { type KycSimulatorOptions, remember, type SimulatedJob, V3_JOB_ID, v3Status } from './model';
 

@@ -1,5 +1,5 @@
 import { bodyParser } from '@koa/bodyparser';
-import { startSimulatorServer } from '../../simulator-server';
+import { startSimulatorServer } from '../server';
 import { providerApi } from './api';
 import { reject } from './checks';
 import { simulatorCallbacks } from './callbacks';

@@ -1,6 +1,6 @@
 import { randomBytes, randomInt } from 'node:crypto';
-import { callbackChaos, type CallbackChaos } from '../../simulator-chaos';
-import { SimulatorTimers } from '../../simulator-server';
+import { callbackChaos, type CallbackChaos } from '../chaos';
+import { SimulatorTimers } from '../server';
 import type { Delivery } from './callbacks';
 import { type CredentialKeys, credentialKeys } from './credential';
 import {

@@ -3,7 +3,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { bodyParser } from '@koa/bodyparser';
 import Router from '@koa/router';
 import { exportJWK, generateKeyPair, importJWK, type JWK, SignJWT } from 'jose';
-import { controlRouter, SimulatorTimers, startSimulatorServer } from '../simulator-server';
+import { controlRouter, SimulatorTimers, startSimulatorServer } from './server';
 
 /**
  * Development identity provider: a real HTTP server that publishes JWKS and signs RS256 tokens,

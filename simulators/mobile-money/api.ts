@@ -1,6 +1,6 @@
 import type { Context } from 'koa';
 import Router from '@koa/router';
-import { isKenyanMobile } from '../../../domain/identifiers';
+import { isKenyanMobile } from '../../domain/identifiers';
 import { b2cRoutes } from './b2c';
 import type { SimulatorCallbacks } from './callbacks';
 import { authorized, reject, validate, str } from './checks';

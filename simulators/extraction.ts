@@ -4,7 +4,7 @@ import { bodyParser } from '@koa/bodyparser';
 import Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
 import { z } from 'zod';
-import { controlRouter, faultModes, SimulatorTimers, startSimulatorServer } from '../simulator-server';
+import { controlRouter, faultModes, SimulatorTimers, startSimulatorServer } from './server';
 import {
   API_VERSION,
   type AzureAnalyzeResult,
@@ -16,7 +16,7 @@ import {
   INVOICE_MODEL_ID,
   isCalendarDate,
   KEY_HEADER,
-} from './protocol';
+} from '../providers/extraction/protocol';
 
 /**
  * The invoice-extraction provider simulator (Azure AI Document Intelligence, prebuilt-invoice, REST

@@ -3,8 +3,14 @@ import { bodyParser } from '@koa/bodyparser';
 import Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
 import { z } from 'zod';
-import { controlRouter, faultModes, SimulatorTimers, startSimulatorServer } from '../simulator-server';
-import { type EmailEvent, MAIL_SEND_PATH, MAX_MESSAGE_BYTES, Refusal, type SendGridErrorItem } from './protocol';
+import { controlRouter, faultModes, SimulatorTimers, startSimulatorServer } from './server';
+import {
+  type EmailEvent,
+  MAIL_SEND_PATH,
+  MAX_MESSAGE_BYTES,
+  Refusal,
+  type SendGridErrorItem,
+} from '../providers/email/protocol';
 
 /**
  * The e-mail provider simulator (SendGrid's v3 Mail Send API, see protocol.ts), refusing what

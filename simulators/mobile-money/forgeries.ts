@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { withWrongToken } from '../../simulator-chaos';
+import { withWrongToken } from '../chaos';
 import type { Delivery } from './callbacks';
 import { digits, eatDigits, PAID, requestId, type SimulatedPayment, type SimulatedPush } from './model';
 import type { SimulatorState } from './state';

@@ -1,4 +1,4 @@
-import { controlRouter } from '../../simulator-server';
+import { controlRouter } from '../server';
 import { reject } from './checks';
 import type { SimulatorCallbacks } from './callbacks';
 import { BAD_REQUEST, modeSchema, payoutOutcome, type RunningMobileMoneySimulator } from './model';

@@ -1,6 +1,6 @@
 import { randomInt } from 'node:crypto';
 import { z } from 'zod';
-import { ChaosSettings, type ChaosRecord } from '../../simulator-chaos';
+import { ChaosSettings, type ChaosRecord } from '../chaos';
 
 /**
  * Simulator of the mobile-money provider (protocols/mobile-money.md, Daraja-like) for

@@ -1,6 +1,6 @@
 import { createHash, randomInt } from 'node:crypto';
 import { z } from 'zod';
-import { isKenyanMobile } from '../../../domain/identifiers';
+import { isKenyanMobile } from '../../domain/identifiers';
 import {
   type BankIdType,
   ID_TYPES_WITH_BACK,
@@ -9,7 +9,7 @@ import {
   type OnboardingResource,
   REFUSALS,
   type RefusalCode,
-} from '../protocol';
+} from '../../providers/bank/protocol';
 
 /** The bank simulator's options, modes, request schemas and records (the server is index.ts). */
 export interface BankSimulatorOptions {

@@ -3,9 +3,14 @@ import { bodyParser } from '@koa/bodyparser';
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import { z } from 'zod';
-import { callbackChaos, ChaosSettings, withWrongToken } from '../simulator-chaos';
-import { controlRouter, faultModes, SimulatorTimers, startSimulatorServer } from '../simulator-server';
-import { type DeliveryReport, type DeliveryStatus, isFinalDelivery, type SendRecipient } from './protocol';
+import { callbackChaos, ChaosSettings, withWrongToken } from './chaos';
+import { controlRouter, faultModes, SimulatorTimers, startSimulatorServer } from './server';
+import {
+  type DeliveryReport,
+  type DeliveryStatus,
+  isFinalDelivery,
+  type SendRecipient,
+} from '../providers/sms/protocol';
 
 /**
  * The SMS gateway simulator (Africa's Talking's messaging API, see protocol.ts), refusing what the

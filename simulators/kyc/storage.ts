@@ -1,7 +1,7 @@
 import { createHmac, randomBytes, randomUUID } from 'node:crypto';
 import { createServer } from 'node:https';
-import { listen, shut, simulatorCertificate } from '../../simulator-server';
-import { sameSignature } from '../signature';
+import { listen, shut, simulatorCertificate } from '../server';
+import { sameSignature } from '../../providers/kyc/signature';
 
 /**
  * The storage the v2 `upload_url` points at: a presigned PUT on another host (here `localhost`

@@ -3,7 +3,7 @@ import type { Knex } from 'knex';
 /**
  * The double-entry ledger for mobile money. A journal entry is one posting for one transaction
  * (COLLECTION, HOLD, PAYOUT, RELEASE, FEE, ...); its legs carry signed amounts in minor units
- * (debit positive, credit negative) against text-named ledger accounts (db/ledger.ts names them).
+ * (debit positive, credit negative) against text-named ledger accounts (db/ledger/ledger.ts names them).
  *
  * - unique(transaction_id, kind) makes posting idempotent: a retried post finds the entry there.
  * - Deferred constraint triggers check, at commit, that every entry touched by the transaction

@@ -3,7 +3,7 @@ import type { Knex } from 'knex';
 /**
  * Every change to a KYC application is announced on the `kyc_application_changed` channel
  * (payload: its id), after commit, so API instances can keep application statuses in memory and
- * drop one the moment it changes (db/hot-reads.ts).
+ * drop one the moment it changes (db/kyc/hot-reads.ts).
  */
 export async function up(knex: Knex): Promise<void> {
   await knex.raw(`

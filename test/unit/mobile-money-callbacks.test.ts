@@ -91,7 +91,7 @@ describe('unit: what a mobile-money callback proves (domain/mobile-money/callbac
   });
 });
 
-describe('unit: what callbacks may do to a push run (workflows/stk-push-callbacks.ts)', () => {
+describe('unit: what callbacks may do to a push run (workflows/mobile-money/stk-push-callbacks.ts)', () => {
   const result = (checkoutRequestId: string, extra: Partial<StkResult> = {}): StkResult => ({
     source: 'callback',
     checkoutRequestId,

@@ -1,6 +1,6 @@
 import { strict as assert } from 'node:assert';
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 
 const ROOT = path.resolve(__dirname, '../..');
@@ -38,7 +38,7 @@ function trackedFolders(): Map<string, Set<string>> {
   return folders;
 }
 
-describe('README: the layout section is the tree', () => {
+describe('docs that cannot drift: the README layout is the tree, and every file named exists', () => {
   it('every folder it names exists, and every tracked folder of the project is named', () => {
     const documented = documentedLayout();
     const tracked = trackedFolders();
@@ -51,5 +51,20 @@ describe('README: the layout section is the tree', () => {
       assert.ok(named, `${top}/ is not in the README's layout`);
       for (const sub of subs) assert.ok(named.has(sub), `${top}/${sub}/ is not in the README's layout`);
     }
+  });
+
+  it('every path of a project file named in a comment or the README exists', () => {
+    const tracked = execFileSync('git', ['ls-files', '*.ts', '*.md', '*.mjs'], { cwd: ROOT, encoding: 'utf8' })
+      .split('\n')
+      .filter(Boolean);
+    const layers = 'api|workflows|activities|worker|db|domain|providers|simulators|config|dev|test|bench';
+    const mention = new RegExp(`(?:^|[^\\w./-])((?:${layers})/[\\w./-]+\\.(?:ts|json|md))`, 'g');
+    const missing: string[] = [];
+    for (const file of tracked) {
+      const text = readFileSync(path.join(ROOT, file), 'utf8');
+      for (const [, named] of text.matchAll(mention))
+        if (!existsSync(path.join(ROOT, named!))) missing.push(`${file} names ${named}`);
+    }
+    assert.deepEqual(missing, []);
   });
 });

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { loadDevConfig } from '../dev/config';
-import { inconsistentLoans } from '../db/loans/servicing';
+import { inconsistentLoans } from '../db/loans/servicing-reads';
 import { DEMO } from '../db/seeds/demo';
 import { mobileMoneySettings, startDevelopmentProviders } from '../dev/simulators';
 import { requestToken } from '../simulators/identity';

@@ -1,4 +1,4 @@
-import { inconsistentLoans } from '../db/loans/servicing';
+import { inconsistentLoans } from '../db/loans/servicing-reads';
 import { cliDatabase, runCli } from './cli';
 
 /**

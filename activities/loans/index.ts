@@ -1,15 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { expireOffer, findLoanApplication } from '../../db/loans/applications';
-import { acceptOffer, advanceInstallment, closeIfRepaid, disburseLoan, installmentDueDays } from '../../db/loans/loans';
-import {
-  applyRepayment,
-  chargePenalty,
-  penaltyTermsOf,
-  repaymentTarget,
-  reverseRepayment,
-  unallocatedRepayments,
-  waive,
-} from '../../db/loans/servicing';
+import { acceptOffer } from '../../db/loans/acceptance';
+import { advanceInstallment, closeIfRepaid, disburseLoan, installmentDueDays } from '../../db/loans/loans';
+import { chargePenalty, penaltyTermsOf } from '../../db/loans/penalties';
+import { applyRepayment, reverseRepayment, waive } from '../../db/loans/servicing';
+import { repaymentTarget, unallocatedRepayments } from '../../db/loans/servicing-reads';
 import { flatRateSchedule } from '../../domain/loans/schedule';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { workflowIds } from '../../workflows/ids';

@@ -2,7 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import type { Context } from 'koa';
 import { z } from 'zod';
 import { accountBalance } from '../../db/ledger/ledger';
-import { accountOutstanding } from '../../db/loans/servicing';
+import { accountOutstanding } from '../../db/loans/servicing-reads';
 import {
   createTransaction,
   findOwnAccount,

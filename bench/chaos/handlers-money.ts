@@ -1,4 +1,4 @@
-import { accountOutstanding, inconsistentLoans } from '../../db/loans/servicing';
+import { accountOutstanding, inconsistentLoans } from '../../db/loans/servicing-reads';
 import { workflowIds } from '../../workflows/ids';
 import { loanStateQuery } from '../../workflows/loans/messages';
 import { type Caller, type Reply, push, sendMoney, takeLoan } from './client-flows';

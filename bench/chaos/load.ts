@@ -1,4 +1,4 @@
-import { inconsistentLoans } from '../../db/loans/servicing';
+import { inconsistentLoans } from '../../db/loans/servicing-reads';
 import { cpuDuring } from '../lib';
 import { printRoutes } from './load-driver';
 import { WEIGHTS } from './load-mix';

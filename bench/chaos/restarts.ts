@@ -1,4 +1,4 @@
-import { inconsistentLoans } from '../../db/loans/servicing';
+import { inconsistentLoans } from '../../db/loans/servicing-reads';
 import { loadDevConfig } from '../../dev/config';
 import { checkConsistency, type Figure, operationsNotFinal, printFigures } from './consistency';
 import {

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { inconsistentLoans } from '../../db/loans/servicing';
+import { inconsistentLoans } from '../../db/loans/servicing-reads';
 import { type BenchApplicant, type BenchBorrower, seedApplicants, seedBorrowers, seedUsers } from '../seed';
 import {
   activate,

@@ -1,16 +1,13 @@
 import type { Knex } from 'knex';
-import { borrowingLimit, InstallmentStatus, LoanApplicationStatus, LoanStatus } from '../../domain/loans/terms';
-import type { ScheduledInstallment } from '../../domain/loans/schedule';
+import { InstallmentStatus, LoanApplicationStatus, LoanStatus } from '../../domain/loans/terms';
 import { lockAccount } from '../accounts/accounts';
-import { isUniqueViolation } from '../knex';
-import { accountBalance, ledgerAccounts, postJournal } from '../ledger/ledger';
-import { borrowerFacts, type LoanApplicationRow } from './applications';
-import { availableCredit, type CreditLine, openCreditLine } from './credit-lines';
+import { ledgerAccounts, postJournal } from '../ledger/ledger';
 
 /**
- * Loans and their installments (migration 20261123100000_loans). Every money step is one
- * database transaction and one journal entry unique per (loan id, kind), so a step run twice
- * (an activity retried after a crash) moves the money once.
+ * Loans and their installments (migration 20261123100000_loans); taking an offer, which makes
+ * them, is acceptance.ts. Every money step is one database transaction and one journal entry
+ * unique per (loan id, kind), so a step run twice (an activity retried after a crash) moves the
+ * money once.
  */
 export interface LoanRow {
   id: string;
@@ -48,203 +45,6 @@ export interface InstallmentRow {
   interest_paid: string;
   penalties_paid: string;
   status: InstallmentStatus;
-}
-
-export type Acceptance =
-  | { outcome: 'accepted'; application: LoanApplicationRow; loan: LoanRow }
-  | { outcome: 'insufficient_funds'; available: number }
-  | { outcome: 'not_eligible'; reason: string; detail: string }
-  | { outcome: 'not_open'; application: LoanApplicationRow };
-
-/**
- * Whether the borrower may take `amount` now: what the offer was made on may have changed since
- * (a waiting list, KYC, arrears, another loan taken in the meantime, on any product). Read inside
- * the acceptance's transaction, under the borrower's lock.
- */
-async function eligibilityNow(
-  trx: Knex.Transaction,
-  application: LoanApplicationRow,
-  amount: number,
-): Promise<{ reason: string; detail: string } | undefined> {
-  const facts = await borrowerFacts(trx, application.organization_id, application.user_id);
-  if (facts.userStatus !== 'ACTIVE') return { reason: 'NOT_ELIGIBLE', detail: 'The borrower is not an active user' };
-  if (!facts.kycApproved)
-    return { reason: 'KYC_NOT_APPROVED', detail: "The borrower's identity verification is not approved" };
-  if (facts.loansInArrears > 0)
-    return { reason: 'IN_ARREARS', detail: 'A loan of the borrower has an overdue installment' };
-  if (application.terms.productType === 'REVOLVING_CREDIT') {
-    // A draw: term loans still run one at a time, and the draw must fit the line's available credit.
-    if (facts.termLoansRunning > 0)
-      return { reason: 'LOAN_RUNNING', detail: 'A loan of the borrower is not repaid yet' };
-    const available = await availableCredit(trx, application.organization_id, await creditLineOf(trx, application));
-    if (amount > available) return { reason: 'OVER_LIMIT', detail: `Above the available credit of ${available}` };
-    return undefined;
-  }
-  if (facts.loansRunning > 0) return { reason: 'LOAN_RUNNING', detail: 'A loan of the borrower is not repaid yet' };
-  const product = await trx('loan_products')
-    .where({ organization_id: application.organization_id, id: application.product_id })
-    .first('first_loan_limit', 'limit_step', 'max_amount');
-  const limit = borrowingLimit(
-    {
-      firstLoanLimit: Number(product.first_loan_limit),
-      limitStep: Number(product.limit_step),
-      maxAmount: Number(product.max_amount),
-    },
-    facts.loansRepaid,
-  );
-  if (amount > limit) return { reason: 'OVER_LIMIT', detail: `Above the borrower's limit of ${limit}` };
-  return undefined;
-}
-
-/** The borrower's credit line on a revolving offer's product. */
-function creditLineOf(trx: Knex.Transaction, application: LoanApplicationRow): Promise<CreditLine> {
-  return openCreditLine(trx, application.organization_id, {
-    userId: application.user_id,
-    productId: application.product_id,
-    accountId: application.account_id,
-    creditLimit: application.terms.creditLimit ?? 0,
-    currency: application.currency,
-  });
-}
-
-/**
- * Takes an open offer: the loan and its schedule are made, the collateral is held on the
- * borrower's current account (its available balance checked under a lock), and the offer is
- * ACCEPTED, all in one database transaction. Taken already by this acceptance (`acceptedBy`, a
- * retried step): answers what was taken, changing nothing; taken by another: not open.
- */
-export async function acceptOffer(
-  db: Knex,
-  organizationId: string,
-  applicationId: string,
-  taken: {
-    loanId: string;
-    loanAmount: number;
-    interest: number;
-    tenure: number;
-    collateralAmount: number;
-    startDate: string;
-    installments: ScheduledInstallment[];
-    /** The acceptance's own id (the Update's), kept for a retried request to find. */
-    acceptedBy: string;
-  },
-  now: Date,
-): Promise<Acceptance> {
-  return db
-    .transaction(async (trx) => acceptInTransaction(trx, organizationId, applicationId, taken, now))
-    .catch((error: unknown) => {
-      // One running loan per borrower is also the database's rule (a unique index).
-      if (isUniqueViolation(error))
-        return {
-          outcome: 'not_eligible' as const,
-          reason: 'LOAN_RUNNING',
-          detail: 'A loan of the borrower is not repaid yet',
-        };
-      throw error;
-    });
-}
-
-async function acceptInTransaction(
-  trx: Knex.Transaction,
-  organizationId: string,
-  applicationId: string,
-  taken: Parameters<typeof acceptOffer>[3],
-  now: Date,
-): Promise<Acceptance> {
-  const application: LoanApplicationRow | undefined = await trx('loan_applications')
-    .where({ organization_id: organizationId, id: applicationId })
-    .forUpdate()
-    .first();
-  if (!application) throw new Error(`no loan application ${applicationId}`);
-  if (application.status !== LoanApplicationStatus.APPROVED) {
-    // Only this very acceptance (a retried step) is answered its loan: another one finds the offer taken.
-    const loan =
-      application.loan_id && application.accepted_by === taken.acceptedBy
-        ? await trx('loans').where({ organization_id: organizationId, id: application.loan_id }).first()
-        : undefined;
-    return loan
-      ? { outcome: 'accepted' as const, application, loan: loan as LoanRow }
-      : { outcome: 'not_open' as const, application };
-  }
-  // One acceptance per borrower at a time: the checks below then see every loan taken before.
-  await trx.raw('select pg_advisory_xact_lock(hashtextextended(?, 0))', [
-    `loan-borrower:${organizationId}:${application.user_id}`,
-  ]);
-  const refused = await eligibilityNow(trx, application, taken.loanAmount);
-  if (refused) return { outcome: 'not_eligible' as const, ...refused };
-  const current = application.current_account_id;
-  // The current account holds the collateral and receives the loan: only once the bank has it.
-  if ((await lockAccount(trx, current))?.status !== 'ACTIVE')
-    return {
-      outcome: 'not_eligible' as const,
-      reason: 'ACCOUNT_NOT_ACTIVATED',
-      detail: "The borrower's current account is not activated yet",
-    };
-  const { available } = await accountBalance(trx, current);
-  if (available < taken.collateralAmount) return { outcome: 'insufficient_funds' as const, available };
-
-  const holdId =
-    taken.collateralAmount > 0
-      ? await moveCollateral(trx, 'COLLATERAL_HOLD', {
-          id: taken.loanId,
-          currentAccountId: current,
-          currency: application.currency,
-          amount: taken.collateralAmount,
-        })
-      : null;
-  const [loan] = await trx('loans')
-    .insert({
-      id: taken.loanId,
-      organization_id: organizationId,
-      user_id: application.user_id,
-      application_id: application.id,
-      account_id: application.account_id,
-      current_account_id: current,
-      status: LoanStatus.PENDING_DISBURSEMENT,
-      principal: taken.loanAmount,
-      interest: taken.interest,
-      collateral_amount: taken.collateralAmount,
-      collateral_hold_id: holdId,
-      currency: application.currency,
-      tenure_duration: taken.tenure,
-      tenure_unit: application.tenure_unit,
-      start_date: taken.startDate,
-      credit_line_id:
-        application.terms.productType === 'REVOLVING_CREDIT' ? (await creditLineOf(trx, application)).id : null,
-    })
-    .returning('*');
-  await trx('installments').insert(
-    taken.installments.map((installment) => ({
-      organization_id: organizationId,
-      loan_id: taken.loanId,
-      account_id: application.account_id,
-      position: installment.position,
-      due_date: installment.dueDate,
-      principal: installment.principal,
-      interest: installment.interest,
-    })),
-  );
-  const [accepted] = await trx('loan_applications')
-    .where({ organization_id: organizationId, id: application.id })
-    .update({
-      status: LoanApplicationStatus.ACCEPTED,
-      loan_amount: taken.loanAmount,
-      tenure_duration: taken.tenure,
-      collateral_amount: taken.collateralAmount,
-      collateral_hold_id: holdId,
-      total_repayment_amount: taken.loanAmount + taken.interest,
-      loan_id: taken.loanId,
-      accepted_by: taken.acceptedBy,
-      accepted_at: now,
-      updated_at: now,
-    })
-    .returning('*');
-  // The borrower's other open offers are withdrawn: one loan at a time.
-  await trx('loan_applications')
-    .where({ organization_id: organizationId, user_id: application.user_id, status: LoanApplicationStatus.APPROVED })
-    .whereNot({ id: application.id })
-    .update({ status: LoanApplicationStatus.CANCELLED, updated_at: now });
-  return { outcome: 'accepted' as const, application: accepted as LoanApplicationRow, loan: loan as LoanRow };
 }
 
 /**
@@ -309,7 +109,7 @@ async function lockLoan(trx: Knex.Transaction, organizationId: string, loanId: s
  * entry, unique per loan and kind. Answers the entry's id (a hold's id is the loan's
  * collateral_hold_id).
  */
-async function moveCollateral(
+export async function moveCollateral(
   trx: Knex.Transaction,
   kind: 'COLLATERAL_HOLD' | 'COLLATERAL_RELEASE',
   loan: { id: string; currentAccountId: string; currency: string; amount: number },

@@ -2,7 +2,7 @@ import { strict as assert } from 'node:assert';
 import { randomBytes } from 'node:crypto';
 import { generateServiceSigningKey } from '../../api/auth/service-keys';
 import { installmentDueDays } from '../../db/loans/loans';
-import { penaltyTermsOf } from '../../db/loans/servicing';
+import { penaltyTermsOf } from '../../db/loans/penalties';
 import { DEMO } from '../../db/seeds/demo';
 import { penaltyAmount } from '../../domain/loans/allocation';
 import { workflowIds } from '../../workflows/ids';

@@ -1,7 +1,8 @@
 import { strict as assert } from 'node:assert';
 import { randomUUID } from 'node:crypto';
 import { installmentDueDays } from '../../db/loans/loans';
-import { accountOutstanding, inconsistentLoans, penaltyTermsOf } from '../../db/loans/servicing';
+import { penaltyTermsOf } from '../../db/loans/penalties';
+import { accountOutstanding, inconsistentLoans } from '../../db/loans/servicing-reads';
 import { DEMO } from '../../db/seeds/demo';
 import type { LoanInput } from '../../workflows/loans/messages';
 import { harness } from './harness';

@@ -67,6 +67,23 @@ export default tseslint.config(
     },
   },
   {
+    // Small modules, one responsibility each: no source file over 400 lines.
+    files: [
+      'api/**/*.ts',
+      'activities/**/*.ts',
+      'workflows/**/*.ts',
+      'worker/**/*.ts',
+      'db/**/*.ts',
+      'domain/**/*.ts',
+      'providers/**/*.ts',
+      'simulators/**/*.ts',
+      'config/**/*.ts',
+      'dev/**/*.ts',
+    ],
+    ignores: ['db/migrations/**'],
+    rules: { 'max-lines': ['error', { max: 400 }] },
+  },
+  {
     files: ['domain/**/*.ts'],
     rules: {
       '@typescript-eslint/no-restricted-imports': [

@@ -1,16 +1,14 @@
 import { strict as assert } from 'node:assert';
-import { spawn } from 'node:child_process';
-import path from 'node:path';
 import { createApiKey } from '../../api/auth/api-keys';
 import { DEMO } from '../../db/seeds/demo';
 import { harness } from '../support/harness';
 import { call } from '../support/http';
+import { runScript } from '../support/scripts';
 import { backendToken, bearer, financingToken, partnerAssertion } from '../support/tokens';
 
 const { users } = DEMO;
 const DEMO_ORG = DEMO.organizations.demo.id;
 const SECOND_ORG = DEMO.organizations.second.id;
-const ROOT = path.resolve(__dirname, '../..');
 
 const asUser = async (user: { id: string }, claims: Record<string, unknown> = {}) =>
   bearer(await backendToken(user.id, claims));
@@ -156,27 +154,7 @@ describe('spec 5.5: financing bearer scheme and merchant-scoped access', () => {
 });
 
 describe('API keys and the development CLIs', () => {
-  // Asynchronous: the CLIs call the identity provider, which is served by this very process.
-  const run = (script: string, args: string[]) =>
-    new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
-      const child = spawn(path.join(ROOT, 'node_modules/.bin/tsx'), [script, ...args], {
-        cwd: ROOT,
-        env: {
-          ...process.env,
-          DATABASE_URL: harness().databaseUrl,
-          DEV_IDP_PORT: new URL(harness().idp.url).port,
-          // Where a staged customer's flows go: the run's API and SMS gateway simulator.
-          PORT: new URL(harness().baseUrl).port,
-          SMS_SIMULATOR_PORT: new URL(harness().config.SMS_PROVIDER_URL!).port,
-          AUTH_AUDIENCE: harness().config.AUTH_AUDIENCE,
-        },
-      });
-      let stdout = '';
-      let stderr = '';
-      child.stdout.on('data', (chunk) => (stdout += chunk));
-      child.stderr.on('data', (chunk) => (stderr += chunk));
-      child.once('close', (status) => resolve({ status, stdout, stderr }));
-    });
+  const run = runScript;
 
   it('apikey create prints only a recognizable key, stored hashed; revoke stops it', async function () {
     this.timeout(60_000);

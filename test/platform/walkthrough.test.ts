@@ -1,8 +1,9 @@
 import { strict as assert } from 'node:assert';
-import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { harness } from '../support/harness';
+import { until } from '../support/money';
+import { runScript } from '../support/scripts';
 
 /**
  * The README's walkthrough ("From sign-up to a first loan"), run as written against the test
@@ -183,37 +184,16 @@ async function curl(args: string[]): Promise<Ran> {
 }
 
 /** `npm run --silent <script> -- args`: the script's file from package.json, run with tsx as npm would. */
-function npmRun(args: string[]): Promise<Ran> {
+async function npmRun(args: string[]): Promise<Ran> {
   assert.deepEqual(args.slice(0, 2), ['run', '--silent']);
   const scripts = (
     JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }
   ).scripts;
   const file = /^tsx (\S+)$/.exec(scripts[args[2]!] ?? '')?.[1];
   assert.ok(file, `npm run ${args[2]} is a tsx script`);
-  const { databaseUrl, idp, baseUrl, config } = harness();
-  return new Promise((resolve, reject) => {
-    const child = spawn(path.join(ROOT, 'node_modules/.bin/tsx'), [file, ...args.slice(args.indexOf('--') + 1)], {
-      cwd: ROOT,
-      env: {
-        ...process.env,
-        DATABASE_URL: databaseUrl,
-        DEV_IDP_PORT: new URL(idp.url).port,
-        AUTH_AUDIENCE: config.AUTH_AUDIENCE,
-        PORT: new URL(baseUrl).port,
-        SMS_SIMULATOR_PORT: new URL(config.SMS_PROVIDER_URL!).port,
-      },
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk) => (stdout += chunk));
-    child.stderr.on('data', (chunk) => (stderr += chunk));
-    child.once('error', reject);
-    child.once('close', (status) =>
-      status === 0
-        ? resolve({ output: stdout.trim(), read: false })
-        : reject(new Error(`npm run ${args[2]}: ${stderr}`)),
-    );
-  });
+  const ran = await runScript(file, args.slice(args.indexOf('--') + 1));
+  assert.equal(ran.status, 0, `npm run ${args[2]}: ${ran.stderr}`);
+  return { output: ran.stdout.trim(), read: false };
 }
 
 /** A pipeline: its first command's output through `jq -r <path>` stages. */
@@ -249,17 +229,6 @@ function matches(actual: unknown, shown: unknown): boolean {
   return actual === shown;
 }
 
-async function until<T>(what: string, attempt: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    const value = await attempt().catch((error: unknown) => ((last = error), undefined));
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`${what}: not so after ${timeoutMs} ms (${String(last ?? '')})`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-}
-
 describe('README: from sign-up to a first loan, run as written', () => {
   it('a customer made with user create reaches an approved KYC, an active current account, a deposit, a first loan and a phone change through the API; every answer shown is what the service answers', async function () {
     this.timeout(240_000);
@@ -283,8 +252,15 @@ describe('README: from sign-up to a first loan, run as written', () => {
         };
         const isRead = words(last.command)[0] === 'curl' && !words(last.command).includes('-X');
         const answer = isRead
-          ? await until(`${words(last.command).join(' ').slice(0, 120)} answers ${block.text}`, async () =>
-              check((await pipeline(last.command)).output),
+          ? await until(
+              `${words(last.command).join(' ').slice(0, 120)} answers ${block.text}`,
+              () =>
+                pipeline(last.command).then(
+                  (ran) => check(ran.output),
+                  () => undefined,
+                ),
+              30_000,
+              200,
             )
           : check(last.output);
         assert.ok(
@@ -311,10 +287,16 @@ describe('README: from sign-up to a first loan, run as written', () => {
           }
           const inner = nextCommand(head!.sub, 0, vars).tokens;
           // A read into a variable is asked again until it is a value not read before (a new code).
-          const value = await until(`${name} read`, async () => {
-            const ran = await pipeline(inner);
-            return ran.read && (ran.output === 'null' || readValues.has(ran.output)) ? undefined : ran.output;
-          });
+          const value = await until(
+            `${name} read`,
+            () =>
+              pipeline(inner).then(
+                (ran) => (ran.read && (ran.output === 'null' || readValues.has(ran.output)) ? undefined : ran.output),
+                () => undefined,
+              ),
+            30_000,
+            200,
+          );
           if (words(inner)[0] === 'curl' && !words(inner).includes('-X')) readValues.add(value);
           vars.set(name, value);
           continue;

@@ -2,7 +2,13 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import type { Context } from 'koa';
 import { z } from 'zod';
 import { findAccountOwner } from '../../db/accounts/accounts';
-import { activeLoansPaidBy, findAccountEvent, findAccountLoan } from '../../db/loans/transactions';
+import {
+  activeLoansPaidBy,
+  type AllocationRow,
+  type EventRow,
+  findAccountEvent,
+  findAccountLoan,
+} from '../../db/loans/transactions';
 import { ErrorCode, ServiceError, SubCode } from '../../domain/errors';
 import { Permission } from '../../domain/rbac';
 import { LoanServicingError } from '../../workflows/loans/messages';
@@ -63,6 +69,9 @@ export function loanServicingRoutes(deps: AppDeps, workflows: LoanServicingWorkf
     }
     const event = await findAccountEvent(db, organizationId, accountId, outcome.eventId);
     if (!event) throw new Error(`event ${outcome.eventId} is not on account ${accountId}`);
+    answerEvent(ctx, event);
+  }
+  function answerEvent(ctx: Context, event: EventRow & { allocations: AllocationRow[] }) {
     ctx.status = 201;
     ctx.body = { transaction: eventTransaction(event), installments: event.allocations.map(allocationView) };
   }
@@ -76,7 +85,7 @@ export function loanServicingRoutes(deps: AppDeps, workflows: LoanServicingWorkf
     const executionId = idempotentExecutionId(ctx);
     const booked = executionId ? await findAccountEvent(db, organizationId, accountId, executionId) : undefined;
     if (booked?.kind !== kind) return false;
-    await answer(ctx, organizationId, accountId, { eventId: booked.id });
+    answerEvent(ctx, booked);
     return true;
   }
 

@@ -35,9 +35,9 @@ export interface StageOptions {
 }
 
 /** A tiny JPEG (its magic bytes are what the identity provider and the bank check). */
-const JPEG = Buffer.from([0xff, 0xd8, 0xff, 0xe0, 0x00, 0x10, 0x4a, 0x46, 0x49, 0x46, 1, 2, 3, 4, 5, 6]).toString(
-  'base64',
-);
+export const JPEG_BASE64 = Buffer.from([
+  0xff, 0xd8, 0xff, 0xe0, 0x00, 0x10, 0x4a, 0x46, 0x49, 0x46, 1, 2, 3, 4, 5, 6,
+]).toString('base64');
 
 /** An ID card number the identity simulator approves (last digit 0, 6, 7 or 8). */
 export const approvedIdNumber = () => `${randomInt(10_000_000, 100_000_000)}${[0, 6, 7, 8][randomInt(0, 4)]}`;
@@ -67,13 +67,14 @@ function expect(answer: Answer, statuses: number[], what: string): Record<string
 }
 
 async function poll<T>(what: string, timeoutMs: number, read: () => Promise<T | undefined>): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  // A short, even interval: the verdicts come within a second here, and a wait past one is the caller's loss.
-  for (let delay = 50; ; delay = Date.now() - deadline + timeoutMs < 2_000 ? 50 : 500) {
+  const started = Date.now();
+  for (;;) {
     const value = await read();
     if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`${what}: not reached in ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, delay));
+    const waited = Date.now() - started;
+    if (waited > timeoutMs) throw new Error(`${what}: not reached in ${timeoutMs} ms`);
+    // Every 50 ms for the first two seconds (the verdicts come within one here), then every 500 ms.
+    await new Promise((resolve) => setTimeout(resolve, waited < 2_000 ? 50 : 500));
   }
 }
 
@@ -106,9 +107,9 @@ export async function verifyKyc(
         id_type: 'IDENTITY_CARD',
         id_number: options.idNumber ?? approvedIdNumber(),
         date_of_birth: options.dateOfBirth ?? '1990-04-12',
-        selfie: JPEG,
-        document_front: JPEG,
-        document_back: JPEG,
+        selfie: JPEG_BASE64,
+        document_front: JPEG_BASE64,
+        document_back: JPEG_BASE64,
         consent: true,
       }),
       [202],

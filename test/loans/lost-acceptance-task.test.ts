@@ -15,6 +15,12 @@ import { newBorrower, offerFor } from '../support/loans';
 
 const ORG = DEMO.organizations.demo.id;
 
+/** The acceptOffer Update refused TAKEN. */
+const refusedTaken = (error: unknown) =>
+  error instanceof WorkflowUpdateFailedError &&
+  error.cause instanceof ApplicationFailure &&
+  error.cause.type === LoanOfferError.TAKEN;
+
 /**
  * A workflow task is lost with its worker after its local activity made a loan for one
  * acceptance (A); the next worker does the task again with another acceptance (B) first, which
@@ -59,10 +65,7 @@ describe('spec 4.3: an offer taken by an acceptance its run never recorded is fi
       const taken = { loanAmount: 500_000, tenure: 2, collateralAmount: 50_000 };
       await assert.rejects(
         handle.executeUpdate(acceptOfferUpdate, { args: [taken], updateId: 'acceptance-b' }),
-        (error: unknown) =>
-          error instanceof WorkflowUpdateFailedError &&
-          error.cause instanceof ApplicationFailure &&
-          error.cause.type === LoanOfferError.TAKEN,
+        refusedTaken,
       );
       assert.equal(await handle.result(), 'ACCEPTED');
       assert.deepEqual(calls, ['acceptLoanOffer', 'closeLoanOffer', `disburseLoan ${lost.loanId}`]);
@@ -97,10 +100,7 @@ describe('spec 4.3: an offer is taken once, and only its own acceptance is answe
     const handle = client.workflow.getHandle(workflowIds.loanApplication(ref.applicationId));
     await assert.rejects(
       handle.executeUpdate(acceptOfferUpdate, { args: [terms], updateId: 'acceptance-b' }),
-      (error: unknown) =>
-        error instanceof WorkflowUpdateFailedError &&
-        error.cause instanceof ApplicationFailure &&
-        error.cause.type === LoanOfferError.TAKEN,
+      refusedTaken,
     );
     assert.equal(await handle.result(), 'ACCEPTED');
     const loanId = (a as { loanId: string }).loanId;

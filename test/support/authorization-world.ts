@@ -27,7 +27,7 @@ import { harness } from './harness';
 import { call } from './http';
 import { JPEG_BASE64 } from './kyc';
 import { applyPartnerB, loanOf, offerFor, repay } from './loans';
-import { fund, until } from './money';
+import { fund, stageClient, until } from './money';
 import { backendToken, bearer, financingToken } from './tokens';
 
 /**
@@ -93,12 +93,7 @@ export interface Accounts {
 /** The person signed up with their accounts, then taken to `stage` through the API (dev/customer-stages.ts). */
 async function openAccounts(person: Person, stage: Stage = 'active'): Promise<Accounts> {
   const accounts = await openCustomerAccounts(db(), person.organizationId, person.id);
-  const { baseUrl, config } = harness();
-  await reachStage(
-    { apiUrl: baseUrl, smsUrl: config.SMS_PROVIDER_URL!, token: await tokenOf(person) },
-    { phone: person.phone },
-    stage,
-  );
+  await reachStage(stageClient(await tokenOf(person)), { phone: person.phone }, stage);
   return accounts;
 }
 

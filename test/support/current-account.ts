@@ -3,7 +3,7 @@ import { randomInt } from 'node:crypto';
 import { verifyKyc } from '../../dev/customer-stages';
 import { harness } from './harness';
 import { call, type Reply } from './http';
-import { newCustomer, until } from './money';
+import { newCustomer, stageClient, until } from './money';
 
 /**
  * A customer whose current account waits for activation, taken through the API: by default with
@@ -19,13 +19,9 @@ export async function newApplicant(options: { subject?: 'provisioned' | 'none' |
     dateOfBirth: '1990-04-12',
   });
   if (subject === 'unapproved') {
-    const { baseUrl, config } = harness();
     const token = customer.headers.Authorization.slice('Bearer '.length);
     // An ID number ending in 1: the identity simulator answers No Match.
-    const { verdict } = await verifyKyc(
-      { apiUrl: baseUrl, smsUrl: config.SMS_PROVIDER_URL!, token },
-      { idNumber: `${randomInt(1_000_000, 10_000_000)}1` },
-    );
+    const { verdict } = await verifyKyc(stageClient(token), { idNumber: `${randomInt(1_000_000, 10_000_000)}1` });
     assert.equal(verdict, 'REJECTED');
   }
   return customer;

@@ -6,9 +6,7 @@ import { call } from './http';
 import { backendToken, bearer } from './tokens';
 
 /** A small real JPEG header plus bytes: enough for the service and the simulator. */
-export const JPEG_BASE64 = Buffer.from([
-  0xff, 0xd8, 0xff, 0xe0, 0x00, 0x10, 0x4a, 0x46, 0x49, 0x46, 1, 2, 3, 4, 5, 6,
-]).toString('base64');
+export { JPEG_BASE64 } from '../../dev/customer-stages';
 
 export async function applicantHeaders(user: { id: string }) {
   return bearer(await backendToken(user.id));

@@ -11,7 +11,7 @@ import { harness } from './harness';
 import { call, type Reply } from './http';
 import { backendToken, bearer } from './tokens';
 import { signUpCustomer } from '../../db/accounts/accounts';
-import { reachStage, type Stage } from '../../dev/customer-stages';
+import { reachStage, type Stage, type StageClient } from '../../dev/customer-stages';
 
 type CustomerOptions = { stage?: Stage; name?: string; idNumber?: string; dateOfBirth?: string };
 export type Customer = Awaited<ReturnType<typeof makeCustomer>>;
@@ -44,8 +44,14 @@ export function newCustomer(lastDigit = 0, options: CustomerOptions = {}): Promi
 const SPARES = 3;
 const spares: Promise<Customer>[] = [];
 
+/** A customer's way through the test run's API and SMS gateway simulator (dev/customer-stages.ts). */
+export function stageClient(token: string): StageClient {
+  const { baseUrl, config } = harness();
+  return { apiUrl: baseUrl, smsUrl: config.SMS_PROVIDER_URL!, token };
+}
+
 async function makeCustomer(lastDigit: number, options: CustomerOptions) {
-  const { db, baseUrl, config } = harness();
+  const { db } = harness();
   const phone = `+2547${String(randomInt(0, 10_000_000)).padStart(7, '0')}${lastDigit}`;
   const user = {
     id: randomUUID(),
@@ -62,7 +68,7 @@ async function makeCustomer(lastDigit: number, options: CustomerOptions) {
     status: 'ACTIVE',
   });
   const token = await backendToken(user.id);
-  await reachStage({ apiUrl: baseUrl, smsUrl: config.SMS_PROVIDER_URL!, token }, { phone }, options.stage ?? 'active', {
+  await reachStage(stageClient(token), { phone }, options.stage ?? 'active', {
     idNumber: options.idNumber,
     dateOfBirth: options.dateOfBirth,
   });

@@ -41,6 +41,7 @@ import { activationRoutes } from './current-account/activation';
 import { agentRoutes } from './agents/agents';
 import { assignmentRoutes } from './agents/assignments';
 import { invoiceRoutes } from './financing/invoices';
+import { financingWorkflows } from './financing/workflows';
 import { uploadRoutes } from './financing/uploads';
 import { smsCallbackRoutes } from './current-account/callbacks';
 import { emailVerificationRoutes } from './current-account/email';
@@ -113,7 +114,7 @@ export function buildApp(deps: AppDeps, options: { extraRoutes?: AnyRoute[] } = 
   routes.push(...emailVerificationRoutes(deps, selfService));
   routes.push(...phoneChangeRoutes(deps, selfService));
   routes.push(...smsCallbackRoutes(deps, metrics));
-  routes.push(...uploadRoutes(deps), ...invoiceRoutes(deps));
+  routes.push(...uploadRoutes(deps), ...invoiceRoutes(deps, financingWorkflows(deps.temporal, deps.config)));
   routes.push(...agentRoutes(deps), ...assignmentRoutes(deps));
   routes.push(...(options.extraRoutes ?? []));
 

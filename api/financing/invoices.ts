@@ -1,23 +1,12 @@
-import type { Client } from '@temporalio/client';
 import { z } from 'zod';
-import type { Config } from '../../config';
 import { type FinancingDocumentRow, findMerchantDocument } from '../../db/financing/documents';
-import {
-  type ExtractionRequest,
-  type FinancingInvoiceRow,
-  findInvoice,
-  InvoiceStatus,
-  requestExtraction,
-} from '../../db/financing/invoices';
+import { type FinancingInvoiceRow, findInvoice, InvoiceStatus, requestExtraction } from '../../db/financing/invoices';
 import { ErrorCode, ServiceError, SubCode } from '../../domain/errors';
 import { SIGNATURE_BYTES, storedDocumentProblem } from '../../domain/financing/content';
 import { documentKey } from '../../domain/financing/keys';
-import { workflowIds } from '../../workflows/ids';
-import type { invoiceExtraction } from '../../workflows/financing/invoice-extraction';
-import { extractionRequestedSignal } from '../../workflows/financing/messages';
-import { OrganizationId } from '../../workflows/search-attributes';
 import type { FinancingCaller } from '../auth/caller';
 import type { AppDeps } from '../deps';
+import type { FinancingWorkflows } from './workflows';
 import { type AnyRoute, defineRoute, type RouteAuth } from '../route';
 import { MERCHANT_WRITE, MerchantPath, retryAfter } from './uploads';
 
@@ -75,49 +64,6 @@ const view = (row: FinancingInvoiceRow): z.infer<typeof FinancingInvoice> => ({
   failure_reason: row.failure_reason,
 });
 
-/**
- * Asks the document's extraction run for the invoice's current extraction. A new ask goes by
- * signal-with-start: a running run takes it after its current extraction, a finished one is
- * followed by a new run. An ask already made (PENDING) only starts a run if none is running (one
- * lost to a crash between the statement and the signal): nothing is written to a live run, so
- * repeated POSTs cannot grow its history.
- */
-async function askForExtraction(
-  temporal: Client,
-  config: Config,
-  invoice: FinancingInvoiceRow,
-  request: ExtractionRequest,
-): Promise<void> {
-  const options = {
-    taskQueue: config.TEMPORAL_TASK_QUEUE,
-    workflowId: workflowIds.invoiceExtraction(invoice.document_id),
-    workflowIdReusePolicy: 'ALLOW_DUPLICATE' as const,
-    typedSearchAttributes: [{ key: OrganizationId, value: invoice.organization_id }],
-  };
-  const input = {
-    organizationId: invoice.organization_id,
-    merchantId: invoice.merchant_id,
-    invoiceId: invoice.id,
-    documentId: invoice.document_id,
-    uploadGraceMs: config.DOCUMENT_UPLOAD_GRACE,
-    extractionDeadlineMs: config.EXTRACTION_DEADLINE,
-  };
-  if (request === 'IN_PROGRESS') {
-    await temporal.workflow.start<typeof invoiceExtraction>('invoiceExtraction', {
-      ...options,
-      workflowIdConflictPolicy: 'USE_EXISTING',
-      args: [{ ...input, requested: invoice.extraction }],
-    });
-    return;
-  }
-  await temporal.workflow.signalWithStart<typeof invoiceExtraction, [{ extraction: number }]>('invoiceExtraction', {
-    ...options,
-    args: [input],
-    signal: extractionRequestedSignal,
-    signalArgs: [{ extraction: invoice.extraction }],
-  });
-}
-
 /** A window in words: `1 hour`, `15 minutes`, `30 seconds`. */
 function span(ms: number): string {
   const [size, unit] =
@@ -165,8 +111,8 @@ async function checkStoredDocument(deps: AppDeps, document: FinancingDocumentRow
  * none yet, registered (201); its last extraction ended, re-extracted (200, PENDING again, same
  * id); an extraction running, answered as it is (200) and nothing new begins.
  */
-export function invoiceRoutes(deps: AppDeps): AnyRoute[] {
-  const { db, config, clock, temporal, providers } = deps;
+export function invoiceRoutes(deps: AppDeps, workflows: FinancingWorkflows): AnyRoute[] {
+  const { db, config, clock, providers } = deps;
   const limit = { max: config.EXTRACTION_LIMIT, windowMs: config.EXTRACTION_LIMIT_WINDOW };
   return [
     defineRoute({
@@ -229,7 +175,7 @@ export function invoiceRoutes(deps: AppDeps): AnyRoute[] {
             [],
             retryAfter(retryAfterMs ?? limit.windowMs),
           );
-        await askForExtraction(temporal, config, invoice, request);
+        await workflows.askForExtraction(invoice, request);
         ctx.status = request === 'REGISTERED' ? 201 : 200;
         if (request === 'REGISTERED')
           ctx.set(

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { otpDigest } from '../activities/current-account/codes';
+import { otpDigest } from '../domain/current-account/codes';
 import { loadDevConfig } from '../dev/config';
 import { DEMO } from '../db/seeds/demo';
 import { currentAccountSettings, mobileMoneySettings, startDevelopmentProviders } from '../dev/simulators';

@@ -8,7 +8,7 @@ import {
   findCurrentAccount,
   findLatestActivation,
 } from '../../db/current-account/activations';
-import { otpDigest } from '../../activities/current-account/codes';
+import { otpDigest } from '../../domain/current-account/codes';
 import { findProvisionedSubject } from '../../db/kyc/provisioned';
 import { ErrorCode, ServiceError } from '../../domain/errors';
 import type { AppDeps } from '../deps';

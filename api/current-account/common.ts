@@ -4,9 +4,9 @@ import type { Knex } from 'knex';
 import { z } from 'zod';
 import type { Config } from '../../config';
 import { overSendLimits } from '../../db/current-account/otp-sends';
-import { OTP_DIGITS } from '../../activities/current-account/codes';
+import { OTP_DIGITS } from '../../domain/current-account/codes';
 import { ErrorCode, ServiceError } from '../../domain/errors';
-import { type OtpAnswer, OtpRefusal } from '../../workflows/current-account/messages';
+import { type OtpAnswer, OtpRefusal, SelfServiceFailure } from '../../workflows/current-account/messages';
 import type { UserCaller } from '../auth/caller';
 import type { AppDeps } from '../deps';
 import { IdempotencyKeyHeader } from '../middleware/idempotency';
@@ -89,9 +89,9 @@ const retryAfter = (ms: number) => ({ 'Retry-After': String(Math.max(1, Math.cei
  */
 export function answerOf(answer: OtpAnswer | Refused | { sentAtMs: number }, config: Config): void {
   if ('refused' in answer) {
-    if (answer.refused === OtpRefusal.COOLDOWN || answer.refused === 'SEND_LIMIT')
+    if (answer.refused === OtpRefusal.COOLDOWN || answer.refused === SelfServiceFailure.SEND_LIMIT)
       throw new ServiceError(ErrorCode.TOO_MANY_REQUESTS, answer.message, [], retryAfter(answer.retryAfterMs ?? 1_000));
-    if (answer.refused === 'NOT_SENT')
+    if (answer.refused === SelfServiceFailure.NOT_SENT)
       throw new ServiceError(ErrorCode.SERVICE_UNAVAILABLE, 'The code could not be sent: try again later');
     throw new ServiceError(ErrorCode.BAD_REQUEST, answer.message);
   }

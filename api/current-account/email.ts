@@ -7,7 +7,7 @@ import {
   findEmailVerification,
 } from '../../db/current-account/email-verifications';
 import { findUserContact } from '../../db/current-account/users';
-import { tokenDigest } from '../../activities/current-account/codes';
+import { tokenDigest } from '../../domain/current-account/codes';
 import { emailConfirmUrl, emailVerificationUrl } from '../../domain/current-account/links';
 import { ErrorCode, ServiceError } from '../../domain/errors';
 import type { AppDeps } from '../deps';

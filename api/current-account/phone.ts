@@ -8,7 +8,7 @@ import {
   findPhoneChange,
   type PhoneChangeRow,
 } from '../../db/current-account/phone-changes';
-import { otpDigest } from '../../activities/current-account/codes';
+import { otpDigest } from '../../domain/current-account/codes';
 import { phoneAuthorizeUrl, phoneChangeUrl, phoneConfirmUrl } from '../../domain/current-account/links';
 import { ErrorCode, ServiceError } from '../../domain/errors';
 import { isKenyanMobile } from '../../domain/identifiers';

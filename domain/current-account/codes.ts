@@ -1,4 +1,4 @@
-import { createHash, createHmac, randomBytes, randomInt } from 'node:crypto';
+import { createHash, createHmac } from 'node:crypto';
 
 /**
  * One-time codes and link tokens, made and kept one way. A code exists in clear only in the
@@ -6,22 +6,17 @@ import { createHash, createHmac, randomBytes, randomInt } from 'node:crypto';
  * server secret, bound to what the code is for and the activation or change it belongs to, so a
  * digest of one cannot confirm another and a leaked history or table reveals nothing (six digits
  * would fall to a plain hash at once). The API digests what a caller typed with the same
- * functions. Node-only: workflows import its types only.
+ * functions; the activities draw the codes (activities/current-account/codes.ts). Node-only:
+ * workflows import its types only.
  */
 export const OTP_DIGITS = 6;
 
 /** What a code is for: part of its digest, so a code sent for one step never passes another. */
 export type OtpPurpose = 'ACTIVATION' | 'PHONE_CHANGE_AUTHORIZATION' | 'PHONE_CHANGE_CONFIRMATION';
 
-/** A uniformly random code of OTP_DIGITS digits (leading zeros kept). */
-export const newOtp = (): string => String(randomInt(0, 10 ** OTP_DIGITS)).padStart(OTP_DIGITS, '0');
-
 /** The digest a code is kept and compared as (hex). */
 export const otpDigest = (secret: string, purpose: OtpPurpose, referenceId: string, code: string): string =>
   createHmac('sha256', secret).update(`${purpose}\n${referenceId}\n${code}`).digest('hex');
-
-/** A single-use e-mail link token: 256 random bits, URL-safe. */
-export const newLinkToken = (): string => randomBytes(32).toString('base64url');
 
 /** A link token is kept as its SHA-256 (hex): 256 random bits need no key. */
 export const tokenDigest = (token: string): string => createHash('sha256').update(token).digest('hex');

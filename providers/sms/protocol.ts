@@ -53,20 +53,9 @@ export interface SendResponse {
   SMSMessageData: { Message: string; Recipients: SendRecipient[] };
 }
 
-/** Delivery report statuses; the last five are final. */
-export const DELIVERY_STATUSES = [
-  'Sent',
-  'Submitted',
-  'Buffered',
-  'Success',
-  'Failed',
-  'Rejected',
-  'AbsentSubscriber',
-  'Expired',
-] as const;
-export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
-export const isFinalDelivery = (status: string) =>
-  ['Success', 'Failed', 'Rejected', 'AbsentSubscriber', 'Expired'].includes(status);
+/** Delivery report statuses (the last five are final), as the store keeps them. */
+import type { DeliveryStatus } from '../../domain/current-account/delivery';
+export { type DeliveryStatus, DELIVERY_STATUSES, isFinalDelivery } from '../../domain/current-account/delivery';
 
 export interface DeliveryReport {
   id: string;

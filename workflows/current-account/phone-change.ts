@@ -1,5 +1,5 @@
 import { allHandlersFinished, condition, setHandler } from '@temporalio/workflow';
-import type { OtpPurpose } from '../../activities/current-account/codes';
+import type { OtpPurpose } from '../../domain/current-account/codes';
 import { authorizeOtpUpdate, confirmOtpUpdate, type PhoneChangeInput, selfServiceStateQuery } from './messages';
 import { notAwaited, OtpChallenge } from './otp-challenge';
 import { bankDecision, bankSteps, failureType, outcome, record, send } from './steps';

@@ -1,0 +1,20 @@
+/**
+ * The SMS gateway's delivery report statuses, as kept on an OTP send: the provider's protocol
+ * (providers/sms/protocol.ts) reports them, the store keeps the last one, and a final one is never
+ * replaced by an interim report that arrives after it.
+ */
+export const DELIVERY_STATUSES = [
+  'Sent',
+  'Submitted',
+  'Buffered',
+  'Success',
+  'Failed',
+  'Rejected',
+  'AbsentSubscriber',
+  'Expired',
+] as const;
+export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
+
+const FINAL: readonly string[] = ['Success', 'Failed', 'Rejected', 'AbsentSubscriber', 'Expired'];
+/** The last five statuses are final. */
+export const isFinalDelivery = (status: string) => FINAL.includes(status);

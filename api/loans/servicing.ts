@@ -15,7 +15,7 @@ import { LoanServicingError } from '../../workflows/loans/messages';
 import type { Caller } from '../auth/caller';
 import type { AppDeps } from '../deps';
 import { IdempotencyKeyHeader, idempotentExecutionId } from '../middleware/idempotency';
-import { Money, Transaction } from '../mobile-money/transactions';
+import { Money, Transaction } from '../mobile-money/views';
 import { type AnyRoute, defineRoute, type RouteAuth } from '../route';
 import { allocationView, eventTransaction, InstallmentAllocation } from './transactions';
 import type { LoanServicingWorkflows, ServicingAnswer } from './workflows';

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import { transactionView } from '../../db/mobile-money/transactions';
+
 import {
   accountEventsPage,
   type AllocationRow,
@@ -13,7 +13,7 @@ import { ErrorCode, ServiceError, SubCode } from '../../domain/errors';
 import { Permission } from '../../domain/rbac';
 import type { Caller } from '../auth/caller';
 import type { AppDeps } from '../deps';
-import { Transaction } from '../mobile-money/transactions';
+import { Transaction, transactionView } from '../mobile-money/views';
 import { type AnyRoute, defineRoute, type RouteAuth } from '../route';
 import { readableAccount } from './accounts';
 

@@ -1,5 +1,6 @@
 import { NativeConnection, Worker, type WorkflowBundle } from '@temporalio/worker';
-import { type ActivityDeps, createActivities } from '../activities';
+import { createActivities } from '../activities';
+import type { ActivityDeps } from '../activities/deps';
 
 export interface WorkerOptions {
   connection: NativeConnection;

@@ -20,33 +20,14 @@ import {
   recordPhoneChangeStatus,
 } from '../../db/current-account/phone-changes';
 import { emailConfirmUrl } from '../../domain/current-account/links';
-import { newLinkToken, newOtp, type OtpPurpose, otpDigest, tokenDigest } from './codes';
+import { type OtpPurpose, otpDigest, tokenDigest } from '../../domain/current-account/codes';
+import { newLinkToken, newOtp } from './codes';
 import { BankError, type MobileNumberChange, type Onboarding, REFUSALS } from '../../providers/bank/protocol';
 import { EmailError } from '../../providers/email/protocol';
 import { SmsError } from '../../providers/sms/protocol';
-import type { ActivityDeps } from '../index';
+import type { ActivityDeps } from '../deps';
 import { onboardingRequest } from './onboarding';
-
-/** Failure types the self-service workflows act on. */
-export const SelfServiceFailure = {
-  /** The code or link could not be sent and retrying will not help (a refused number or address). */
-  NOT_SENT: 'NOT_SENT',
-  /** Over the hourly limits of codes sent (details[0]: `{ retryAfterMs }`). */
-  SEND_LIMIT: 'SEND_LIMIT',
-  /** The provider is not configured: the run cannot go on. */
-  NOT_CONFIGURED: 'NOT_CONFIGURED',
-} as const;
-
-/**
- * A bank decision as the workflows see it: a refusal is an answer, not an error. `reference` is
- * the bank reference the decision is under when it is not the run's own id (an earlier
- * activation's onboarding, adopted).
- */
-export type BankDecision = { reference?: string } & (
-  | { status: 'DONE'; customerId?: string; accountNumber?: string }
-  | { status: 'PENDING' }
-  | { status: 'REFUSED'; code: string }
-);
+import { type BankDecision, SelfServiceFailure } from '../../workflows/current-account/messages';
 
 /**
  * The bank's answers that decide against the customer or the change. Anything else (our

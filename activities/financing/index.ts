@@ -1,25 +1,12 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { settleDocument } from '../../db/financing/documents';
-import { type ExtractionOutcome, findExtractionJob, recordExtraction } from '../../db/financing/invoices';
+import { findExtractionJob, recordExtraction } from '../../db/financing/invoices';
+import type { ExtractionOutcome } from '../../domain/financing/extraction';
 import { SIGNATURE_BYTES, storedDocumentProblem } from '../../domain/financing/content';
 import { documentKey } from '../../domain/financing/keys';
 import { type AnalysisOutcome, ExtractionError } from '../../providers/extraction/protocol';
-import { ExtractionFailure } from '../../workflows/financing/messages';
-import type { ActivityDeps } from '../index';
-
-/** What one extraction is about: the number asked for and the document it reads. */
-export interface ExtractionJob {
-  status: string;
-  extraction: number;
-  documentId: string;
-  objectKey: string;
-  contentType: string;
-  sizeBytes: number;
-  uploadExpiresAtMs: number;
-}
-
-/** What the store holds for a document: the upload as presigned, nothing yet, or something else. */
-export type UploadFound = { status: 'PRESENT' } | { status: 'MISSING' } | { status: 'MISMATCH'; reason: string };
+import { ExtractionFailure, type ExtractionJob, type UploadFound } from '../../workflows/financing/messages';
+import type { ActivityDeps } from '../deps';
 
 /** Our own credentials or configuration refused (a key being rotated, a model not served): a service fault, retried. */
 const SERVICE_FAULTS = new Set([401, 403, 404]);

@@ -12,7 +12,7 @@ import {
   takeSweepLease,
 } from '../../db/kyc/sweep';
 import { NO_COUNTS, type SweepCounts, type SweepResult, type SweepStart } from '../../workflows/kyc/messages';
-import type { ActivityDeps } from '../index';
+import type { ActivityDeps } from '../deps';
 
 /**
  * The expiry sweep's I/O: the organization's lease and due-window, and the batches. The
@@ -21,7 +21,7 @@ import type { ActivityDeps } from '../index';
  * run of a settled application ends at its next wake, when its own lookup finds the application
  * no longer pending (no signal per application: at sweep scale those cost more than the lookups).
  */
-export function createKycSweepActivities(deps: ActivityDeps) {
+export function createExpirySweepActivities(deps: ActivityDeps) {
   const { db, config, clock, providers } = deps;
 
   return {

@@ -18,7 +18,7 @@ import {
 
 /** How often a hand-over tries the target loan's run before allocating the repayment itself. */
 const HANDOVER_ATTEMPTS = 5;
-import type { ActivityDeps } from '../index';
+import type { ActivityDeps } from '../deps';
 
 /** Which application or loan an activity works on; everything else is read from Postgres. */
 interface ApplicationRef {

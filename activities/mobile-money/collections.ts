@@ -17,7 +17,7 @@ import { Failure } from '../../domain/failures';
 import { pushFailureReason, TransactionStatus } from '../../domain/mobile-money/transaction';
 import { MobileMoneyError, type StkQueryResult, toWholeShillings } from '../../providers/mobile-money/protocol';
 import type { PushSent } from '../../workflows/mobile-money/messages';
-import type { ActivityDeps } from '../index';
+import type { ActivityDeps } from '../deps';
 import { callbackUrls, moneySteps, refused } from './shared';
 
 /** The collection's journal entry: the provider's clearing account pays the customer's account. */

@@ -1,4 +1,4 @@
-import type { ActivityDeps } from '../index';
+import type { ActivityDeps } from '../deps';
 import { createCollectionActivities } from './collections';
 import { createPayoutActivities } from './payouts';
 

@@ -15,7 +15,7 @@ import { Failure } from '../../domain/failures';
 import { payoutFailureReason, TransactionStatus } from '../../domain/mobile-money/transaction';
 import { MobileMoneyError, toWholeShillings } from '../../providers/mobile-money/protocol';
 import type { PayoutSent, PayoutStatusAsked } from '../../workflows/mobile-money/messages';
-import type { ActivityDeps } from '../index';
+import type { ActivityDeps } from '../deps';
 import { callbackUrls, moneySteps, move, refused, statusCallbackUrls, total } from './shared';
 
 /**

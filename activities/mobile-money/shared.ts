@@ -5,7 +5,7 @@ import { failPending, findTransaction, type TransactionRow } from '../../db/mobi
 import type { Knex } from 'knex';
 import { Failure } from '../../domain/failures';
 import type { MobileMoneyError } from '../../providers/mobile-money/protocol';
-import type { ActivityDeps } from '../index';
+import type { ActivityDeps } from '../deps';
 
 /** Callback addresses carry the transaction id and its unguessable token: the provider signs nothing. */
 export function callbackUrls(publicBaseUrl: string | undefined, row: Pick<TransactionRow, 'id' | 'callback_token'>) {

@@ -1,6 +1,6 @@
 import { Context } from '@temporalio/activity';
 import { purgeCallbacks } from '../../db/platform/callback-retention';
-import type { ActivityDeps } from '../index';
+import type { ActivityDeps } from '../deps';
 
 /** Rows per delete: short statements, so the purge never holds the tables for long. */
 const PURGE_BATCH = 1_000;

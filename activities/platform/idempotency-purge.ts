@@ -1,6 +1,6 @@
 import { Context } from '@temporalio/activity';
 import { purgeExpiredKeys } from '../../db/idempotency/keys';
-import type { ActivityDeps } from '../index';
+import type { ActivityDeps } from '../deps';
 
 /** Rows per delete: short statements; a large backlog is worked off batch by batch. */
 const PURGE_BATCH = 1_000;

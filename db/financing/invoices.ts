@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
+import type { ExtractionOutcome } from '../../domain/financing/extraction';
 
 /** Statuses of a financing invoice (README, Invoice financing). */
 export const InvoiceStatus = {
@@ -182,18 +183,6 @@ export function findExtractionJob(
       'd.upload_expires_at',
     );
 }
-
-export type ExtractionOutcome =
-  | {
-      status: 'EXTRACTED';
-      amountMinorUnits: number;
-      currency: string;
-      issuedDate: string;
-      dueDate: string;
-      details: Record<string, unknown>;
-    }
-  | { status: 'FAILED'; reason: string }
-  | { status: 'NOT_UPLOADED' };
 
 /**
  * Records how extraction `extraction` ended, if it is still the one asked for and the invoice is

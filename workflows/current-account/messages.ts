@@ -3,7 +3,7 @@ import { defineQuery, defineUpdate } from '@temporalio/workflow';
 /**
  * Messages of the current-account self-service workflows (activation, e-mail verification,
  * mobile-number change), importable by the API without their bodies. Codes and link tokens never
- * travel: the API sends the digest of what the caller typed (activities/current-account/codes.ts).
+ * travel: the API sends the digest of what the caller typed (domain/current-account/codes.ts).
  */
 
 export interface OtpLimits {
@@ -55,6 +55,27 @@ export interface PhoneChangeInput {
 /** What a submitted code did. A wrong one counts: LOCKED is the attempt that used the last one up. */
 export type OtpAnswer =
   { outcome: 'ACCEPTED' } | { outcome: 'WRONG_CODE'; attemptsLeft: number } | { outcome: 'LOCKED' };
+
+/** Failure types the self-service workflows act on. */
+export const SelfServiceFailure = {
+  /** The code or link could not be sent and retrying will not help (a refused number or address). */
+  NOT_SENT: 'NOT_SENT',
+  /** Over the hourly limits of codes sent (details[0]: `{ retryAfterMs }`). */
+  SEND_LIMIT: 'SEND_LIMIT',
+  /** The provider is not configured: the run cannot go on. */
+  NOT_CONFIGURED: 'NOT_CONFIGURED',
+} as const;
+
+/**
+ * A bank decision as the workflows see it: a refusal is an answer, not an error. `reference` is
+ * the bank reference the decision is under when it is not the run's own id (an earlier
+ * activation's onboarding, adopted).
+ */
+export type BankDecision = { reference?: string } & (
+  | { status: 'DONE'; customerId?: string; accountNumber?: string }
+  | { status: 'PENDING' }
+  | { status: 'REFUSED'; code: string }
+);
 
 /** Why a submission or a resend was refused before it was looked at (the Update's validator): the failure's type. */
 export const OtpRefusal = {

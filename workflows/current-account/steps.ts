@@ -7,7 +7,7 @@ import {
   sleep,
 } from '@temporalio/workflow';
 import type { CurrentAccountActivities } from '../../activities';
-import type { BankDecision } from '../../activities/current-account';
+import { type BankDecision, SelfServiceFailure } from './messages';
 import type { BankPolling } from './messages';
 
 /**
@@ -60,14 +60,18 @@ export function sendRefusal(error: unknown): ApplicationFailure {
   const type = failureType(error);
   const details =
     error instanceof ActivityFailure && error.cause instanceof ApplicationFailure ? error.cause.details : undefined;
-  return type === 'SEND_LIMIT'
+  return type === SelfServiceFailure.SEND_LIMIT
     ? ApplicationFailure.create({
         type,
         message: 'Too many codes sent in the last hour',
         nonRetryable: true,
         details: details ?? undefined,
       })
-    : ApplicationFailure.create({ type: 'NOT_SENT', message: 'The code could not be sent', nonRetryable: true });
+    : ApplicationFailure.create({
+        type: SelfServiceFailure.NOT_SENT,
+        message: 'The code could not be sent',
+        nonRetryable: true,
+      });
 }
 
 /** Why a step that failed for good failed: its failure type, or UNAVAILABLE when it ran out of retries. */

@@ -11,9 +11,14 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { FinancingActivities } from '../../activities';
-import type { ExtractionJob } from '../../activities/financing';
-import type { ExtractionOutcome } from '../../db/financing/invoices';
-import { ExtractionFailure, extractionRequestedSignal, type InvoiceExtractionInput } from './messages';
+
+import type { ExtractionOutcome } from '../../domain/financing/extraction';
+import {
+  ExtractionFailure,
+  type ExtractionJob,
+  extractionRequestedSignal,
+  type InvoiceExtractionInput,
+} from './messages';
 
 /** How long past a document's wait an unreachable store is still retried. */
 const STORE_PATIENCE_MS = 60_000;

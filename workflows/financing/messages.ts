@@ -15,6 +15,20 @@ export interface InvoiceExtractionInput {
   requested?: number;
 }
 
+/** What one extraction is about: the number asked for and the document it reads. */
+export interface ExtractionJob {
+  status: string;
+  extraction: number;
+  documentId: string;
+  objectKey: string;
+  contentType: string;
+  sizeBytes: number;
+  uploadExpiresAtMs: number;
+}
+
+/** What the store holds for a document: the upload as presigned, nothing yet, or something else. */
+export type UploadFound = { status: 'PRESENT' } | { status: 'MISSING' } | { status: 'MISMATCH'; reason: string };
+
 /**
  * An extraction was asked for: `extraction` is the invoice's extraction number after the ask
  * (sent with signal-with-start, so a finished run is followed by a new one and a running one

@@ -16,6 +16,29 @@ const IO = [
   '**/simulators/**',
 ];
 
+const UP = 'No arrow runs back up: api → workflows (messages) → activities → db → domain (issue 31).';
+
+/** The import rules of one layer: its own forbidden directions, and never the simulators or dev tools. */
+function layer(files, patterns) {
+  return {
+    files,
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: ['**/simulators', '**/simulators/**', '**/dev', '**/dev/**'],
+              message: 'Production code does not load the simulators or the development tools.',
+            },
+            ...patterns,
+          ],
+        },
+      ],
+    },
+  };
+}
+
 export default tseslint.config(
   { ignores: ['node_modules/**', '.data/**', 'test/replay/histories/**'] },
   js.configs.recommended,
@@ -48,24 +71,29 @@ export default tseslint.config(
       ],
     },
   },
-  {
-    // The provider simulators and the development tools are not production code: the processes
-    // the image runs (api, worker) and everything they load never import them.
-    files: ['api/**/*.ts', 'activities/**/*.ts', 'worker/**/*.ts', 'db/**/*.ts', 'providers/**/*.ts', 'config/**/*.ts'],
-    rules: {
-      '@typescript-eslint/no-restricted-imports': [
-        'error',
-        {
-          patterns: [
-            {
-              group: ['**/simulators', '**/simulators/**', '**/dev', '**/dev/**'],
-              message: 'Production code does not load the simulators or the development tools.',
-            },
-          ],
-        },
-      ],
-    },
-  },
+  // The provider simulators and the development tools are not production code: the processes
+  // the image runs (api, worker) and everything they load never import them. And no arrow runs
+  // back up the layers: api → workflows (messages) → activities → db → domain.
+  layer(['api/**/*.ts'], [{ group: ['**/activities', '**/activities/**'], message: UP }]),
+  layer(
+    ['activities/**/*.ts'],
+    [
+      { group: ['**/api', '**/api/**', '**/worker', '**/worker/**'], message: UP },
+      {
+        regex: '(^|/)workflows/(?!([\\w-]+/messages|ids|search-attributes)$)',
+        message: 'Activities import from workflows/ only the message types (and workflow ids).',
+      },
+    ],
+  ),
+  layer(
+    ['db/**/*.ts'],
+    [{ group: ['**/activities', '**/activities/**', '**/providers/**', '**/api/**', '**/worker/**'], message: UP }],
+  ),
+  layer(
+    ['providers/**/*.ts'],
+    [{ group: ['**/activities', '**/activities/**', '**/db/**', '**/api/**', '**/workflows/**'], message: UP }],
+  ),
+  layer(['worker/**/*.ts', 'config/**/*.ts'], []),
   {
     // Small modules, one responsibility each: no source file over 400 lines.
     files: [
@@ -91,7 +119,17 @@ export default tseslint.config(
         {
           patterns: [
             { group: IO, message: 'Domain code is pure: no I/O module.' },
-            { regex: '^(node:|pg$|knex$|koa$|@temporalio/)', message: 'Domain code is pure: no I/O module.' },
+            {
+              regex: '^(node:(?!crypto$)|pg$|knex$|koa$|@temporalio/)',
+              message: 'Domain code is pure: no I/O module.',
+            },
+          ],
+          paths: [
+            {
+              name: 'node:crypto',
+              allowImportNames: ['createHash', 'createHmac'],
+              message: 'Domain code may hash (a pure function); drawing random values belongs to activities.',
+            },
           ],
         },
       ],

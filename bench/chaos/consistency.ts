@@ -284,8 +284,12 @@ export interface Figure {
 }
 
 /** Prints a suite's figures, one a line, each expected zero marked ok or NOT 0; true when all held. */
+/** Every figure that missed its expected zero in this process, for the summary run.ts prints last. */
+export const missedFigures: string[] = [];
+
 export function printFigures(title: string, figures: readonly Figure[]): boolean {
   console.log(`\n${title}`);
+  for (const f of figures) if (f.expectZero && f.value !== 0) missedFigures.push(`${f.name}: ${f.value}`);
   const width = Math.max(...figures.map((f) => f.name.length));
   for (const f of figures) {
     const verdict = f.expectZero ? (f.value === 0 ? '  (0 expected) ok' : '  (0 expected) NOT 0') : '';

@@ -1,4 +1,5 @@
 import { runCallbackChaos } from './callbacks';
+import { missedFigures } from './consistency';
 import { runHandlerConcurrency } from './handlers';
 import { runLoadHeld } from './load';
 import { runRestarts } from './restarts';
@@ -26,21 +27,27 @@ async function main(): Promise<boolean> {
   const unknown = named.filter((n) => !(n in SUITES));
   if (unknown.length) throw new Error(`unknown suite ${unknown.join(', ')}; suites: ${Object.keys(SUITES).join(', ')}`);
   const chosen = (named.length ? named : Object.keys(SUITES)) as Name[];
-  const results: { name: Name; ok: boolean; seconds: number; error?: unknown }[] = [];
+  const results: { name: Name; ok: boolean; seconds: number; error?: unknown; missed?: string[] }[] = [];
   for (const name of chosen) {
     const started = Date.now();
+    const missedBefore = missedFigures.length;
+    const missed = () => missedFigures.slice(missedBefore);
     console.log(`\n=== ${name}${bounded ? ' (bounded)' : ''}`);
     try {
-      results.push({ name, ok: await SUITES[name](bounded), seconds: (Date.now() - started) / 1000 });
+      const ok = await SUITES[name](bounded);
+      results.push({ name, ok, seconds: (Date.now() - started) / 1000, missed: missed() });
     } catch (error) {
       console.error(error);
-      results.push({ name, ok: false, seconds: (Date.now() - started) / 1000, error });
+      results.push({ name, ok: false, seconds: (Date.now() - started) / 1000, error, missed: missed() });
     }
   }
   console.log(`\nChaos suites${bounded ? ' (bounded)' : ''}:`);
+  // The summary says what missed, so the last lines of a CI log are enough to know why.
   for (const r of results)
     console.log(
-      `  ${r.name.padEnd(14)} ${r.ok ? 'every expected zero held' : r.error ? 'FAILED (crashed)' : 'FAILED'}  ${r.seconds.toFixed(0)} s`,
+      `  ${r.name.padEnd(14)} ${r.ok ? 'every expected zero held' : r.error ? 'FAILED (crashed)' : 'FAILED'}  ${r.seconds.toFixed(0)} s` +
+        (r.missed?.length ? `  (${r.missed.join('; ')})` : '') +
+        (r.error ? `  ${String(r.error instanceof Error ? r.error.message : r.error).slice(0, 300)}` : ''),
     );
   return results.every((r) => r.ok);
 }

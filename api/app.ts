@@ -20,7 +20,7 @@ import { createTokenService } from './auth/tokens';
 import { createRateLimiter } from './middleware/rate-limit';
 import { createIdempotency } from './middleware/idempotency';
 import { type AnyRoute, type RouteInput, routerPath } from './route';
-import { authRoutes } from './platform/auth';
+import { authRoutes } from './auth/sessions';
 import { kycRoutes } from './kyc/applications';
 import { kycCallbackRoutes } from './kyc/callbacks';
 import { kycInternalRoutes, kycSweepRoutes } from './kyc/internal';

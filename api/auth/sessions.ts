@@ -1,9 +1,9 @@
 import { z } from 'zod';
 import { ErrorCode, ServiceError } from '../../domain/errors';
 import { formatGrant } from '../../domain/rbac';
-import { bearerToken } from '../auth/authenticator';
-import type { Caller } from '../auth/caller';
-import type { TokenService } from '../auth/tokens';
+import { bearerToken } from './authenticator';
+import type { Caller } from './caller';
+import type { TokenService } from './tokens';
 import type { AppDeps } from '../deps';
 import { type AnyRoute, defineRoute } from '../route';
 

@@ -320,26 +320,6 @@ describe('spec 4.3: the offer and the loan as workflows', () => {
     assert.equal(balance.held, 0, 'the collateral is released');
     await recordHistory(workflowIds.loan(loanId), 'loan-overdue-repaid-by-push');
   });
-
-  it("another organization's account, or another user's, is 404 for installments", async () => {
-    const borrower = await newBorrower();
-    const other = await newBorrower();
-    assert.equal(
-      (await call('GET', `/v1/accounts/${other.credit}/installments`, { headers: borrower.headers })).status,
-      404,
-    );
-    const { key } = await createApiKey(harness().db, {
-      organizationId: DEMO.organizations.second.id,
-      permissions: ['accounts.read'],
-    });
-    assert.equal(
-      (await call('GET', `/v1/accounts/${borrower.credit}/installments`, { headers: bearer(key) })).status,
-      404,
-    );
-    const own = await call('GET', `/v1/accounts/${borrower.credit}/installments`, { headers: borrower.headers });
-    assert.equal(own.status, 200);
-    assert.deepEqual(own.body, { data: [] });
-  });
 });
 
 describe('spec 4.3, hostile review: taking an offer re-checks the borrower, and one loan runs at a time', () => {

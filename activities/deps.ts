@@ -15,3 +15,13 @@ export interface ActivityDeps {
   /** To signal another workflow from a step (a repayment handed to its loan's run). */
   temporal: Client;
 }
+
+/**
+ * What one factory takes: the dependencies it names and, of the configuration, only the keys it
+ * reads, so a factory's signature says what it touches and a test builds it with no more.
+ */
+export type Needs<D extends Exclude<keyof ActivityDeps, 'config'>, C extends keyof Config = never> = Pick<
+  ActivityDeps,
+  D
+> &
+  ([C] extends [never] ? unknown : { config: Pick<Config, C> });

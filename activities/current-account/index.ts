@@ -25,7 +25,7 @@ import { newLinkToken, newOtp } from './codes';
 import { BankError, type MobileNumberChange, type Onboarding, REFUSALS } from '../../providers/bank/protocol';
 import { EmailError } from '../../providers/email/protocol';
 import { SmsError } from '../../providers/sms/protocol';
-import type { ActivityDeps } from '../deps';
+import type { Needs } from '../deps';
 import { onboardingRequest } from './onboarding';
 import { type BankDecision, SelfServiceFailure } from '../../workflows/current-account/messages';
 
@@ -87,7 +87,16 @@ const changeDecision = decided<MobileNumberChange>((answer) =>
  * the rows that project each run's state. Codes are made here and leave only in the message: the
  * workflow gets their HMAC. Nothing here logs a code, a token, a number or an address.
  */
-export function createCurrentAccountActivities(deps: ActivityDeps) {
+export function createCurrentAccountActivities(
+  deps: Needs<
+    'db' | 'providers' | 'clock',
+    | 'OTP_HMAC_SECRET'
+    | 'OTP_SENDS_PER_HOUR_PER_DESTINATION'
+    | 'OTP_SENDS_PER_HOUR_PER_USER'
+    | 'OTP_TTL'
+    | 'PUBLIC_BASE_URL'
+  >,
+) {
   const { db, config, providers, clock } = deps;
   /** A provider or key the step needs; without it the run cannot go on (NOT_CONFIGURED, final). */
   function needed<T>(value: T | undefined, what: string): T {

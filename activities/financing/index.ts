@@ -6,7 +6,7 @@ import { SIGNATURE_BYTES, storedDocumentProblem } from '../../domain/financing/c
 import { documentKey } from '../../domain/financing/keys';
 import { type AnalysisOutcome, ExtractionError } from '../../providers/extraction/protocol';
 import { ExtractionFailure, type ExtractionJob, type UploadFound } from '../../workflows/financing/messages';
-import type { ActivityDeps } from '../deps';
+import type { Needs } from '../deps';
 
 /** Our own credentials or configuration refused (a key being rotated, a model not served): a service fault, retried. */
 const SERVICE_FAULTS = new Set([401, 403, 404]);
@@ -40,7 +40,12 @@ const CLOCK_SKEW_MS = 5 * 60_000;
  * once found), the provider's analysis (it fetches that copy through a presigned GET URL that
  * never leaves this step), and the outcome recorded.
  */
-export function createFinancingActivities({ db, providers, clock, logger }: ActivityDeps) {
+export function createFinancingActivities({
+  db,
+  providers,
+  clock,
+  logger,
+}: Needs<'db' | 'providers' | 'clock' | 'logger'>) {
   const extraction = () => {
     if (!providers.extraction)
       throw ApplicationFailure.nonRetryable(

@@ -12,7 +12,7 @@ import {
   takeSweepLease,
 } from '../../db/kyc/sweep';
 import { NO_COUNTS, type SweepCounts, type SweepResult, type SweepStart } from '../../workflows/kyc/messages';
-import type { ActivityDeps } from '../deps';
+import type { Needs } from '../deps';
 
 /**
  * The expiry sweep's I/O: the organization's lease and due-window, and the batches. The
@@ -21,7 +21,12 @@ import type { ActivityDeps } from '../deps';
  * run of a settled application ends at its next wake, when its own lookup finds the application
  * no longer pending (no signal per application: at sweep scale those cost more than the lookups).
  */
-export function createExpirySweepActivities(deps: ActivityDeps) {
+export function createExpirySweepActivities(
+  deps: Needs<
+    'db' | 'clock' | 'providers',
+    'KYC_EXPIRY_SWEEP_INTERVAL' | 'KYC_SUBMISSION_WINDOW' | 'KYC_SWEEP_CONCURRENCY'
+  >,
+) {
   const { db, config, clock, providers } = deps;
 
   return {

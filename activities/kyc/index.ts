@@ -1,8 +1,9 @@
-import type { ActivityDeps } from '../deps';
 import { createExpirySweepActivities } from './expiry-sweep';
 import { createVerificationActivities } from './verification';
 
 /** The KYC area's activities: a verification's steps and the expiry sweep's. */
-export function createKycActivities(deps: ActivityDeps) {
+export function createKycActivities(
+  deps: Parameters<typeof createVerificationActivities>[0] & Parameters<typeof createExpirySweepActivities>[0],
+) {
   return { ...createVerificationActivities(deps), ...createExpirySweepActivities(deps) };
 }

@@ -16,7 +16,7 @@ import { Failure } from '../../domain/failures';
 import { type JobStatus, KycProviderError } from '../../providers/kyc/client';
 import { isApplicantsJob } from '../../domain/kyc/jobs';
 import type { ApplicationRef, ProviderStatus } from '../../workflows/kyc/messages';
-import type { ActivityDeps } from '../deps';
+import type { Needs } from '../deps';
 
 /** Provider errors that another attempt cannot fix end the activity's retries. */
 function providerFailure(error: unknown): never {
@@ -26,7 +26,12 @@ function providerFailure(error: unknown): never {
   throw error;
 }
 
-export function createVerificationActivities(deps: ActivityDeps) {
+export function createVerificationActivities(
+  deps: Needs<
+    'db' | 'providers' | 'clock',
+    'KYC_MAX_RESUBMISSIONS' | 'KYC_PRIVACY_POLICY_URL' | 'KYC_REAPPLY_BLOCK' | 'PUBLIC_BASE_URL'
+  >,
+) {
   const { db, providers, config, clock } = deps;
   const callbackUrl = (version: string) => `${config.PUBLIC_BASE_URL}/v1/kyc/provider-callbacks/${version}`;
 

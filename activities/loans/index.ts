@@ -18,7 +18,7 @@ import {
 
 /** How often a hand-over tries the target loan's run before allocating the repayment itself. */
 const HANDOVER_ATTEMPTS = 5;
-import type { ActivityDeps } from '../deps';
+import type { Needs } from '../deps';
 
 /** Which application or loan an activity works on; everything else is read from Postgres. */
 interface ApplicationRef {
@@ -31,7 +31,7 @@ interface LoanRef {
 }
 
 /** The loans area's activities: each one database transaction, safe to run twice. */
-export function createLoanActivities(deps: ActivityDeps) {
+export function createLoanActivities(deps: Needs<'db' | 'clock' | 'temporal'>) {
   const { db, clock, temporal } = deps;
   /** What the run needs to pay out a taken offer's loan and start its run. */
   const takenLoan = async (

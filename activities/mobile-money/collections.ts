@@ -17,7 +17,7 @@ import { Failure } from '../../domain/failures';
 import { pushFailureReason, TransactionStatus } from '../../domain/mobile-money/transaction';
 import { MobileMoneyError, type StkQueryResult, toWholeShillings } from '../../providers/mobile-money/protocol';
 import type { PushSent } from '../../workflows/mobile-money/messages';
-import type { ActivityDeps } from '../deps';
+import type { Needs } from '../deps';
 import { callbackUrls, moneySteps, refused } from './shared';
 
 /** The collection's journal entry: the provider's clearing account pays the customer's account. */
@@ -37,7 +37,7 @@ const postCollectionEntry = (trx: Knex.Transaction, row: TransactionRow) =>
  * CONFIRMED → POSTED, or → FAILED), the COLLECTION entry is unique per transaction, and a push
  * is never sent twice (the attempt is recorded before the request leaves).
  */
-export function createCollectionActivities(deps: ActivityDeps) {
+export function createCollectionActivities(deps: Needs<'db' | 'clock' | 'providers' | 'logger', 'PUBLIC_BASE_URL'>) {
   const { db, config, clock, providers } = deps;
   const mm = providers.mobileMoney;
   const { load, fail, withReceipt } = moneySteps(deps);

@@ -1,10 +1,11 @@
-import type { ActivityDeps } from '../deps';
 import { createCollectionActivities } from './collections';
 import { createPayoutActivities } from './payouts';
 
 export { callbackUrls } from './shared';
 
 /** The mobile-money activities: collections (stk-push) and payouts (send-money). */
-export function createMobileMoneyActivities(deps: ActivityDeps) {
+export function createMobileMoneyActivities(
+  deps: Parameters<typeof createCollectionActivities>[0] & Parameters<typeof createPayoutActivities>[0],
+) {
   return { ...createCollectionActivities(deps), ...createPayoutActivities(deps) };
 }

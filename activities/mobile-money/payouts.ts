@@ -15,7 +15,7 @@ import { Failure } from '../../domain/failures';
 import { payoutFailureReason, TransactionStatus } from '../../domain/mobile-money/transaction';
 import { MobileMoneyError, toWholeShillings } from '../../providers/mobile-money/protocol';
 import type { PayoutSent, PayoutStatusAsked } from '../../workflows/mobile-money/messages';
-import type { ActivityDeps } from '../deps';
+import type { Needs } from '../deps';
 import { callbackUrls, moneySteps, move, refused, statusCallbackUrls, total } from './shared';
 
 /**
@@ -24,7 +24,7 @@ import { callbackUrls, moneySteps, move, refused, statusCallbackUrls, total } fr
  * transaction id is the provider's OriginatorConversationID, which it refuses to repeat). The
  * activity names keep the provider's word (sendB2c): recorded histories name them.
  */
-export function createPayoutActivities(deps: ActivityDeps) {
+export function createPayoutActivities(deps: Needs<'db' | 'clock' | 'providers' | 'logger', 'PUBLIC_BASE_URL'>) {
   const { db, config, clock, providers } = deps;
   const mm = providers.mobileMoney;
   const { load, fail, withReceipt } = moneySteps(deps);

@@ -5,7 +5,7 @@ import { failPending, findTransaction, type TransactionRow } from '../../db/mobi
 import type { Knex } from 'knex';
 import { Failure } from '../../domain/failures';
 import type { MobileMoneyError } from '../../providers/mobile-money/protocol';
-import type { ActivityDeps } from '../deps';
+import type { Needs } from '../deps';
 
 /** Callback addresses carry the transaction id and its unguessable token: the provider signs nothing. */
 export function callbackUrls(publicBaseUrl: string | undefined, row: Pick<TransactionRow, 'id' | 'callback_token'>) {
@@ -44,7 +44,7 @@ export const move = (row: TransactionRow, from: string, to: string): Leg[] => [
 export { total };
 
 /** What collections and payouts share: the run's own transaction, failing it, and recording a receipt. */
-export function moneySteps(deps: Pick<ActivityDeps, 'db' | 'clock' | 'logger'>) {
+export function moneySteps(deps: Needs<'db' | 'clock' | 'logger'>) {
   const { db, clock } = deps;
   return {
     async load(transactionId: string): Promise<TransactionRow> {

@@ -1,11 +1,11 @@
 import { Context } from '@temporalio/activity';
 import { purgeCallbacks } from '../../db/platform/callback-retention';
-import type { ActivityDeps } from '../deps';
+import type { Needs } from '../deps';
 
 /** Rows per delete: short statements, so the purge never holds the tables for long. */
 const PURGE_BATCH = 1_000;
 
-export function createCallbackActivities(deps: Pick<ActivityDeps, 'db' | 'clock'>) {
+export function createCallbackActivities(deps: Needs<'db' | 'clock'>) {
   return {
     /** Deletes raw callbacks received more than `retentionMs` ago, batch by batch; how many went. */
     async purgeExpiredCallbacks(retentionMs: number): Promise<number> {

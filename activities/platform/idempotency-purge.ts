@@ -1,11 +1,11 @@
 import { Context } from '@temporalio/activity';
 import { purgeExpiredKeys } from '../../db/idempotency/keys';
-import type { ActivityDeps } from '../deps';
+import type { Needs } from '../deps';
 
 /** Rows per delete: short statements; a large backlog is worked off batch by batch. */
 const PURGE_BATCH = 1_000;
 
-export function createIdempotencyPurgeActivities(deps: Pick<ActivityDeps, 'db' | 'clock'>) {
+export function createIdempotencyPurgeActivities(deps: Needs<'db' | 'clock'>) {
   return {
     /** Deletes every Idempotency-Key past its expiry, batch by batch; how many went. */
     async purgeExpiredIdempotencyKeys(): Promise<number> {

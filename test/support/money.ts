@@ -318,7 +318,6 @@ export function mobileMoneyActivities() {
     logger,
     clock: systemClock,
     providers: deps.providers,
-    temporal: deps.temporal,
   });
 }
 

@@ -17,3 +17,10 @@ export interface AppDeps {
   /** The key the service signs its own tokens with (see api/auth/service-keys.ts). */
   serviceKeys: ServiceKeys;
 }
+
+/**
+ * What one route factory or helper takes: the dependencies it names and, of the configuration,
+ * only the keys it reads, so its signature says what it touches and a test builds it with no more.
+ */
+export type Needs<D extends Exclude<keyof AppDeps, 'config'>, C extends keyof Config = never> = Pick<AppDeps, D> &
+  ([C] extends [never] ? unknown : { config: Pick<Config, C> });

@@ -10,7 +10,7 @@ import {
 import { ErrorCode, ServiceError, SubCode } from '../../domain/errors';
 import { Permission } from '../../domain/rbac';
 import type { UserCaller } from '../auth/caller';
-import type { AppDeps } from '../deps';
+import type { Needs } from '../deps';
 import { actingAs } from './acting';
 import { type AnyRoute, defineRoute, type RouteAuth } from '../route';
 
@@ -106,7 +106,7 @@ const view = (row: AgentRow): z.infer<typeof Agent> => ({
  * their agents, leaders their managers and those managers' agents; an agent nobody); scope=OWN
  * the caller and those under it, for everyone.
  */
-export function agentRoutes(deps: AppDeps): AnyRoute[] {
+export function agentRoutes(deps: Needs<'db'>): AnyRoute[] {
   const { db } = deps;
   return [
     defineRoute({

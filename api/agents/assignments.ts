@@ -13,7 +13,7 @@ import {
 import { ErrorCode, ServiceError, SubCode } from '../../domain/errors';
 import { Permission } from '../../domain/rbac';
 import type { UserCaller } from '../auth/caller';
-import type { AppDeps } from '../deps';
+import type { Needs } from '../deps';
 import { type AnyRoute, defineRoute, type RouteAuth } from '../route';
 import { actingAs } from './acting';
 import { AGENT_PAGE_SIZE } from './agents';
@@ -94,7 +94,7 @@ const READER: RouteAuth = { schemes: ['user'], permission: Permission.AGENTS_REA
  * (`agents.admin`); who may assign or unassign: those above it and the admins. Anyone else is
  * told there is no such agent (404), so the hierarchy is not probed.
  */
-export function assignmentRoutes(deps: AppDeps): AnyRoute[] {
+export function assignmentRoutes(deps: Needs<'db' | 'clock'>): AnyRoute[] {
   const { db, clock } = deps;
   /** The agent, if the caller may see it (itself, an agent above it, or an admin); not found otherwise. */
   async function visibleAgent(ctx: Context, userId: string) {

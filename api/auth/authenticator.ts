@@ -74,7 +74,21 @@ interface Verifier {
 }
 
 export interface AuthenticatorDeps {
-  config: Config;
+  config: Pick<
+    Config,
+    | 'AUTH_AUDIENCE'
+    | 'AUTH_CALLER_CACHE_TTL'
+    | 'AUTH_CLOCK_TOLERANCE'
+    | 'AUTH_ISSUER'
+    | 'AUTH_JWKS_CACHE_MAX_AGE'
+    | 'AUTH_JWKS_COOLDOWN'
+    | 'AUTH_JWKS_URL'
+    | 'AUTH_MAX_HEADER_BYTES'
+    | 'FINANCING_AUDIENCE'
+    | 'FINANCING_ISSUERS'
+    | 'SERVICE_TOKEN_AUDIENCE'
+    | 'SERVICE_TOKEN_ISSUER'
+  >;
   db: Knex;
   logger: Logger;
   serviceKeys: ServiceKeys;

@@ -4,7 +4,7 @@ import { formatGrant } from '../../domain/rbac';
 import { bearerToken } from './authenticator';
 import type { Caller } from './caller';
 import type { TokenService } from './tokens';
-import type { AppDeps } from '../deps';
+import type { Needs } from '../deps';
 import { type AnyRoute, defineRoute } from '../route';
 
 const AccessToken = z
@@ -61,7 +61,7 @@ function viewOf(caller: Caller): z.infer<typeof CallerView> {
 }
 
 /** Spec 4.1 (token exchange and refresh), the sign-in the spec leaves out, and our JWKS. */
-export function authRoutes(deps: AppDeps, tokens: TokenService): AnyRoute[] {
+export function authRoutes(deps: Needs<'serviceKeys', 'AUTH_MAX_HEADER_BYTES'>, tokens: TokenService): AnyRoute[] {
   return [
     defineRoute({
       method: 'post',

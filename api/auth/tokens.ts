@@ -31,7 +31,18 @@ export interface SessionTokens {
  * theft and revokes the whole family.
  */
 export function createTokenService(deps: {
-  config: Config;
+  config: Pick<
+    Config,
+    | 'AUTH_CALLER_CACHE_TTL'
+    | 'AUTH_CLOCK_TOLERANCE'
+    | 'AUTH_JWKS_CACHE_MAX_AGE'
+    | 'AUTH_JWKS_COOLDOWN'
+    | 'PARTNER_EXCHANGE_AUDIENCE'
+    | 'REFRESH_TOKEN_TTL'
+    | 'SERVICE_TOKEN_AUDIENCE'
+    | 'SERVICE_TOKEN_ISSUER'
+    | 'SERVICE_TOKEN_TTL'
+  >;
   db: Knex;
   clock: Clock;
   serviceKeys: ServiceKeys;

@@ -11,7 +11,7 @@ import {
 import { otpDigest } from '../../domain/current-account/codes';
 import { findProvisionedSubject } from '../../db/kyc/provisioned';
 import { ErrorCode, ServiceError } from '../../domain/errors';
-import type { AppDeps } from '../deps';
+import type { Needs } from '../deps';
 import { type AnyRoute, defineRoute } from '../route';
 import {
   answerOf,
@@ -75,7 +75,13 @@ const SUCCESSOR = '/v1/user/accounts/current/activation/otp/confirm';
  * the code's confirmation (its successor path and the deprecated one) and resend (extension).
  * The activation's run owns the code; this module sends it the digest of what was typed.
  */
-export function activationRoutes(deps: AppDeps, workflows: SelfServiceWorkflows): AnyRoute[] {
+export function activationRoutes(
+  deps: Needs<
+    'db' | 'clock' | 'providers',
+    'OTP_HMAC_SECRET' | 'OTP_RESEND_COOLDOWN' | 'OTP_SENDS_PER_HOUR_PER_USER' | 'OTP_SENDS_PER_HOUR_PER_DESTINATION'
+  >,
+  workflows: SelfServiceWorkflows,
+): AnyRoute[] {
   const { db, clock, config } = deps;
 
   async function latest(ctx: Context): Promise<ActivationRow> {

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { recordDeliveryReport } from '../../db/current-account/otp-sends';
 import { ErrorCode, ServiceError } from '../../domain/errors';
 import { DELIVERY_STATUSES } from '../../providers/sms/protocol';
-import type { AppDeps } from '../deps';
+import type { Needs } from '../deps';
 import type { HttpMetrics } from '../metrics';
 import { type AnyRoute, defineRoute } from '../route';
 
@@ -27,7 +27,10 @@ const DeliveryReport = z.object({
  * nothing, so it needs no confirmation from the gateway. The number it carries is never stored
  * or logged.
  */
-export function smsCallbackRoutes(deps: AppDeps, metrics: HttpMetrics): AnyRoute[] {
+export function smsCallbackRoutes(
+  deps: Needs<'db' | 'logger' | 'clock', 'SMS_CALLBACK_SOURCES' | 'SMS_CALLBACK_TOKEN'>,
+  metrics: HttpMetrics,
+): AnyRoute[] {
   const { db, config, logger, clock } = deps;
   return [
     defineRoute({

@@ -8,10 +8,12 @@ import { OTP_DIGITS } from '../../domain/current-account/codes';
 import { ErrorCode, ServiceError } from '../../domain/errors';
 import { type OtpAnswer, OtpRefusal, SelfServiceFailure } from '../../workflows/current-account/messages';
 import type { UserCaller } from '../auth/caller';
-import type { AppDeps } from '../deps';
+import type { Needs } from '../deps';
 import { IdempotencyKeyHeader } from '../middleware/idempotency';
 import type { RouteAuth } from '../route';
 import type { Refused } from './workflows';
+
+type SendLimitConfig = Pick<Config, 'OTP_SENDS_PER_HOUR_PER_USER' | 'OTP_SENDS_PER_HOUR_PER_DESTINATION'>;
 
 /** A user acting on their own current account; users on the waiting list get WAITING_LIST. */
 export const SELF: RouteAuth = { schemes: ['user'], refuseWaitingList: true };
@@ -72,7 +74,10 @@ export const OTP_ERRORS = {
 };
 
 /** The self-service providers and the code key must be configured; otherwise 503. */
-export function requireSelfService(deps: AppDeps, needs: ('sms' | 'email' | 'bank')[]): string {
+export function requireSelfService(
+  deps: Needs<'providers', 'OTP_HMAC_SECRET'>,
+  needs: ('sms' | 'email' | 'bank')[],
+): string {
   const secret = deps.config.OTP_HMAC_SECRET;
   if (!secret || needs.some((provider) => !deps.providers[provider]))
     throw new ServiceError(ErrorCode.SERVICE_UNAVAILABLE, 'Current-account self-service is not configured');
@@ -87,7 +92,10 @@ const retryAfter = (ms: number) => ({ 'Retry-After': String(Math.max(1, Math.cei
  * the attempts (Retry-After: when another code may be asked for), for a resend too soon and over
  * the hourly limits; 503 when the code could not be sent.
  */
-export function answerOf(answer: OtpAnswer | Refused | { sentAtMs: number }, config: Config): void {
+export function answerOf(
+  answer: OtpAnswer | Refused | { sentAtMs: number },
+  config: Pick<Config, 'OTP_RESEND_COOLDOWN'>,
+): void {
   if ('refused' in answer) {
     if (answer.refused === OtpRefusal.COOLDOWN || answer.refused === SelfServiceFailure.SEND_LIMIT)
       throw new ServiceError(ErrorCode.TOO_MANY_REQUESTS, answer.message, [], retryAfter(answer.retryAfterMs ?? 1_000));
@@ -116,7 +124,7 @@ export function answerOf(answer: OtpAnswer | Refused | { sentAtMs: number }, con
  */
 export async function withinSendLimits(
   db: Knex,
-  config: Config,
+  config: SendLimitConfig,
   ids: { organizationId: string; userId: string },
   foreign: string[],
   now: Date,
@@ -131,7 +139,7 @@ export async function withinSendLimits(
     );
 }
 
-const sendLimits = (config: Config) => ({
+const sendLimits = (config: SendLimitConfig) => ({
   perUser: config.OTP_SENDS_PER_HOUR_PER_USER,
   perDestination: config.OTP_SENDS_PER_HOUR_PER_DESTINATION,
 });

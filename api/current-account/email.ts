@@ -10,7 +10,7 @@ import { findUserContact } from '../../db/current-account/users';
 import { tokenDigest } from '../../domain/current-account/codes';
 import { emailConfirmUrl, emailVerificationUrl } from '../../domain/current-account/links';
 import { ErrorCode, ServiceError } from '../../domain/errors';
-import type { AppDeps } from '../deps';
+import type { Needs } from '../deps';
 import { type AnyRoute, defineRoute } from '../route';
 import {
   answerOf,
@@ -58,7 +58,17 @@ const Token = z.string().regex(/^[A-Za-z0-9_-]{43}$/, 'the token from the e-mail
  * link's confirmation (extension). The verification's run owns the link; this module sends it
  * the SHA-256 of the token that came back.
  */
-export function emailVerificationRoutes(deps: AppDeps, workflows: SelfServiceWorkflows): AnyRoute[] {
+export function emailVerificationRoutes(
+  deps: Needs<
+    'db' | 'clock' | 'providers',
+    | 'OTP_HMAC_SECRET'
+    | 'OTP_RESEND_COOLDOWN'
+    | 'OTP_SENDS_PER_HOUR_PER_USER'
+    | 'OTP_SENDS_PER_HOUR_PER_DESTINATION'
+    | 'PUBLIC_BASE_URL'
+  >,
+  workflows: SelfServiceWorkflows,
+): AnyRoute[] {
   const { db, clock, config } = deps;
   const view = (row: EmailVerificationRow): z.infer<typeof EmailVerification> => ({
     id: row.id,

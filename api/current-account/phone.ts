@@ -12,7 +12,7 @@ import { otpDigest } from '../../domain/current-account/codes';
 import { phoneAuthorizeUrl, phoneChangeUrl, phoneConfirmUrl } from '../../domain/current-account/links';
 import { ErrorCode, ServiceError } from '../../domain/errors';
 import { isKenyanMobile } from '../../domain/identifiers';
-import type { AppDeps } from '../deps';
+import type { Needs } from '../deps';
 import { type AnyRoute, defineRoute } from '../route';
 import {
   answerOf,
@@ -84,7 +84,17 @@ function newNumber(countryCode: string, national: string): string | undefined {
  * Mobile-number change (spec 4.7): request it, read it (extension), and its two proofs
  * (authorize, confirm: extensions). The change's run owns the codes and asks the bank.
  */
-export function phoneChangeRoutes(deps: AppDeps, workflows: SelfServiceWorkflows): AnyRoute[] {
+export function phoneChangeRoutes(
+  deps: Needs<
+    'db' | 'clock' | 'providers',
+    | 'OTP_HMAC_SECRET'
+    | 'OTP_RESEND_COOLDOWN'
+    | 'OTP_SENDS_PER_HOUR_PER_USER'
+    | 'OTP_SENDS_PER_HOUR_PER_DESTINATION'
+    | 'PUBLIC_BASE_URL'
+  >,
+  workflows: SelfServiceWorkflows,
+): AnyRoute[] {
   const { db, clock, config } = deps;
   const view = (row: PhoneChangeRow): z.infer<typeof PhoneChange> => ({
     id: row.id,

@@ -48,7 +48,21 @@ async function update<T>(run: () => Promise<T>): Promise<T | Refused> {
  * The one module through which the API drives the self-service workflows: starts them, and sends
  * the digests of submitted codes and tokens through their Updates (never a code).
  */
-export function selfServiceWorkflows(temporal: Client, config: Config) {
+export function selfServiceWorkflows(
+  temporal: Client,
+  config: Pick<
+    Config,
+    | 'ACTIVATION_TTL'
+    | 'BANK_DECISION_DEADLINE'
+    | 'BANK_STATUS_POLL_INTERVAL'
+    | 'EMAIL_VERIFICATION_TTL'
+    | 'OTP_MAX_ATTEMPTS'
+    | 'OTP_RESEND_COOLDOWN'
+    | 'OTP_TTL'
+    | 'PHONE_CHANGE_TTL'
+    | 'TEMPORAL_TASK_QUEUE'
+  >,
+) {
   const otp: OtpLimits = {
     ttlMs: config.OTP_TTL,
     maxAttempts: config.OTP_MAX_ATTEMPTS,

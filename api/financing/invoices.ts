@@ -5,7 +5,7 @@ import { ErrorCode, ServiceError, SubCode } from '../../domain/errors';
 import { SIGNATURE_BYTES, storedDocumentProblem } from '../../domain/financing/content';
 import { documentKey } from '../../domain/financing/keys';
 import type { FinancingCaller } from '../auth/caller';
-import type { AppDeps } from '../deps';
+import type { Needs } from '../deps';
 import type { FinancingWorkflows } from './workflows';
 import { type AnyRoute, defineRoute, type RouteAuth } from '../route';
 import { MERCHANT_WRITE, MerchantPath, retryAfter } from './uploads';
@@ -82,7 +82,11 @@ function span(ms: number): string {
  * that copy is what is checked, never the upload again. Not uploaded yet, or a store that does not
  * answer: the run checks it the same way before the provider sees it.
  */
-async function checkStoredDocument(deps: AppDeps, document: FinancingDocumentRow, requestId: unknown) {
+async function checkStoredDocument(
+  deps: Needs<'providers' | 'logger'>,
+  document: FinancingDocumentRow,
+  requestId: unknown,
+) {
   const { storage } = deps.providers;
   const key = documentKey(document.object_key);
   let stored;
@@ -111,7 +115,10 @@ async function checkStoredDocument(deps: AppDeps, document: FinancingDocumentRow
  * none yet, registered (201); its last extraction ended, re-extracted (200, PENDING again, same
  * id); an extraction running, answered as it is (200) and nothing new begins.
  */
-export function invoiceRoutes(deps: AppDeps, workflows: FinancingWorkflows): AnyRoute[] {
+export function invoiceRoutes(
+  deps: Needs<'db' | 'clock' | 'providers' | 'logger', 'EXTRACTION_LIMIT' | 'EXTRACTION_LIMIT_WINDOW'>,
+  workflows: FinancingWorkflows,
+): AnyRoute[] {
   const { db, config, clock, providers } = deps;
   const limit = { max: config.EXTRACTION_LIMIT, windowMs: config.EXTRACTION_LIMIT_WINDOW };
   return [

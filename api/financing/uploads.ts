@@ -5,7 +5,7 @@ import { ErrorCode, ServiceError } from '../../domain/errors';
 import { DOCUMENT_CONTENT_TYPES } from '../../domain/financing/content';
 import { uploadKey } from '../../domain/financing/keys';
 import type { FinancingCaller } from '../auth/caller';
-import type { AppDeps } from '../deps';
+import type { Needs } from '../deps';
 import { type AnyRoute, defineRoute, type RouteAuth } from '../route';
 
 /** A financing user acting for the merchant in the path: merchant-scoped permission through the issuer's resource-access provider. */
@@ -76,7 +76,12 @@ export const PresignedUpload = z
  * nor guess another's, and nothing but this presign's URL writes it; the row records the document
  * as awaiting upload, owned by the merchant and its organization.
  */
-export function uploadRoutes(deps: AppDeps): AnyRoute[] {
+export function uploadRoutes(
+  deps: Needs<
+    'db' | 'clock' | 'providers',
+    'UPLOAD_MAX_BYTES' | 'UPLOAD_QUOTA_BYTES' | 'UPLOAD_QUOTA_PENDING' | 'UPLOAD_QUOTA_WINDOW' | 'UPLOAD_URL_TTL'
+  >,
+): AnyRoute[] {
   const { db, config, clock, providers } = deps;
   const createDocument = documentWriter(db, {
     pending: config.UPLOAD_QUOTA_PENDING,

@@ -14,7 +14,7 @@ import { statusView } from '../../domain/kyc/status';
 import { Permission } from '../../domain/rbac';
 import { supportedDocuments } from '../../providers/kyc/supported-documents';
 import type { UserCaller } from '../auth/caller';
-import type { AppDeps } from '../deps';
+import type { Needs } from '../deps';
 import { type AnyRoute, defineRoute, deprecatedAlias, type RouteAuth } from '../route';
 
 export const ApplicationStatus = z
@@ -66,7 +66,7 @@ export const APPLICANT: RouteAuth = { schemes: ['user'], permission: Permission.
  * The caller's own application. Another user's, or another organization's, is 404: its
  * existence is not for the caller to learn.
  */
-export async function ownApplication(deps: AppDeps, caller: UserCaller, id: string): Promise<KycApplicationRow> {
+export async function ownApplication(deps: Needs<'db'>, caller: UserCaller, id: string): Promise<KycApplicationRow> {
   return callersOwn(await findApplication(deps.db, caller.organizationId, id), caller);
 }
 
@@ -82,7 +82,16 @@ export const NO_SUCH_APPLICATION = "no such KYC application of the caller (anoth
 
 const APPLICANT_FIELDS = ['name', 'phone_number'] as const;
 
-export function kycRoutes(deps: AppDeps): AnyRoute[] {
+export function kycRoutes(
+  deps: Needs<
+    'db' | 'clock',
+    | 'KYC_CONSENT_REQUIRED'
+    | 'KYC_LIVENESS_MAX_IMAGES'
+    | 'KYC_LIVENESS_MIN_IMAGES'
+    | 'KYC_MAX_RESUBMISSIONS'
+    | 'KYC_PRIVACY_POLICY_URL'
+  >,
+): AnyRoute[] {
   const { config, db, clock } = deps;
   const view = (application: KycApplicationRow) => statusView(application, clock.now(), config.KYC_MAX_RESUBMISSIONS);
   const requirements = defineRoute({

@@ -4,7 +4,7 @@ import { forgetKycCallbackEvent, storeKycCallbackEvent } from '../../db/kyc/call
 import { findApplicationByJobId } from '../../db/kyc/applications';
 import { ErrorCode, ServiceError } from '../../domain/errors';
 import type { ProviderApiVersion } from '../../domain/kyc/provider-version';
-import type { AppDeps } from '../deps';
+import type { Needs } from '../deps';
 import type { KycWorkflows } from './workflows';
 import type { HttpMetrics } from '../metrics';
 import { type AnyRoute, defineRoute } from '../route';
@@ -22,7 +22,14 @@ const Received = z.object({ received: z.boolean() }).meta({ id: 'CallbackReceive
  * CALLBACKS_STORED_PER_RESOURCE per application; one naming no application of ours is counted
  * and logged, never stored.
  */
-export function kycCallbackRoutes(deps: AppDeps, workflows: KycWorkflows, metrics: HttpMetrics): AnyRoute[] {
+export function kycCallbackRoutes(
+  deps: Needs<
+    'db' | 'providers' | 'logger',
+    'CALLBACKS_STORED_PER_RESOURCE' | 'KYC_CALLBACK_BODY_LIMIT' | 'KYC_CALLBACK_SOURCES'
+  >,
+  workflows: KycWorkflows,
+  metrics: HttpMetrics,
+): AnyRoute[] {
   const { db, providers, logger, config } = deps;
   const route = (version: ProviderApiVersion) =>
     defineRoute({

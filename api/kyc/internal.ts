@@ -14,7 +14,7 @@ import { KycStatus } from '../../domain/kyc/status';
 import { allows, Permission, Scope } from '../../domain/rbac';
 import type { Caller } from '../auth/caller';
 import { actingOrganization } from '../auth/policy';
-import type { AppDeps } from '../deps';
+import type { Needs } from '../deps';
 import type { KycWorkflows } from './workflows';
 import { type AnyRoute, defineRoute, type RouteAuth } from '../route';
 
@@ -110,7 +110,7 @@ function subjectView(user: KycUserRow, subject: KycSubjectRow) {
 }
 
 /** Internal KYC lookups (spec 4.2), served under both /v1/internal/kyc and /api/internal/kyc. */
-export function kycInternalRoutes(deps: AppDeps): AnyRoute[] {
+export function kycInternalRoutes(deps: Needs<'db'>): AnyRoute[] {
   const { db } = deps;
 
   /**

@@ -1,24 +1,17 @@
 import { z } from 'zod';
 import type { HotReads } from '../../db/kyc/hot-reads';
 import type { KycApplicationRow } from '../../db/kyc/applications';
-import { findSubject, findUser } from '../../db/kyc/subjects';
 import { beginSubmission, providerJobHeldElsewhere, type Submission, undoSubmission } from '../../db/kyc/verification';
-import { ErrorCode, type InvalidParam, ServiceError, SubCode } from '../../domain/errors';
-import {
-  negotiateProviderApiVersion,
-  type ProviderApiVersion,
-  versionsDifference,
-} from '../../domain/kyc/provider-version';
-import { verificationRules } from '../../domain/kyc/requirements';
+import { ErrorCode, ServiceError, SubCode } from '../../domain/errors';
 import { KycStatus, statusView } from '../../domain/kyc/status';
 import { V3_JOB_ID } from '../../providers/kyc/client';
-import { isSupportedDocument } from '../../providers/kyc/supported-documents';
 import type { KycVerificationInput } from '../../workflows/kyc/messages';
 import type { UserCaller } from '../auth/caller';
-import type { AppDeps } from '../deps';
-import { type DecodedImage, decodeImage, isInvalid, KycSubCode } from './images';
+import type { Needs } from '../deps';
+import { KycSubCode } from './images';
 import type { KycWorkflows } from './workflows';
 import { type AnyRoute, defineRoute, deprecatedAlias } from '../route';
+import { pinVersion, requireApplicantName, ServerUpload, submissionChecks } from './submission';
 import {
   APPLICANT,
   ApplicationPath,
@@ -29,33 +22,6 @@ import {
   VersionsHeader,
 } from './applications';
 
-const image = z.string().min(1).meta({ description: 'Base64 JPEG or PNG (a data: URL prefix is accepted).' });
-
-const ServerUpload = z.strictObject({
-  channel: z.literal('server_upload'),
-  id_type: z.string().min(1).max(64).meta({ example: 'IDENTITY_CARD' }),
-  country: z
-    .string()
-    .length(2)
-    .default('KE')
-    .meta({ description: 'Two-letter country of the document; KE when omitted.' }),
-  id_number: z.string().min(1).max(64).optional(),
-  date_of_birth: z.iso
-    .date()
-    .refine((day) => day >= '1900-01-01' && Date.parse(day) <= Date.now(), 'a past date, 1900 or later')
-    .optional()
-    .meta({
-      description:
-        "Extension: the applicant's date of birth as on the document (YYYY-MM-DD). With id_number, what the bank " +
-        'onboarding of a current-account activation needs once the verification is APPROVED.',
-      example: '1990-04-12',
-    }),
-  selfie: image,
-  document_front: image,
-  document_back: image.optional(),
-  liveness_images: z.array(image).max(50).optional(),
-  consent: z.boolean().optional(),
-});
 const ProviderSdk = z.strictObject({
   channel: z
     .enum(['provider_sdk', 'web_sdk'])
@@ -86,25 +52,56 @@ const ReportJobId = z.strictObject({ provider_job_id: z.string().min(1).max(100)
 const SUBMITTED = { description: 'Submitted (server_upload)', schema: ApplicationStatus };
 const SESSION_CREATED = { description: 'Provider session (provider_sdk, web_sdk)', schema: ProviderSession };
 
-export function kycVerificationRoutes(deps: AppDeps, workflows: KycWorkflows, hotReads: HotReads): AnyRoute[] {
-  const { config, db, clock } = deps;
-  const view = (application: Parameters<typeof statusView>[0]) =>
-    statusView(application, clock.now(), config.KYC_MAX_RESUBMISSIONS);
+type VerificationDeps = Needs<
+  'db' | 'clock',
+  | 'KYC_CALLBACK_WAIT'
+  | 'KYC_CONSENT_REQUIRED'
+  | 'KYC_LIVENESS_MAX_IMAGES'
+  | 'KYC_LIVENESS_MIN_IMAGES'
+  | 'KYC_MAX_IMAGE_BYTES'
+  | 'KYC_MAX_RESUBMISSIONS'
+  | 'KYC_PARTNER_ID'
+  | 'KYC_PROVIDER_NAME'
+  | 'KYC_STATUS_RECOVERY_TIMEOUT'
+  | 'KYC_STATUS_STALE_AFTER'
+>;
 
-  /**
-   * The version a submission runs on (spec 4.2): the header's values must be the ones GET
-   * verification was last sent, as a set; without a GET before it, the POST negotiates on its own.
-   */
-  function pinVersion(application: KycApplicationRow, header: string | undefined): ProviderApiVersion {
-    const difference = versionsDifference(application, header);
-    if (difference)
-      throw new ServiceError(
-        ErrorCode.INVALID_PARAMS,
-        'X-Provider-Api-Versions differs from the values sent to GET verification',
-        [{ path: 'header.x-provider-api-versions', reason: difference, sub_code: KycSubCode.VERSION_MISMATCH }],
-      );
-    return negotiateProviderApiVersion(header);
-  }
+/** The application as the status shape, at the moment of asking. */
+const statusOf = (deps: VerificationDeps) => (application: Parameters<typeof statusView>[0]) =>
+  statusView(application, deps.clock.now(), deps.config.KYC_MAX_RESUBMISSIONS);
+
+export function kycVerificationRoutes(deps: VerificationDeps, workflows: KycWorkflows, hotReads: HotReads): AnyRoute[] {
+  const verify = startVerificationRoute(deps, workflows, hotReads);
+  return [
+    verify,
+    deprecatedAlias(verify, {
+      path: '/v1/kyc/applications/{id}/verification/capture',
+      operationId: 'captureVerification',
+      summary: 'Server-side capture (deprecated alias of the server_upload channel)',
+      request: { params: ApplicationPath, headers: VersionsHeader, body: Capture },
+      responses: { 202: SUBMITTED },
+      toSuccessorInput: (input) => ({ ...input, body: { ...input.body, channel: 'server_upload' as const } }),
+    }),
+    deprecatedAlias(verify, {
+      path: '/v1/kyc/applications/{id}/verification/session',
+      operationId: 'createVerificationSession',
+      summary: 'Provider SDK session (deprecated alias of the provider_sdk channel)',
+      request: { params: ApplicationPath, headers: VersionsHeader, body: Session },
+      responses: { 201: SESSION_CREATED },
+      toSuccessorInput: (input) => ({
+        ...input,
+        body: { consent: input.body?.consent, channel: 'provider_sdk' as const },
+      }),
+    }),
+    providerJobRoute(deps, workflows),
+    statusRoute(deps, workflows, hotReads),
+  ];
+}
+
+/** POST verification: a server upload submitted to the provider, or a provider SDK session. */
+function startVerificationRoute(deps: VerificationDeps, workflows: KycWorkflows, hotReads: HotReads) {
+  const { config, db, clock } = deps;
+  const view = statusOf(deps);
 
   /** Moves the application to ID_VERIFICATION_PENDING for a new job, with its stored images; 409 when it cannot take one. */
   async function submit(application: KycApplicationRow, submission: Submission): Promise<KycApplicationRow> {
@@ -119,76 +116,9 @@ export function kycVerificationRoutes(deps: AppDeps, workflows: KycWorkflows, ho
     await undoSubmission(db, application.organization_id, application, clock.now());
     hotReads.forget(application.id);
   }
+  const { rulesFor, validateServerUpload } = submissionChecks(config);
 
-  const rulesFor = (version: ProviderApiVersion) =>
-    verificationRules(version, {
-      minLiveness: config.KYC_LIVENESS_MIN_IMAGES,
-      maxLiveness: config.KYC_LIVENESS_MAX_IMAGES,
-      consentRequired: config.KYC_CONSENT_REQUIRED,
-    });
-
-  function validateServerUpload(body: z.infer<typeof ServerUpload>, version: ProviderApiVersion) {
-    const rules = rulesFor(version);
-    const problems: InvalidParam[] = [];
-    const images: { kind: string; position: number; image: DecodedImage }[] = [];
-    const take = (kind: string, position: number, text: string, path: string, face = false) => {
-      const decoded = decodeImage(text, path, config.KYC_MAX_IMAGE_BYTES);
-      if (isInvalid(decoded)) problems.push(decoded);
-      else if (face && !rules.faceImageTypes.includes(decoded.contentType))
-        problems.push({
-          path,
-          reason: `must be ${rules.faceImageTypes.join(' or ')} on ${version}`,
-          sub_code: KycSubCode.UNSUPPORTED_IMAGE_TYPE,
-        });
-      else images.push({ kind, position, image: decoded });
-    };
-    take('SELFIE', 0, body.selfie, 'body.selfie', true);
-    take('DOCUMENT_FRONT', 0, body.document_front, 'body.document_front');
-    if (body.document_back) take('DOCUMENT_BACK', 0, body.document_back, 'body.document_back');
-    (body.liveness_images ?? []).forEach((frame, i) => take('LIVENESS', i, frame, `body.liveness_images.${i}`, true));
-    if (!isSupportedDocument(version, body.country, body.id_type)) {
-      problems.push({
-        path: 'body.id_type',
-        reason: `${body.id_type} is not supported for ${body.country} on ${version}`,
-        sub_code: KycSubCode.UNSUPPORTED_DOCUMENT,
-      });
-    }
-    if (rules.requiresConsent && body.consent !== true) {
-      problems.push({
-        path: 'body.consent',
-        reason: 'the applicant must consent',
-        sub_code: KycSubCode.CONSENT_REQUIRED,
-      });
-    }
-    const frames = body.liveness_images?.length ?? 0;
-    if ((frames > 0 || rules.requiresLiveness) && (frames < rules.minLiveness || frames > rules.maxLiveness)) {
-      problems.push({
-        path: 'body.liveness_images',
-        reason: `between ${rules.minLiveness} and ${rules.maxLiveness} frames`,
-        sub_code: SubCode.OUT_OF_RANGE,
-      });
-    }
-    if (problems.length > 0) throw new ServiceError(ErrorCode.INVALID_PARAMS, 'Invalid parameters', problems);
-    return images;
-  }
-
-  /** v3 sends the applicant's given and last names: a submission without a name on file is refused here, not by the provider later. */
-  async function requireApplicantName(caller: UserCaller): Promise<void> {
-    const [subject, user] = await Promise.all([
-      findSubject(db, caller.organizationId, caller.userId),
-      findUser(db, caller.organizationId, caller.userId),
-    ]);
-    if (!(subject?.name ?? user?.name)?.trim())
-      throw new ServiceError(ErrorCode.INVALID_PARAMS, 'Invalid parameters', [
-        {
-          path: 'applicant.name',
-          reason: "the provider needs the applicant's name on file (missing_applicant_fields lists it)",
-          sub_code: SubCode.REQUIRED,
-        },
-      ]);
-  }
-
-  const verify = defineRoute({
+  return defineRoute({
     method: 'post',
     path: '/v1/kyc/applications/{id}/verification',
     operationId: 'startVerification',
@@ -228,7 +158,7 @@ export function kycVerificationRoutes(deps: AppDeps, workflows: KycWorkflows, ho
         );
       if (body.channel === 'server_upload') {
         const images = validateServerUpload(body, apiVersion);
-        if (apiVersion === 'v3') await requireApplicantName(caller);
+        if (apiVersion === 'v3') await requireApplicantName(db, caller);
         const pending = await submit(application, {
           channel: 'server_upload',
           apiVersion,
@@ -285,116 +215,105 @@ export function kycVerificationRoutes(deps: AppDeps, workflows: KycWorkflows, ho
       };
     },
   });
-  return [
-    verify,
-    deprecatedAlias(verify, {
-      path: '/v1/kyc/applications/{id}/verification/capture',
-      operationId: 'captureVerification',
-      summary: 'Server-side capture (deprecated alias of the server_upload channel)',
-      request: { params: ApplicationPath, headers: VersionsHeader, body: Capture },
-      responses: { 202: SUBMITTED },
-      toSuccessorInput: (input) => ({ ...input, body: { ...input.body, channel: 'server_upload' as const } }),
-    }),
-    deprecatedAlias(verify, {
-      path: '/v1/kyc/applications/{id}/verification/session',
-      operationId: 'createVerificationSession',
-      summary: 'Provider SDK session (deprecated alias of the provider_sdk channel)',
-      request: { params: ApplicationPath, headers: VersionsHeader, body: Session },
-      responses: { 201: SESSION_CREATED },
-      toSuccessorInput: (input) => ({
-        ...input,
-        body: { consent: input.body?.consent, channel: 'provider_sdk' as const },
-      }),
-    }),
-    defineRoute({
-      method: 'patch',
-      path: '/v1/kyc/applications/{id}/verification/provider-job',
-      operationId: 'reportProviderJobId',
-      summary: "Report the provider's own job id of a provider_sdk verification",
-      description:
-        'Call once, right after the SDK reports a successful submission. Write-once: the same id again succeeds unchanged; a ' +
-        'different id gets 409; valid only while the verification is ID_VERIFICATION_PENDING (409 otherwise).',
-      tags: ['kyc'],
-      auth: APPLICANT,
-      request: { params: ApplicationPath, body: ReportJobId },
-      errors: {
-        NOT_FOUND: NO_SUCH_APPLICATION,
-        CONFLICT:
-          'a different provider job id is already recorded, the job belongs to another application, or the verification is not pending',
-        INVALID_PARAMS: 'on v3, a job id that is not a TypeID (job_ and 26 lower-case base32 characters)',
+}
+
+/** PATCH verification/provider-job: the provider's own job id of a provider_sdk verification, write-once. */
+function providerJobRoute(deps: VerificationDeps, workflows: KycWorkflows) {
+  const { db } = deps;
+  return defineRoute({
+    method: 'patch',
+    path: '/v1/kyc/applications/{id}/verification/provider-job',
+    operationId: 'reportProviderJobId',
+    summary: "Report the provider's own job id of a provider_sdk verification",
+    description:
+      'Call once, right after the SDK reports a successful submission. Write-once: the same id again succeeds unchanged; a ' +
+      'different id gets 409; valid only while the verification is ID_VERIFICATION_PENDING (409 otherwise).',
+    tags: ['kyc'],
+    auth: APPLICANT,
+    request: { params: ApplicationPath, body: ReportJobId },
+    errors: {
+      NOT_FOUND: NO_SUCH_APPLICATION,
+      CONFLICT:
+        'a different provider job id is already recorded, the job belongs to another application, or the verification is not pending',
+      INVALID_PARAMS: 'on v3, a job id that is not a TypeID (job_ and 26 lower-case base32 characters)',
+    },
+    responses: {
+      200: {
+        description: 'Recorded',
+        schema: z.object({ application_id: z.uuid(), provider_job_id: z.string() }).meta({ id: 'ProviderJobId' }),
       },
-      responses: {
-        200: {
-          description: 'Recorded',
-          schema: z.object({ application_id: z.uuid(), provider_job_id: z.string() }).meta({ id: 'ProviderJobId' }),
-        },
-      },
-      async handler(ctx, { params, body }) {
-        const caller = ctx.state.caller as UserCaller;
-        const application = await ownApplication(deps, caller, params.id);
-        if (application.status !== KycStatus.ID_VERIFICATION_PENDING) {
-          throw new ServiceError(ErrorCode.CONFLICT, 'The verification is not pending');
-        }
-        if (application.provider_job_id && application.provider_job_id !== body.provider_job_id) {
-          throw new ServiceError(ErrorCode.CONFLICT, 'A different provider job id is already recorded');
-        }
-        if (application.api_version === 'v3' && !V3_JOB_ID.test(body.provider_job_id))
-          throw new ServiceError(ErrorCode.INVALID_PARAMS, 'Invalid parameters', [
-            {
-              path: 'body.provider_job_id',
-              reason: 'a v3 job id is job_ followed by 26 lower-case base32 characters',
-              sub_code: SubCode.INVALID_FORMAT,
-            },
-          ]);
-        // A job is one application's: reporting another's (to be verified on it) is refused.
-        if (await providerJobHeldElsewhere(db, body.provider_job_id, application.id))
-          throw new ServiceError(ErrorCode.CONFLICT, 'The provider job belongs to another application');
-        const outcome = await workflows.reportProviderJobId(application.id, body.provider_job_id);
-        if (!outcome.ok) {
-          throw new ServiceError(
-            ErrorCode.CONFLICT,
-            outcome.reason === 'DIFFERENT_JOB_ID'
-              ? 'A different provider job id is already recorded'
-              : 'The verification is not pending',
-          );
-        }
-        ctx.body = { application_id: application.id, provider_job_id: body.provider_job_id };
-      },
-    }),
-    defineRoute({
-      method: 'get',
-      path: '/v1/kyc/applications/{id}/status',
-      operationId: 'getKycApplicationStatus',
-      summary: 'The application status; stale provider state is recovered before answering',
-      description:
-        'When a pending verification has not heard from the provider for KYC_STATUS_STALE_AFTER, the provider is asked first ' +
-        '(bounded by KYC_STATUS_RECOVERY_TIMEOUT). When the provider does not answer in time, the answer is what is known.',
-      tags: ['kyc'],
-      auth: APPLICANT,
-      request: { params: ApplicationPath },
-      responses: { 200: { description: 'Status', schema: ApplicationStatus } },
-      errors: { NOT_FOUND: NO_SUCH_APPLICATION },
-      async handler(ctx, { params }) {
-        const caller = ctx.state.caller as UserCaller;
-        let application = callersOwn(await hotReads.kycApplicationStatus(caller.organizationId, params.id), caller);
-        const lastHeard = application.provider_checked_at ?? application.submitted_at;
-        const stale =
-          application.status === KycStatus.ID_VERIFICATION_PENDING &&
-          (!lastHeard || clock.now().getTime() - lastHeard.getTime() > config.KYC_STATUS_STALE_AFTER);
-        if (stale) {
-          let timer: NodeJS.Timeout | undefined;
-          const timeout = new Promise<false>(
-            (resolve) => (timer = setTimeout(() => resolve(false), config.KYC_STATUS_RECOVERY_TIMEOUT)),
-          );
-          const recovered = await Promise.race([workflows.refreshStatus(application.id).catch(() => false), timeout]);
-          clearTimeout(timer);
-          if (recovered)
-            application =
-              (await hotReads.kycApplicationStatus(caller.organizationId, application.id, { fresh: true })) ??
-              application;
-        }
-        ctx.body = view(application);
-      },
-    }),
-  ];
+    },
+    async handler(ctx, { params, body }) {
+      const caller = ctx.state.caller as UserCaller;
+      const application = await ownApplication(deps, caller, params.id);
+      if (application.status !== KycStatus.ID_VERIFICATION_PENDING) {
+        throw new ServiceError(ErrorCode.CONFLICT, 'The verification is not pending');
+      }
+      if (application.provider_job_id && application.provider_job_id !== body.provider_job_id) {
+        throw new ServiceError(ErrorCode.CONFLICT, 'A different provider job id is already recorded');
+      }
+      if (application.api_version === 'v3' && !V3_JOB_ID.test(body.provider_job_id))
+        throw new ServiceError(ErrorCode.INVALID_PARAMS, 'Invalid parameters', [
+          {
+            path: 'body.provider_job_id',
+            reason: 'a v3 job id is job_ followed by 26 lower-case base32 characters',
+            sub_code: SubCode.INVALID_FORMAT,
+          },
+        ]);
+      // A job is one application's: reporting another's (to be verified on it) is refused.
+      if (await providerJobHeldElsewhere(db, body.provider_job_id, application.id))
+        throw new ServiceError(ErrorCode.CONFLICT, 'The provider job belongs to another application');
+      const outcome = await workflows.reportProviderJobId(application.id, body.provider_job_id);
+      if (!outcome.ok) {
+        throw new ServiceError(
+          ErrorCode.CONFLICT,
+          outcome.reason === 'DIFFERENT_JOB_ID'
+            ? 'A different provider job id is already recorded'
+            : 'The verification is not pending',
+        );
+      }
+      ctx.body = { application_id: application.id, provider_job_id: body.provider_job_id };
+    },
+  });
+}
+
+/** GET status: the application's status, recovered from the provider first when stale. */
+function statusRoute(deps: VerificationDeps, workflows: KycWorkflows, hotReads: HotReads) {
+  const { config, clock } = deps;
+  const view = statusOf(deps);
+  return defineRoute({
+    method: 'get',
+    path: '/v1/kyc/applications/{id}/status',
+    operationId: 'getKycApplicationStatus',
+    summary: 'The application status; stale provider state is recovered before answering',
+    description:
+      'When a pending verification has not heard from the provider for KYC_STATUS_STALE_AFTER, the provider is asked first ' +
+      '(bounded by KYC_STATUS_RECOVERY_TIMEOUT). When the provider does not answer in time, the answer is what is known.',
+    tags: ['kyc'],
+    auth: APPLICANT,
+    request: { params: ApplicationPath },
+    responses: { 200: { description: 'Status', schema: ApplicationStatus } },
+    errors: { NOT_FOUND: NO_SUCH_APPLICATION },
+    async handler(ctx, { params }) {
+      const caller = ctx.state.caller as UserCaller;
+      let application = callersOwn(await hotReads.kycApplicationStatus(caller.organizationId, params.id), caller);
+      const lastHeard = application.provider_checked_at ?? application.submitted_at;
+      const stale =
+        application.status === KycStatus.ID_VERIFICATION_PENDING &&
+        (!lastHeard || clock.now().getTime() - lastHeard.getTime() > config.KYC_STATUS_STALE_AFTER);
+      if (stale) {
+        let timer: NodeJS.Timeout | undefined;
+        const timeout = new Promise<false>(
+          (resolve) => (timer = setTimeout(() => resolve(false), config.KYC_STATUS_RECOVERY_TIMEOUT)),
+        );
+        const recovered = await Promise.race([workflows.refreshStatus(application.id).catch(() => false), timeout]);
+        clearTimeout(timer);
+        if (recovered)
+          application =
+            (await hotReads.kycApplicationStatus(caller.organizationId, application.id, { fresh: true })) ??
+            application;
+      }
+      ctx.body = view(application);
+    },
+  });
 }

@@ -23,7 +23,7 @@ import { sendUpdate } from '../updates';
  * The one module through which the API drives kyc-verification workflows: start,
  * Update-with-Start, signal and update, with "already started" taken as success.
  */
-export function kycWorkflows(temporal: Client, config: Config) {
+export function kycWorkflows(temporal: Client, config: Pick<Config, 'KYC_SWEEP_BATCH_SIZE' | 'TEMPORAL_TASK_QUEUE'>) {
   const startOptions = (input: KycVerificationInput, userId: string) => ({
     taskQueue: config.TEMPORAL_TASK_QUEUE,
     workflowId: workflowIds.kycVerification(input.applicationId),

@@ -19,7 +19,7 @@ import { borrowingLimit, type PeriodUnit } from '../../domain/loans/terms';
 import { Permission } from '../../domain/rbac';
 import { LoanOfferError } from '../../workflows/loans/messages';
 import type { Caller } from '../auth/caller';
-import type { AppDeps } from '../deps';
+import type { Needs } from '../deps';
 import { IdempotencyKeyHeader, idempotentExecutionId } from '../middleware/idempotency';
 import { type AnyRoute, defineRoute, type RouteAuth } from '../route';
 import {
@@ -100,7 +100,7 @@ const APPLY_REFUSED =
 const refusal = (path: string, reason: string, subCode: string) =>
   new ServiceError(ErrorCode.BAD_REQUEST, `${subCode}: ${reason}`, [{ path, reason, sub_code: subCode }]);
 
-export function loanApplicationRoutes(deps: AppDeps, workflows: LoanWorkflows): AnyRoute[] {
+export function loanApplicationRoutes(deps: Needs<'db' | 'clock'>, workflows: LoanWorkflows): AnyRoute[] {
   const { db, clock } = deps;
 
   /** The organization and borrower a request acts for, by the user_id rule of spec 4.3. */

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { accountInstallments } from '../../db/loans/loans';
 import { Permission } from '../../domain/rbac';
 import type { Caller } from '../auth/caller';
-import type { AppDeps } from '../deps';
+import type { Needs } from '../deps';
 import { type AnyRoute, defineRoute } from '../route';
 import { readableAccount } from './accounts';
 
@@ -34,7 +34,7 @@ const Installment = z
  * every loan on a lending account, newest loan first. Only the account's owner (or staff and
  * keys of its organization with accounts.read) sees it; anyone else gets 404.
  */
-export function installmentRoutes(deps: AppDeps): AnyRoute[] {
+export function installmentRoutes(deps: Needs<'db'>): AnyRoute[] {
   const { db } = deps;
   return [
     defineRoute({

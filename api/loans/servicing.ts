@@ -13,7 +13,7 @@ import { ErrorCode, ServiceError, SubCode } from '../../domain/errors';
 import { Permission } from '../../domain/rbac';
 import { LoanServicingError } from '../../workflows/loans/messages';
 import type { Caller } from '../auth/caller';
-import type { AppDeps } from '../deps';
+import type { Needs } from '../deps';
 import { IdempotencyKeyHeader, idempotentExecutionId } from '../middleware/idempotency';
 import { Money, Transaction } from '../mobile-money/views';
 import { type AnyRoute, defineRoute, type RouteAuth } from '../route';
@@ -46,7 +46,7 @@ const REFUSALS = {
  * separate transaction events"): each is an Update on the loan's run, which writes a new event
  * with its own allocation records offsetting or settling amounts, never changing a record.
  */
-export function loanServicingRoutes(deps: AppDeps, workflows: LoanServicingWorkflows): AnyRoute[] {
+export function loanServicingRoutes(deps: Needs<'db'>, workflows: LoanServicingWorkflows): AnyRoute[] {
   const { db } = deps;
 
   async function accountOf(ctx: Context, accountId: string): Promise<string> {

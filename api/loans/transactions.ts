@@ -12,7 +12,7 @@ import {
 import { ErrorCode, ServiceError, SubCode } from '../../domain/errors';
 import { Permission } from '../../domain/rbac';
 import type { Caller } from '../auth/caller';
-import type { AppDeps } from '../deps';
+import type { Needs } from '../deps';
 import { Transaction, transactionView } from '../mobile-money/views';
 import { type AnyRoute, defineRoute, type RouteAuth } from '../route';
 import { readableAccount } from './accounts';
@@ -159,7 +159,7 @@ function links(path: string, scope: string, size: number, page: Page<{ seq: stri
  * with the allocation records it made, and one installment's allocation records with their
  * events, closed revolving cycles included. Newest first, keyset-paged both ways.
  */
-export function installmentTransactionRoutes(deps: AppDeps): AnyRoute[] {
+export function installmentTransactionRoutes(deps: Needs<'db'>): AnyRoute[] {
   const { db } = deps;
 
   function pageOf(query: z.output<typeof PageQuery>, scope: string) {

@@ -27,7 +27,7 @@ import { sendUpdate } from '../updates';
  * with the offer, and take the offer through its acceptOffer Update. The run carries the
  * organization, credit account, application and user ids as search attributes.
  */
-export function loanWorkflows(temporal: Client, config: Config) {
+export function loanWorkflows(temporal: Client, config: Pick<Config, 'LOAN_DAY_LENGTH' | 'TEMPORAL_TASK_QUEUE'>) {
   return {
     async startOffer(offer: Omit<LoanOfferInput, 'dayMs'> & { accountId: string; userId: string }): Promise<void> {
       const { accountId, userId, ...input } = offer;

@@ -191,7 +191,20 @@ function tooMany(budget: Budget, decision: Decision): ServiceError {
  * merely getting another answer); provider callbacks per source address. 429 answers carry
  * Retry-After; every admitted answer carries the caller budget's RateLimit-* headers.
  */
-export function createRateLimiter(config: Config, db: Knex, logger: Logger) {
+export function createRateLimiter(
+  config: Pick<
+    Config,
+    | 'RATE_LIMIT_AUTH_FAILURE_POINTS'
+    | 'RATE_LIMIT_CALLBACK_POINTS'
+    | 'RATE_LIMIT_CALLER_POINTS'
+    | 'RATE_LIMIT_MEMORY'
+    | 'RATE_LIMIT_ORGANIZATION_POINTS'
+    | 'RATE_LIMIT_SYNC_INTERVAL'
+    | 'RATE_LIMIT_WINDOW'
+  >,
+  db: Knex,
+  logger: Logger,
+) {
   const duration = Math.max(1, Math.round(config.RATE_LIMIT_WINDOW / 1000));
   const make = (keyPrefix: string, points: number): Budget =>
     config.RATE_LIMIT_MEMORY

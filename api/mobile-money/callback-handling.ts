@@ -12,7 +12,7 @@ import { ErrorCode, ServiceError } from '../../domain/errors';
 import { isUuid } from '../../domain/identifiers';
 import { MAX_CALLBACK_SIGNALS, MAX_EARLY_CALLBACK_SIGNALS, RECEIPT } from '../../domain/mobile-money/callbacks';
 import { MalformedCallbackError } from '../../providers/mobile-money/callbacks';
-import type { AppDeps } from '../deps';
+import type { Needs } from '../deps';
 import type { HttpMetrics } from '../metrics';
 
 /**
@@ -74,7 +74,10 @@ export interface Received {
   body: unknown;
 }
 
-export function callbackHandling(deps: Pick<AppDeps, 'db' | 'logger' | 'config'>, metrics: HttpMetrics) {
+export function callbackHandling(
+  deps: Needs<'db' | 'logger', 'CALLBACKS_STORED_PER_RESOURCE' | 'MOBILE_MONEY_CALLBACK_SOURCES'>,
+  metrics: HttpMetrics,
+) {
   const { db, logger, config } = deps;
   const cap = config.CALLBACKS_STORED_PER_RESOURCE;
 

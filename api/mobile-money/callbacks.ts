@@ -6,7 +6,7 @@ import { isUuid } from '../../domain/identifiers';
 import { type Assessment, assessPayoutResult, assessPushCallback } from '../../domain/mobile-money/callbacks';
 import { FINAL_STATUSES } from '../../domain/mobile-money/transaction';
 import { parseB2cResult, parseStkCallback } from '../../providers/mobile-money/callbacks';
-import type { AppDeps } from '../deps';
+import type { Needs } from '../deps';
 import type { HttpMetrics } from '../metrics';
 import { type AnyRoute, defineRoute } from '../route';
 import { CallbackAddress, callbackHandling, type Kind, type Received, sameToken } from './callback-handling';
@@ -24,7 +24,10 @@ import type { MobileMoneyWorkflows } from './workflows';
  * stored; a transaction's callbacks are stored up to CALLBACKS_STORED_PER_RESOURCE.
  */
 export function mobileMoneyCallbackRoutes(
-  deps: AppDeps,
+  deps: Needs<
+    'db' | 'logger',
+    'STK_PUSH_CONFIRM_SUCCESS' | 'CALLBACKS_STORED_PER_RESOURCE' | 'MOBILE_MONEY_CALLBACK_SOURCES'
+  >,
   workflows: MobileMoneyWorkflows,
   metrics: HttpMetrics,
 ): AnyRoute[] {

@@ -11,7 +11,7 @@ import { isUuid } from '../../domain/identifiers';
 import { assessPayoutStatus } from '../../domain/mobile-money/payout-status';
 import { FINAL_STATUSES } from '../../domain/mobile-money/transaction';
 import { parseTransactionStatusResult } from '../../providers/mobile-money/callbacks';
-import type { AppDeps } from '../deps';
+import type { Needs } from '../deps';
 import { type AnyRoute, defineRoute } from '../route';
 import { CallbackAddress, type CallbackHandling, type Kind, type Received, sameToken } from './callback-handling';
 import type { MobileMoneyWorkflows } from './workflows';
@@ -27,7 +27,7 @@ import type { MobileMoneyWorkflows } from './workflows';
  * next interval.
  */
 export function payoutStatusCallbackRoutes(
-  deps: Pick<AppDeps, 'db' | 'logger'>,
+  deps: Needs<'db' | 'logger'>,
   workflows: MobileMoneyWorkflows,
   handling: CallbackHandling,
 ): AnyRoute[] {

@@ -22,7 +22,7 @@ import {
 import { Permission } from '../../domain/rbac';
 import type { Caller } from '../auth/caller';
 import { IdempotencyKeyHeader, idempotentExecutionId } from '../middleware/idempotency';
-import type { AppDeps } from '../deps';
+import type { Needs } from '../deps';
 import { type AnyRoute, defineRoute, type RouteAuth } from '../route';
 import { Money, Transaction, transactionView } from './views';
 import type { MobileMoneyWorkflows, MoneyMovement as Movement } from './workflows';
@@ -63,7 +63,10 @@ const READER: RouteAuth = {
 const badField = (path: string, reason: string, subCode: string = SubCode.INVALID_VALUE) =>
   new ServiceError(ErrorCode.BAD_REQUEST, reason, [{ path, reason, sub_code: subCode }]);
 
-export function transactionRoutes(deps: AppDeps, workflows: MobileMoneyWorkflows): AnyRoute[] {
+export function transactionRoutes(
+  deps: Needs<'db' | 'clock', 'MOBILE_MONEY_SHORT_CODE' | 'MOBILE_MONEY_TILL_NUMBER'>,
+  workflows: MobileMoneyWorkflows,
+): AnyRoute[] {
   const { db, config, clock } = deps;
 
   /** The caller's own active account, and an amount the provider can carry in its currency. */

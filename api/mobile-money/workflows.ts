@@ -24,7 +24,19 @@ import { AccountId, OrganizationId, TransactionId } from '../../workflows/search
  * carry the organization, account and transaction ids as search attributes, so an operator finds
  * a push or a payout in the Temporal UI by the ids the API returns.
  */
-export function mobileMoneyWorkflows(temporal: Client, config: Config) {
+export function mobileMoneyWorkflows(
+  temporal: Client,
+  config: Pick<
+    Config,
+    | 'SEND_MONEY_RESULT_WAIT'
+    | 'SEND_MONEY_STATUS_QUERY_AFTER'
+    | 'SEND_MONEY_STATUS_QUERY_INTERVAL'
+    | 'STK_PUSH_CALLBACK_WAIT'
+    | 'STK_PUSH_QUERY_DEADLINE'
+    | 'STK_PUSH_QUERY_INTERVAL'
+    | 'TEMPORAL_TASK_QUEUE'
+  >,
+) {
   const options = (workflowId: string, transaction: MoneyMovement) => ({
     taskQueue: config.TEMPORAL_TASK_QUEUE,
     workflowId,

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { ping } from '../../db/knex';
 import { ErrorCode, ServiceError } from '../../domain/errors';
-import type { AppDeps } from '../deps';
+import type { Needs } from '../deps';
 import type { HttpMetrics } from '../metrics';
 import { type AnyRoute, defineRoute } from '../route';
 
@@ -56,7 +56,11 @@ const DOCS_PAGE = `<!doctype html>
 </body>
 </html>`;
 
-export function systemRoutes(deps: AppDeps, metrics: HttpMetrics, openApiDocument: () => unknown): AnyRoute[] {
+export function systemRoutes(
+  deps: Needs<'db' | 'temporal', 'READINESS_TIMEOUT'>,
+  metrics: HttpMetrics,
+  openApiDocument: () => unknown,
+): AnyRoute[] {
   const { db, temporal, config } = deps;
   return [
     defineRoute({

@@ -1,4 +1,5 @@
 import type { Context } from 'koa';
+import type { Knex } from 'knex';
 import { z } from 'zod';
 import { findAgent } from '../../db/agents/agents';
 import {
@@ -88,6 +89,23 @@ const Reason = z
   .regex(/^[^\u0000-\u001f\u007f-\u009f]+$/, 'printable text, no control characters');
 const READER: RouteAuth = { schemes: ['user'], permission: Permission.AGENTS_READ, refuseWaitingList: true };
 
+/** The agent, if the caller may see it (itself, an agent above it, or an admin); not found otherwise. */
+async function visibleAgent(db: Knex, ctx: Context, userId: string) {
+  const caller = ctx.state.caller as UserCaller;
+  const admin = (await actingAs(db, caller)) === 'admin';
+  const agent = await findAgent(db, caller.organizationId, userId);
+  if (!agent || !(admin || (await supervises(db, caller.organizationId, caller.userId, userId, 0))))
+    throw new ServiceError(ErrorCode.NOT_FOUND, 'No such agent');
+  return { caller, admin };
+}
+/** The agent, if the caller may assign its customers: an agent above it or an admin (not the agent itself). */
+async function managedAgent(db: Knex, ctx: Context, userId: string) {
+  const acting = await visibleAgent(db, ctx, userId);
+  if (acting.caller.userId === userId)
+    throw new ServiceError(ErrorCode.FORBIDDEN, 'An agent’s customers are assigned by those above it');
+  return acting;
+}
+
 /**
  * An agent's customers (spec 4.6) and the assignments that make them (extensions). Who may see an
  * agent's list: the agent itself, the agents above it, and the organization's admins
@@ -95,167 +113,160 @@ const READER: RouteAuth = { schemes: ['user'], permission: Permission.AGENTS_REA
  * told there is no such agent (404), so the hierarchy is not probed.
  */
 export function assignmentRoutes(deps: Needs<'db' | 'clock'>): AnyRoute[] {
-  const { db, clock } = deps;
-  /** The agent, if the caller may see it (itself, an agent above it, or an admin); not found otherwise. */
-  async function visibleAgent(ctx: Context, userId: string) {
-    const caller = ctx.state.caller as UserCaller;
-    const admin = (await actingAs(db, caller)) === 'admin';
-    const agent = await findAgent(db, caller.organizationId, userId);
-    if (!agent || !(admin || (await supervises(db, caller.organizationId, caller.userId, userId, 0))))
-      throw new ServiceError(ErrorCode.NOT_FOUND, 'No such agent');
-    return { caller, admin };
-  }
-  /** The agent, if the caller may assign its customers: an agent above it or an admin (not the agent itself). */
-  async function managedAgent(ctx: Context, userId: string) {
-    const acting = await visibleAgent(ctx, userId);
-    if (acting.caller.userId === userId)
-      throw new ServiceError(ErrorCode.FORBIDDEN, 'An agent’s customers are assigned by those above it');
-    return acting;
-  }
+  return [listCustomersRoute(deps), assignRoute(deps), unassignRoute(deps)];
+}
 
-  return [
-    defineRoute({
-      method: 'get',
-      path: '/v1/agents/{userId}/customers',
-      operationId: 'listAgentCustomers',
-      summary: 'An agent’s customers: its assignments, active first, then its history',
-      description:
-        'Visible to the agent itself, the agents above it and the organization’s admins; to anyone else the agent is not ' +
-        'found (404). Order: active assignments first, then ended ones, each newest assignment first. The body is the ' +
-        'spec’s array of Agent assignment; paging rides in the `Link` header (RFC 8288): `<…?size=20&after=…>; ' +
-        'rel="next"` while more follow, `<…?size=20&before=…>; rel="prev"` while some precede (relative to this ' +
-        'path, keeping size; none at either end). size 1 to 100 (default 20); after and before together are 400.',
-      tags: ['agents'],
-      auth: READER,
-      request: {
-        params: AgentPath,
-        query: z.strictObject({
-          size: z.coerce.number().int().min(1).max(AGENT_PAGE_SIZE.max).default(AGENT_PAGE_SIZE.default),
-          after: Cursor.optional(),
-          before: Cursor.optional(),
-        }),
-      },
-      responses: {
-        200: {
-          description: 'A page of assignments (an array; the Link header pages)',
-          schema: z.array(AgentAssignment).meta({ id: 'AgentAssignmentList' }),
-          headers: {
-            Link: {
-              description:
-                'RFC 8288 links to the neighbouring pages, relative to this path: rel="next" and rel="prev" when ' +
-                'there are such pages; absent when there are none.',
-            },
+/** GET customers: the agent's assignments, paged by the Link header. */
+function listCustomersRoute({ db }: Needs<'db'>) {
+  return defineRoute({
+    method: 'get',
+    path: '/v1/agents/{userId}/customers',
+    operationId: 'listAgentCustomers',
+    summary: 'An agent’s customers: its assignments, active first, then its history',
+    description:
+      'Visible to the agent itself, the agents above it and the organization’s admins; to anyone else the agent is not ' +
+      'found (404). Order: active assignments first, then ended ones, each newest assignment first. The body is the ' +
+      'spec’s array of Agent assignment; paging rides in the `Link` header (RFC 8288): `<…?size=20&after=…>; ' +
+      'rel="next"` while more follow, `<…?size=20&before=…>; rel="prev"` while some precede (relative to this ' +
+      'path, keeping size; none at either end). size 1 to 100 (default 20); after and before together are 400.',
+    tags: ['agents'],
+    auth: READER,
+    request: {
+      params: AgentPath,
+      query: z.strictObject({
+        size: z.coerce.number().int().min(1).max(AGENT_PAGE_SIZE.max).default(AGENT_PAGE_SIZE.default),
+        after: Cursor.optional(),
+        before: Cursor.optional(),
+      }),
+    },
+    responses: {
+      200: {
+        description: 'A page of assignments (an array; the Link header pages)',
+        schema: z.array(AgentAssignment).meta({ id: 'AgentAssignmentList' }),
+        headers: {
+          Link: {
+            description:
+              'RFC 8288 links to the neighbouring pages, relative to this path: rel="next" and rel="prev" when ' +
+              'there are such pages; absent when there are none.',
           },
         },
       },
-      errors: {
-        BAD_REQUEST: 'size out of range, a cursor this service did not give out, or after and before together',
-        NOT_FOUND: 'no such agent, or not one the caller may see',
-        FORBIDDEN: 'an agent that is not ACTIVE (SUSPENDED or INACTIVE) acts as no agent',
-      },
-      async handler(ctx, { params, query }) {
-        const { caller } = await visibleAgent(ctx, params.userId);
-        if (query.after && query.before) throw new ServiceError(ErrorCode.BAD_REQUEST, 'Bad Request');
-        const key = query.after ? 'after' : 'before';
-        const cursor = query[key];
-        const position = cursor === undefined ? undefined : decodeCursor(cursor);
-        if (cursor !== undefined && !position)
-          throw new ServiceError(ErrorCode.INVALID_PARAMS, 'Invalid parameters', [
-            { path: `query.${key}`, reason: 'not a cursor this list gave out', sub_code: SubCode.INVALID_VALUE },
-          ]);
-        const page = await agentAssignments(db, caller.organizationId, params.userId, {
-          size: query.size,
-          ...(position && { [key]: position }),
-        });
-        const link = (rel: 'next' | 'prev', row: AssignmentRow) =>
-          `<${ctx.path}?size=${query.size}&${rel === 'next' ? 'after' : 'before'}=${encodeCursor(row)}>; rel="${rel}"`;
-        const links = [
-          ...(page.more ? [link('next', page.rows.at(-1)!)] : []),
-          ...(page.less ? [link('prev', page.rows[0]!)] : []),
-        ];
-        if (links.length > 0) ctx.set('Link', links.join(', '));
-        ctx.body = page.rows.map(view);
-      },
-    }),
-    defineRoute({
-      method: 'post',
-      path: '/v1/agents/{userId}/customers',
-      operationId: 'assignAgentCustomer',
-      summary: 'Assign a customer to the agent (extension)',
-      description:
-        'By the agents above it or an admin. The customer’s active assignment to another agent ends (unassigned_at, ' +
-        'unassigned_by, the same reason) and a new one begins: 201. Already this agent’s customer: 200, nothing changes. ' +
-        'An agent moves customers only within its own branch (unassigned ones, or those of agents under it); a customer ' +
-        'assigned in another branch is 409, and only an admin moves them. The answer shows the customer’s name, e-mail ' +
-        'and phone: whoever may assign a customer serves them.',
-      extension: true,
-      tags: ['agents'],
-      auth: READER,
-      request: {
-        params: AgentPath,
-        body: z.strictObject({ customer_user_id: z.uuid(), reason: Reason.optional() }),
-      },
-      responses: {
-        201: { description: 'Assigned', schema: AgentAssignment },
-        200: { description: 'Already assigned to this agent', schema: AgentAssignment },
-      },
-      errors: {
-        NOT_FOUND: 'no such agent the caller may see, or no such customer in the organization',
-        CONFLICT: 'the customer is assigned in another branch (only an admin moves them)',
-        FORBIDDEN:
-          'the agent itself (its customers are assigned by those above it); an agent that is not ACTIVE (SUSPENDED or INACTIVE) acts as no agent',
-      },
-      async handler(ctx, { params, body }) {
-        const { caller, admin } = await managedAgent(ctx, params.userId);
-        if (!(await isCustomer(db, caller.organizationId, body.customer_user_id)))
-          throw new ServiceError(ErrorCode.NOT_FOUND, 'No such customer');
-        const done = await assignCustomer(db, caller.organizationId, {
-          agentUserId: params.userId,
-          customerUserId: body.customer_user_id,
-          by: caller.userId,
-          reason: body.reason ?? null,
-          now: clock.now(),
-          ...(!admin && { within: caller.userId }),
-        });
-        if ('otherBranch' in done)
-          throw new ServiceError(
-            ErrorCode.CONFLICT,
-            'The customer is assigned in another branch of the network: an admin can move them',
-          );
-        ctx.status = done.created ? 201 : 200;
-        ctx.body = view(done.assignment);
-      },
-    }),
-    defineRoute({
-      method: 'post',
-      path: '/v1/agents/{userId}/customers/{customerUserId}/unassign',
-      operationId: 'unassignAgentCustomer',
-      summary: 'End a customer’s assignment to the agent (extension)',
-      description: 'By the agents above it or an admin; the assignment is kept as history with who ended it and why.',
-      extension: true,
-      tags: ['agents'],
-      auth: READER,
-      request: {
-        params: AgentPath.extend({ customerUserId: z.uuid() }),
-        body: z.strictObject({ reason: Reason }),
-      },
-      responses: { 200: { description: 'Ended', schema: AgentAssignment } },
-      errors: {
-        NOT_FOUND: 'no such agent the caller may see, or the customer is not assigned to it',
-        FORBIDDEN: 'the agent itself; an agent that is not ACTIVE (SUSPENDED or INACTIVE) acts as no agent',
-      },
-      async handler(ctx, { params, body }) {
-        const { caller } = await managedAgent(ctx, params.userId);
-        const ended = await unassignCustomer(db, caller.organizationId, {
-          agentUserId: params.userId,
-          customerUserId: params.customerUserId,
-          by: caller.userId,
-          reason: body.reason,
-          now: clock.now(),
-        });
-        if (!ended) throw new ServiceError(ErrorCode.NOT_FOUND, 'The customer is not assigned to this agent');
-        ctx.body = view(ended);
-      },
-    }),
-  ];
+    },
+    errors: {
+      BAD_REQUEST: 'size out of range, a cursor this service did not give out, or after and before together',
+      NOT_FOUND: 'no such agent, or not one the caller may see',
+      FORBIDDEN: 'an agent that is not ACTIVE (SUSPENDED or INACTIVE) acts as no agent',
+    },
+    async handler(ctx, { params, query }) {
+      const { caller } = await visibleAgent(db, ctx, params.userId);
+      if (query.after && query.before) throw new ServiceError(ErrorCode.BAD_REQUEST, 'Bad Request');
+      const key = query.after ? 'after' : 'before';
+      const cursor = query[key];
+      const position = cursor === undefined ? undefined : decodeCursor(cursor);
+      if (cursor !== undefined && !position)
+        throw new ServiceError(ErrorCode.INVALID_PARAMS, 'Invalid parameters', [
+          { path: `query.${key}`, reason: 'not a cursor this list gave out', sub_code: SubCode.INVALID_VALUE },
+        ]);
+      const page = await agentAssignments(db, caller.organizationId, params.userId, {
+        size: query.size,
+        ...(position && { [key]: position }),
+      });
+      const link = (rel: 'next' | 'prev', row: AssignmentRow) =>
+        `<${ctx.path}?size=${query.size}&${rel === 'next' ? 'after' : 'before'}=${encodeCursor(row)}>; rel="${rel}"`;
+      const links = [
+        ...(page.more ? [link('next', page.rows.at(-1)!)] : []),
+        ...(page.less ? [link('prev', page.rows[0]!)] : []),
+      ];
+      if (links.length > 0) ctx.set('Link', links.join(', '));
+      ctx.body = page.rows.map(view);
+    },
+  });
+}
+
+/** POST customers: assigning a customer to the agent. */
+function assignRoute({ db, clock }: Needs<'db' | 'clock'>) {
+  return defineRoute({
+    method: 'post',
+    path: '/v1/agents/{userId}/customers',
+    operationId: 'assignAgentCustomer',
+    summary: 'Assign a customer to the agent (extension)',
+    description:
+      'By the agents above it or an admin. The customer’s active assignment to another agent ends (unassigned_at, ' +
+      'unassigned_by, the same reason) and a new one begins: 201. Already this agent’s customer: 200, nothing changes. ' +
+      'An agent moves customers only within its own branch (unassigned ones, or those of agents under it); a customer ' +
+      'assigned in another branch is 409, and only an admin moves them. The answer shows the customer’s name, e-mail ' +
+      'and phone: whoever may assign a customer serves them.',
+    extension: true,
+    tags: ['agents'],
+    auth: READER,
+    request: {
+      params: AgentPath,
+      body: z.strictObject({ customer_user_id: z.uuid(), reason: Reason.optional() }),
+    },
+    responses: {
+      201: { description: 'Assigned', schema: AgentAssignment },
+      200: { description: 'Already assigned to this agent', schema: AgentAssignment },
+    },
+    errors: {
+      NOT_FOUND: 'no such agent the caller may see, or no such customer in the organization',
+      CONFLICT: 'the customer is assigned in another branch (only an admin moves them)',
+      FORBIDDEN:
+        'the agent itself (its customers are assigned by those above it); an agent that is not ACTIVE (SUSPENDED or INACTIVE) acts as no agent',
+    },
+    async handler(ctx, { params, body }) {
+      const { caller, admin } = await managedAgent(db, ctx, params.userId);
+      if (!(await isCustomer(db, caller.organizationId, body.customer_user_id)))
+        throw new ServiceError(ErrorCode.NOT_FOUND, 'No such customer');
+      const done = await assignCustomer(db, caller.organizationId, {
+        agentUserId: params.userId,
+        customerUserId: body.customer_user_id,
+        by: caller.userId,
+        reason: body.reason ?? null,
+        now: clock.now(),
+        ...(!admin && { within: caller.userId }),
+      });
+      if ('otherBranch' in done)
+        throw new ServiceError(
+          ErrorCode.CONFLICT,
+          'The customer is assigned in another branch of the network: an admin can move them',
+        );
+      ctx.status = done.created ? 201 : 200;
+      ctx.body = view(done.assignment);
+    },
+  });
+}
+
+/** POST unassign: ending a customer's assignment, kept as history. */
+function unassignRoute({ db, clock }: Needs<'db' | 'clock'>) {
+  return defineRoute({
+    method: 'post',
+    path: '/v1/agents/{userId}/customers/{customerUserId}/unassign',
+    operationId: 'unassignAgentCustomer',
+    summary: 'End a customer’s assignment to the agent (extension)',
+    description: 'By the agents above it or an admin; the assignment is kept as history with who ended it and why.',
+    extension: true,
+    tags: ['agents'],
+    auth: READER,
+    request: {
+      params: AgentPath.extend({ customerUserId: z.uuid() }),
+      body: z.strictObject({ reason: Reason }),
+    },
+    responses: { 200: { description: 'Ended', schema: AgentAssignment } },
+    errors: {
+      NOT_FOUND: 'no such agent the caller may see, or the customer is not assigned to it',
+      FORBIDDEN: 'the agent itself; an agent that is not ACTIVE (SUSPENDED or INACTIVE) acts as no agent',
+    },
+    async handler(ctx, { params, body }) {
+      const { caller } = await managedAgent(db, ctx, params.userId);
+      const ended = await unassignCustomer(db, caller.organizationId, {
+        agentUserId: params.userId,
+        customerUserId: params.customerUserId,
+        by: caller.userId,
+        reason: body.reason,
+        now: clock.now(),
+      });
+      if (!ended) throw new ServiceError(ErrorCode.NOT_FOUND, 'The customer is not assigned to this agent');
+      ctx.body = view(ended);
+    },
+  });
 }

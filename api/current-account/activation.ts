@@ -70,18 +70,17 @@ const NO_ACTIVATION = 'the caller has no current account, or never started an ac
 const TAG = ['current account'];
 const SUCCESSOR = '/v1/user/accounts/current/activation/otp/confirm';
 
+type ActivationDeps = Needs<
+  'db' | 'clock' | 'providers',
+  'OTP_HMAC_SECRET' | 'OTP_RESEND_COOLDOWN' | 'OTP_SENDS_PER_HOUR_PER_USER' | 'OTP_SENDS_PER_HOUR_PER_DESTINATION'
+>;
+
 /**
  * Current-account activation (spec 4.7): start (extension), the caller's most recent activation,
  * the code's confirmation (its successor path and the deprecated one) and resend (extension).
  * The activation's run owns the code; this module sends it the digest of what was typed.
  */
-export function activationRoutes(
-  deps: Needs<
-    'db' | 'clock' | 'providers',
-    'OTP_HMAC_SECRET' | 'OTP_RESEND_COOLDOWN' | 'OTP_SENDS_PER_HOUR_PER_USER' | 'OTP_SENDS_PER_HOUR_PER_DESTINATION'
-  >,
-  workflows: SelfServiceWorkflows,
-): AnyRoute[] {
+export function activationRoutes(deps: ActivationDeps, workflows: SelfServiceWorkflows): AnyRoute[] {
   const { db, clock, config } = deps;
 
   async function latest(ctx: Context): Promise<ActivationRow> {
@@ -112,61 +111,7 @@ export function activationRoutes(
   };
 
   return [
-    defineRoute({
-      method: 'post',
-      path: '/v1/user/accounts/current/activation',
-      operationId: 'startCurrentAccountActivation',
-      summary: 'Start activating the caller’s current account (extension)',
-      description:
-        'Sends a code by SMS to the caller’s mobile and answers the activation, INITIALIZING (201). While one is open ' +
-        '(INITIALIZING, AWAITING_OTP, ONBOARDING) it is answered instead (200). Needs a current account that is not active ' +
-        'yet (every customer’s is PENDING_ACTIVATION from sign-up; until it is ACTIVE it takes no deposit, pays nothing ' +
-        'out and backs no loan) and a provisioned KYC subject: an APPROVED server_upload verification stating the ID ' +
-        'number and date_of_birth, with a full name, an ID card, alien card or passport, and its images (404 otherwise, ' +
-        'as spec 7 says for no provisioned subject). COMPLETED leaves the account ACTIVE with the bank’s customer and ' +
-        'account numbers.',
-      extension: true,
-      tags: TAG,
-      auth: SELF,
-      responses: {
-        201: { description: 'Started', schema: Activation },
-        200: { description: 'The open activation', schema: Activation },
-      },
-      errors: {
-        NOT_FOUND: 'no current account, or no provisioned KYC subject',
-        BAD_REQUEST: 'the current account is already active',
-        TOO_MANY_REQUESTS: 'too many codes sent to the caller or the number in the last hour (Retry-After)',
-        SERVICE_UNAVAILABLE: 'self-service is not configured',
-      },
-      async handler(ctx) {
-        requireSelfService(deps, ['sms', 'bank']);
-        const ids = self(ctx);
-        const account = await findCurrentAccount(db, ids.organizationId, ids.userId);
-        if (!account) throw new ServiceError(ErrorCode.NOT_FOUND, 'No current account');
-        const open = await findLatestActivation(db, ids.organizationId, ids.userId);
-        if (open && ['INITIALIZING', 'AWAITING_OTP', 'ONBOARDING'].includes(open.status)) {
-          ctx.body = view(open);
-          return;
-        }
-        if (account.status !== 'PENDING_ACTIVATION')
-          throw new ServiceError(ErrorCode.BAD_REQUEST, 'The current account is already active');
-        // Provisioned as the subject-details lookup says (domain/kyc/provisioned.ts); its mobile number gets the code.
-        const subject = await findProvisionedSubject(db, ids.organizationId, ids.userId);
-        if ('missing' in subject)
-          throw new ServiceError(ErrorCode.NOT_FOUND, `No provisioned KYC subject (${subject.missing} missing)`);
-        const now = clock.now();
-        await withinSendLimits(db, config, ids, [], now);
-        await answerStarted(
-          ctx,
-          await createActivation(db, ids.organizationId, ids.userId, account.id, now),
-          {
-            start: (activationId) => workflows.startActivation({ activationId, ...ids }),
-            drop: (id) => dropInitializingActivation(db, ids.organizationId, id),
-          },
-          view,
-        );
-      },
-    }),
+    startActivationRoute(deps, workflows),
     defineRoute({
       method: 'get',
       path: '/v1/user/accounts/current/activation',
@@ -238,4 +183,64 @@ export function activationRoutes(
       },
     }),
   ];
+}
+
+/** POST activation: start one (a code by SMS), or answer the open one. */
+function startActivationRoute(deps: ActivationDeps, workflows: SelfServiceWorkflows) {
+  const { db, clock, config } = deps;
+  return defineRoute({
+    method: 'post',
+    path: '/v1/user/accounts/current/activation',
+    operationId: 'startCurrentAccountActivation',
+    summary: 'Start activating the caller’s current account (extension)',
+    description:
+      'Sends a code by SMS to the caller’s mobile and answers the activation, INITIALIZING (201). While one is open ' +
+      '(INITIALIZING, AWAITING_OTP, ONBOARDING) it is answered instead (200). Needs a current account that is not active ' +
+      'yet (every customer’s is PENDING_ACTIVATION from sign-up; until it is ACTIVE it takes no deposit, pays nothing ' +
+      'out and backs no loan) and a provisioned KYC subject: an APPROVED server_upload verification stating the ID ' +
+      'number and date_of_birth, with a full name, an ID card, alien card or passport, and its images (404 otherwise, ' +
+      'as spec 7 says for no provisioned subject). COMPLETED leaves the account ACTIVE with the bank’s customer and ' +
+      'account numbers.',
+    extension: true,
+    tags: TAG,
+    auth: SELF,
+    responses: {
+      201: { description: 'Started', schema: Activation },
+      200: { description: 'The open activation', schema: Activation },
+    },
+    errors: {
+      NOT_FOUND: 'no current account, or no provisioned KYC subject',
+      BAD_REQUEST: 'the current account is already active',
+      TOO_MANY_REQUESTS: 'too many codes sent to the caller or the number in the last hour (Retry-After)',
+      SERVICE_UNAVAILABLE: 'self-service is not configured',
+    },
+    async handler(ctx) {
+      requireSelfService(deps, ['sms', 'bank']);
+      const ids = self(ctx);
+      const account = await findCurrentAccount(db, ids.organizationId, ids.userId);
+      if (!account) throw new ServiceError(ErrorCode.NOT_FOUND, 'No current account');
+      const open = await findLatestActivation(db, ids.organizationId, ids.userId);
+      if (open && ['INITIALIZING', 'AWAITING_OTP', 'ONBOARDING'].includes(open.status)) {
+        ctx.body = view(open);
+        return;
+      }
+      if (account.status !== 'PENDING_ACTIVATION')
+        throw new ServiceError(ErrorCode.BAD_REQUEST, 'The current account is already active');
+      // Provisioned as the subject-details lookup says (domain/kyc/provisioned.ts); its mobile number gets the code.
+      const subject = await findProvisionedSubject(db, ids.organizationId, ids.userId);
+      if ('missing' in subject)
+        throw new ServiceError(ErrorCode.NOT_FOUND, `No provisioned KYC subject (${subject.missing} missing)`);
+      const now = clock.now();
+      await withinSendLimits(db, config, ids, [], now);
+      await answerStarted(
+        ctx,
+        await createActivation(db, ids.organizationId, ids.userId, account.id, now),
+        {
+          start: (activationId) => workflows.startActivation({ activationId, ...ids }),
+          drop: (id) => dropInitializingActivation(db, ids.organizationId, id),
+        },
+        view,
+      );
+    },
+  });
 }

@@ -80,36 +80,38 @@ function newNumber(countryCode: string, national: string): string | undefined {
   return isKenyanMobile(number) ? number : undefined;
 }
 
+type PhoneChangeDeps = Needs<
+  'db' | 'clock' | 'providers',
+  | 'OTP_HMAC_SECRET'
+  | 'OTP_RESEND_COOLDOWN'
+  | 'OTP_SENDS_PER_HOUR_PER_USER'
+  | 'OTP_SENDS_PER_HOUR_PER_DESTINATION'
+  | 'PUBLIC_BASE_URL'
+>;
+
+/** A change as the API answers it. */
+const changeView = (baseUrl: string | undefined, row: PhoneChangeRow): z.infer<typeof PhoneChange> => ({
+  id: row.id,
+  url: phoneChangeUrl(baseUrl, row.id),
+  status: row.status,
+  authorization_channel: row.authorization_channel,
+  created_at: iso(row.created_at)!,
+  authorized_at: iso(row.authorized_at),
+  completed_at: iso(row.completed_at),
+  authorize_url: phoneAuthorizeUrl(baseUrl, row.id),
+  confirm_url: phoneConfirmUrl(baseUrl, row.id),
+  resource_id: `mnc_${row.id.replace(/-/g, '')}`,
+  rejection_reason: row.rejection_reason,
+  rejected_at: iso(row.rejected_at),
+});
+
 /**
  * Mobile-number change (spec 4.7): request it, read it (extension), and its two proofs
  * (authorize, confirm: extensions). The change's run owns the codes and asks the bank.
  */
-export function phoneChangeRoutes(
-  deps: Needs<
-    'db' | 'clock' | 'providers',
-    | 'OTP_HMAC_SECRET'
-    | 'OTP_RESEND_COOLDOWN'
-    | 'OTP_SENDS_PER_HOUR_PER_USER'
-    | 'OTP_SENDS_PER_HOUR_PER_DESTINATION'
-    | 'PUBLIC_BASE_URL'
-  >,
-  workflows: SelfServiceWorkflows,
-): AnyRoute[] {
-  const { db, clock, config } = deps;
-  const view = (row: PhoneChangeRow): z.infer<typeof PhoneChange> => ({
-    id: row.id,
-    url: phoneChangeUrl(config.PUBLIC_BASE_URL, row.id),
-    status: row.status,
-    authorization_channel: row.authorization_channel,
-    created_at: iso(row.created_at)!,
-    authorized_at: iso(row.authorized_at),
-    completed_at: iso(row.completed_at),
-    authorize_url: phoneAuthorizeUrl(config.PUBLIC_BASE_URL, row.id),
-    confirm_url: phoneConfirmUrl(config.PUBLIC_BASE_URL, row.id),
-    resource_id: `mnc_${row.id.replace(/-/g, '')}`,
-    rejection_reason: row.rejection_reason,
-    rejected_at: iso(row.rejected_at),
-  });
+export function phoneChangeRoutes(deps: PhoneChangeDeps, workflows: SelfServiceWorkflows): AnyRoute[] {
+  const { db, config } = deps;
+  const view = (row: PhoneChangeRow) => changeView(config.PUBLIC_BASE_URL, row);
   async function own(ctx: Context, id: string): Promise<PhoneChangeRow> {
     const { organizationId, userId } = self(ctx);
     const row = await findPhoneChange(db, organizationId, userId, id);
@@ -152,73 +154,7 @@ export function phoneChangeRoutes(
     });
 
   return [
-    defineRoute({
-      method: 'post',
-      path: '/v1/user/accounts/current/phone/changes',
-      operationId: 'requestMobileNumberChange',
-      summary: 'Change the caller’s mobile number',
-      description:
-        'Sends the owner an authorization code (to the current mobile, or to the e-mail once verified) and answers the ' +
-        'change, INITIALIZING (201); while one is open it is answered instead (200). After the owner authorizes, a code ' +
-        'goes to the new mobile; once it is confirmed the bank changes the number, and the user’s number changes in the ' +
-        'same database transaction that records the bank’s confirmation. The bank is asked only after both codes, so ' +
-        'nobody changes the bank’s record without the owner. Needs a current account opened at the bank (activated).',
-      tags: TAG,
-      auth: SELF,
-      request: { body: ChangeRequest },
-      responses: {
-        201: { description: 'Requested', schema: PhoneChange },
-        200: { description: 'The open change', schema: PhoneChange },
-      },
-      errors: {
-        BAD_REQUEST:
-          'not a Kenyan mobile number, the caller’s own number, or the EMAIL channel while the e-mail is unverified (a ' +
-          'number another user holds is answered as a free one: the change ends REJECTED NUMBER_TAKEN before the bank)',
-        NOT_FOUND: 'no current account opened at the bank',
-        TOO_MANY_REQUESTS: 'too many codes sent to the caller or a destination in the last hour (Retry-After)',
-        SERVICE_UNAVAILABLE: 'self-service is not configured',
-      },
-      async handler(ctx, { body }) {
-        requireSelfService(deps, body.authorization_channel === 'EMAIL' ? ['sms', 'bank', 'email'] : ['sms', 'bank']);
-        const ids = self(ctx);
-        const account = await findCurrentAccount(db, ids.organizationId, ids.userId);
-        if (!account || account.status !== 'ACTIVE' || !account.bank_customer_id)
-          throw new ServiceError(ErrorCode.NOT_FOUND, 'No current account opened at the bank');
-        const user = await findUserContact(db, ids.organizationId, ids.userId);
-        if (!user) throw new ServiceError(ErrorCode.NOT_FOUND, 'No current account opened at the bank');
-        const number = newNumber(body.new_mobile_country_code, body.new_mobile_number);
-        if (!number) throw new ServiceError(ErrorCode.BAD_REQUEST, 'Not a Kenyan mobile number (+2547… or +2541…)');
-        if (number === user.phone_number) throw new ServiceError(ErrorCode.BAD_REQUEST, 'That is already your number');
-        if (body.authorization_channel === 'EMAIL' && !user.email_verified_at)
-          throw new ServiceError(ErrorCode.BAD_REQUEST, 'Verify your e-mail before authorizing by e-mail');
-        if (!user.phone_number && body.authorization_channel === 'OLD_MOBILE')
-          throw new ServiceError(ErrorCode.BAD_REQUEST, 'There is no current mobile to authorize from');
-        const now = clock.now();
-        // The owner's code goes to the caller's own number or address; the new number is someone else's until proven.
-        await withinSendLimits(db, config, ids, [number], now);
-        const made = await createPhoneChange(
-          db,
-          ids.organizationId,
-          {
-            user_id: ids.userId,
-            account_id: account.id,
-            old_phone_number: user.phone_number ?? '',
-            new_phone_number: number,
-            authorization_channel: body.authorization_channel,
-          },
-          now,
-        );
-        await answerStarted(
-          ctx,
-          made,
-          {
-            start: (changeId) => workflows.startPhoneChange({ changeId, ...ids }),
-            drop: (id) => dropInitializingPhoneChange(db, ids.organizationId, id),
-          },
-          view,
-        );
-      },
-    }),
+    requestChangeRoute(deps, workflows),
     defineRoute({
       method: 'get',
       path: '/v1/user/accounts/current/phone/changes/{changeId}',
@@ -237,4 +173,77 @@ export function phoneChangeRoutes(
     proof('authorize'),
     proof('confirm'),
   ];
+}
+
+/** POST changes: request a change of the mobile number (a code to its owner first). */
+function requestChangeRoute(deps: PhoneChangeDeps, workflows: SelfServiceWorkflows) {
+  const { db, clock, config } = deps;
+  const view = (row: PhoneChangeRow) => changeView(config.PUBLIC_BASE_URL, row);
+  return defineRoute({
+    method: 'post',
+    path: '/v1/user/accounts/current/phone/changes',
+    operationId: 'requestMobileNumberChange',
+    summary: 'Change the caller’s mobile number',
+    description:
+      'Sends the owner an authorization code (to the current mobile, or to the e-mail once verified) and answers the ' +
+      'change, INITIALIZING (201); while one is open it is answered instead (200). After the owner authorizes, a code ' +
+      'goes to the new mobile; once it is confirmed the bank changes the number, and the user’s number changes in the ' +
+      'same database transaction that records the bank’s confirmation. The bank is asked only after both codes, so ' +
+      'nobody changes the bank’s record without the owner. Needs a current account opened at the bank (activated).',
+    tags: TAG,
+    auth: SELF,
+    request: { body: ChangeRequest },
+    responses: {
+      201: { description: 'Requested', schema: PhoneChange },
+      200: { description: 'The open change', schema: PhoneChange },
+    },
+    errors: {
+      BAD_REQUEST:
+        'not a Kenyan mobile number, the caller’s own number, or the EMAIL channel while the e-mail is unverified (a ' +
+        'number another user holds is answered as a free one: the change ends REJECTED NUMBER_TAKEN before the bank)',
+      NOT_FOUND: 'no current account opened at the bank',
+      TOO_MANY_REQUESTS: 'too many codes sent to the caller or a destination in the last hour (Retry-After)',
+      SERVICE_UNAVAILABLE: 'self-service is not configured',
+    },
+    async handler(ctx, { body }) {
+      requireSelfService(deps, body.authorization_channel === 'EMAIL' ? ['sms', 'bank', 'email'] : ['sms', 'bank']);
+      const ids = self(ctx);
+      const account = await findCurrentAccount(db, ids.organizationId, ids.userId);
+      if (!account || account.status !== 'ACTIVE' || !account.bank_customer_id)
+        throw new ServiceError(ErrorCode.NOT_FOUND, 'No current account opened at the bank');
+      const user = await findUserContact(db, ids.organizationId, ids.userId);
+      if (!user) throw new ServiceError(ErrorCode.NOT_FOUND, 'No current account opened at the bank');
+      const number = newNumber(body.new_mobile_country_code, body.new_mobile_number);
+      if (!number) throw new ServiceError(ErrorCode.BAD_REQUEST, 'Not a Kenyan mobile number (+2547… or +2541…)');
+      if (number === user.phone_number) throw new ServiceError(ErrorCode.BAD_REQUEST, 'That is already your number');
+      if (body.authorization_channel === 'EMAIL' && !user.email_verified_at)
+        throw new ServiceError(ErrorCode.BAD_REQUEST, 'Verify your e-mail before authorizing by e-mail');
+      if (!user.phone_number && body.authorization_channel === 'OLD_MOBILE')
+        throw new ServiceError(ErrorCode.BAD_REQUEST, 'There is no current mobile to authorize from');
+      const now = clock.now();
+      // The owner's code goes to the caller's own number or address; the new number is someone else's until proven.
+      await withinSendLimits(db, config, ids, [number], now);
+      const made = await createPhoneChange(
+        db,
+        ids.organizationId,
+        {
+          user_id: ids.userId,
+          account_id: account.id,
+          old_phone_number: user.phone_number ?? '',
+          new_phone_number: number,
+          authorization_channel: body.authorization_channel,
+        },
+        now,
+      );
+      await answerStarted(
+        ctx,
+        made,
+        {
+          start: (changeId) => workflows.startPhoneChange({ changeId, ...ids }),
+          drop: (id) => dropInitializingPhoneChange(db, ids.organizationId, id),
+        },
+        view,
+      );
+    },
+  });
 }

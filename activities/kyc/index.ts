@@ -1,9 +1,16 @@
 import { createExpirySweepActivities } from './expiry-sweep';
+import { createVerdictActivities } from './verdicts';
 import { createVerificationActivities } from './verification';
 
-/** The KYC area's activities: a verification's steps and the expiry sweep's. */
+/** The KYC area's activities: a verification's provider steps and records, and the expiry sweep's. */
 export function createKycActivities(
-  deps: Parameters<typeof createVerificationActivities>[0] & Parameters<typeof createExpirySweepActivities>[0],
+  deps: Parameters<typeof createVerificationActivities>[0] &
+    Parameters<typeof createVerdictActivities>[0] &
+    Parameters<typeof createExpirySweepActivities>[0],
 ) {
-  return { ...createVerificationActivities(deps), ...createExpirySweepActivities(deps) };
+  return {
+    ...createVerificationActivities(deps),
+    ...createVerdictActivities(deps),
+    ...createExpirySweepActivities(deps),
+  };
 }

@@ -2,14 +2,7 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import { findApplication, type KycApplicationRow } from '../../db/kyc/applications';
 import { findDocumentContents } from '../../db/kyc/documents';
 import { findSubject, findUser } from '../../db/kyc/subjects';
-import {
-  completePendingApplication,
-  failPendingApplication,
-  setProviderJobIdOnce,
-  updateApplication,
-  type VerificationNotes,
-} from '../../db/kyc/verification';
-import { categoryOf, ResultCategory } from '../../domain/kyc/result-codes';
+import { setProviderJobIdOnce, updateApplication, type VerificationNotes } from '../../db/kyc/verification';
 import { NOTICE_LANGUAGE } from '../../domain/kyc/requirements';
 import { KycStatus } from '../../domain/kyc/status';
 import { Failure } from '../../domain/failures';
@@ -27,10 +20,7 @@ function providerFailure(error: unknown): never {
 }
 
 export function createVerificationActivities(
-  deps: Needs<
-    'db' | 'providers' | 'clock',
-    'KYC_MAX_RESUBMISSIONS' | 'KYC_PRIVACY_POLICY_URL' | 'KYC_REAPPLY_BLOCK' | 'PUBLIC_BASE_URL'
-  >,
+  deps: Needs<'db' | 'providers' | 'clock', 'KYC_PRIVACY_POLICY_URL' | 'PUBLIC_BASE_URL'>,
 ) {
   const { db, providers, config, clock } = deps;
   const callbackUrl = (version: string) => `${config.PUBLIC_BASE_URL}/v1/kyc/provider-callbacks/${version}`;
@@ -165,53 +155,6 @@ export function createVerificationActivities(
         isFinal: status.isFinal,
         providerJobId,
       };
-    },
-
-    async recordProviderJobId(ref: ApplicationRef & { providerJobId: string }): Promise<void> {
-      if (!(await setProviderJobIdOnce(db, ref.organizationId, ref.applicationId, ref.providerJobId, clock.now())))
-        Context.current().log.warn('reported KYC provider job is held by another application; not recorded', {
-          applicationId: ref.applicationId,
-        });
-    },
-
-    async recordReview(ref: ApplicationRef): Promise<void> {
-      await update(ref, { needs_review: true });
-    },
-
-    /**
-     * Completes a pending application from a confirmed provider verdict. Conditional on the
-     * status, so completing twice (a replayed activity, the sweep racing) changes nothing.
-     */
-    async completeVerification(
-      ref: ApplicationRef & { resultCode: string; resultText: string; category?: ResultCategory },
-    ): Promise<{ status: KycStatus }> {
-      const application = await load(ref);
-      if (application.status !== KycStatus.ID_VERIFICATION_PENDING) return { status: application.status };
-      // Runs started before v3 verdicts came as statuses hand over a v2 code without its category.
-      const approved = (ref.category ?? categoryOf(ref.resultCode)) === ResultCategory.APPROVED;
-      const exhausted = !approved && application.resubmission_count >= config.KYC_MAX_RESUBMISSIONS;
-      const status = approved ? KycStatus.APPROVED : KycStatus.REJECTED;
-      const now = clock.now();
-      await completePendingApplication(
-        db,
-        ref.organizationId,
-        ref.applicationId,
-        {
-          status,
-          outcome: approved ? 'PASS' : 'FAIL',
-          resultCode: ref.resultCode,
-          reason: ref.resultText,
-          reapplyBlockedUntil: exhausted ? new Date(now.getTime() + config.KYC_REAPPLY_BLOCK) : null,
-        },
-        now,
-      );
-      Context.current().log.info('KYC verification completed', { applicationId: ref.applicationId, status });
-      return { status };
-    },
-
-    /** A submission that cannot go on: the application is rejected with the reason, and may be submitted again. */
-    async failSubmission(ref: ApplicationRef & { reason: string }): Promise<void> {
-      await failPendingApplication(db, ref.organizationId, ref.applicationId, ref.reason, clock.now());
     },
   };
 }

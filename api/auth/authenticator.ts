@@ -104,62 +104,20 @@ const financingGrants = (claim: unknown): Grant[] =>
     .filter((g): g is Grant => g !== undefined && g.scope === Scope.ORG && g.permission.startsWith('financing.'));
 
 /**
- * Turns an Authorization header into a Caller, or refuses it with UNAUTHORISED. Which verifier
- * applies is chosen by the token's issuer (or the API key prefix), and that verifier then
- * checks everything strictly: RS256 only, its own key set, issuer, audience, exp/iat/sub present,
- * nbf and iat not in the future beyond a small clock tolerance. Resolving the caller (user and
- * roles, API key) and a verified token's outcome are cached for AUTH_CALLER_CACHE_TTL at most.
+ * One verifier per trusted issuer: the service's own tokens (user sessions and partner access
+ * tokens), the identity provider's when configured, and each financing issuer's.
  */
-export function createAuthenticator(deps: AuthenticatorDeps) {
+function issuerVerifiers(
+  deps: AuthenticatorDeps,
+  resolveUser: (subject: string, claimedOrganization: unknown, via: UserCaller['via']) => Promise<UserCaller>,
+  cached: (key: string, load: () => Promise<Caller>) => Promise<Caller>,
+): Map<string, Verifier> {
   const { config, db, serviceKeys } = deps;
-  const cache = new LRUCache<string, Caller>({ max: 50_000, ttl: config.AUTH_CALLER_CACHE_TTL });
-  const cached = async (key: string, load: () => Promise<Caller>): Promise<Caller> => {
-    const hit = cache.get(key);
-    if (hit) return hit;
-    const caller = await load();
-    cache.set(key, caller);
-    return caller;
-  };
   const remoteJwks = (url: string) =>
     createRemoteJWKSet(new URL(url), {
       cacheMaxAge: config.AUTH_JWKS_CACHE_MAX_AGE,
       cooldownDuration: config.AUTH_JWKS_COOLDOWN,
     });
-
-  /** Backend users: by our uuid or the identity provider's auth id, in the organization claimed or their own. */
-  async function resolveUser(
-    subject: string,
-    claimedOrganization: unknown,
-    via: UserCaller['via'],
-  ): Promise<UserCaller> {
-    const organizationClaim =
-      typeof claimedOrganization === 'string' && claimedOrganization ? claimedOrganization : undefined;
-    return cached(`user|${via}|${subject}|${organizationClaim ?? ''}`, async () => {
-      // Our own tokens carry our user id. The identity provider's carry its auth id, or our id
-      // for users it knows by it; an auth id may itself look like a uuid, so it is tried first.
-      const byId = () => findUserById(db, subject);
-      const user =
-        via === 'service'
-          ? await byId()
-          : ((await findUserByAuthId(db, subject)) ?? (isUuid(subject) ? await byId() : undefined));
-      if (!user || user.status === 'DISABLED') throw unauthorised('unknown subject');
-      const organizationId = organizationClaim ?? user.organization_id;
-      const roles = await userRoles(db, organizationId, user.id);
-      if (roles.length === 0) {
-        throw new ServiceError(ErrorCode.FORBIDDEN, 'No access to this organization');
-      }
-      return {
-        scheme: 'user',
-        id: `user:${user.id}`,
-        userId: user.id,
-        organizationId,
-        status: user.status,
-        via,
-        grants: grantsOfRoles(roles),
-      };
-    }) as Promise<UserCaller>;
-  }
-
   const verifiers = new Map<string, Verifier>();
   /** One verifier per issuer: a second one silently replacing the first would confuse schemes. */
   const register = (issuer: string, verifier: Verifier) => {
@@ -214,6 +172,62 @@ export function createAuthenticator(deps: AuthenticatorDeps) {
       },
     });
   }
+  return verifiers;
+}
+
+/**
+ * Turns an Authorization header into a Caller, or refuses it with UNAUTHORISED. Which verifier
+ * applies is chosen by the token's issuer (or the API key prefix), and that verifier then
+ * checks everything strictly: RS256 only, its own key set, issuer, audience, exp/iat/sub present,
+ * nbf and iat not in the future beyond a small clock tolerance. Resolving the caller (user and
+ * roles, API key) and a verified token's outcome are cached for AUTH_CALLER_CACHE_TTL at most.
+ */
+export function createAuthenticator(deps: AuthenticatorDeps) {
+  const { config, db } = deps;
+  const cache = new LRUCache<string, Caller>({ max: 50_000, ttl: config.AUTH_CALLER_CACHE_TTL });
+  const cached = async (key: string, load: () => Promise<Caller>): Promise<Caller> => {
+    const hit = cache.get(key);
+    if (hit) return hit;
+    const caller = await load();
+    cache.set(key, caller);
+    return caller;
+  };
+
+  /** Backend users: by our uuid or the identity provider's auth id, in the organization claimed or their own. */
+  async function resolveUser(
+    subject: string,
+    claimedOrganization: unknown,
+    via: UserCaller['via'],
+  ): Promise<UserCaller> {
+    const organizationClaim =
+      typeof claimedOrganization === 'string' && claimedOrganization ? claimedOrganization : undefined;
+    return cached(`user|${via}|${subject}|${organizationClaim ?? ''}`, async () => {
+      // Our own tokens carry our user id. The identity provider's carry its auth id, or our id
+      // for users it knows by it; an auth id may itself look like a uuid, so it is tried first.
+      const byId = () => findUserById(db, subject);
+      const user =
+        via === 'service'
+          ? await byId()
+          : ((await findUserByAuthId(db, subject)) ?? (isUuid(subject) ? await byId() : undefined));
+      if (!user || user.status === 'DISABLED') throw unauthorised('unknown subject');
+      const organizationId = organizationClaim ?? user.organization_id;
+      const roles = await userRoles(db, organizationId, user.id);
+      if (roles.length === 0) {
+        throw new ServiceError(ErrorCode.FORBIDDEN, 'No access to this organization');
+      }
+      return {
+        scheme: 'user',
+        id: `user:${user.id}`,
+        userId: user.id,
+        organizationId,
+        status: user.status,
+        via,
+        grants: grantsOfRoles(roles),
+      };
+    }) as Promise<UserCaller>;
+  }
+
+  const verifiers = issuerVerifiers(deps, resolveUser, cached);
 
   /**
    * Tokens already verified, until they expire or AUTH_CALLER_CACHE_TTL passes, whichever is

@@ -9,7 +9,7 @@ import {
 } from '@temporalio/workflow';
 import type { KycActivities } from '../../activities';
 import { workflowIds } from '../ids';
-import { NO_COUNTS, type SweepCounts, type SweepResult } from './messages';
+import { NO_COUNTS, type SweepCounts, type SweepProgress, type SweepResult } from './messages';
 
 const activities = proxyActivities<KycActivities>({
   startToCloseTimeout: '10 minutes',
@@ -27,13 +27,6 @@ const add = (a: SweepCounts, b: SweepCounts): SweepCounts => ({
   still_pending: a.still_pending + b.still_pending,
   failed: a.failed + b.failed,
 });
-
-export interface SweepProgress {
-  startedAt: string;
-  cutoff: string;
-  afterId: string | null;
-  counts: SweepCounts;
-}
 
 /**
  * The expiry sweep of one organization (`kyc-expiry-sweep/<organization id>`), whether the

@@ -91,3 +91,11 @@ export interface SweepResult {
 
 /** Whether an organization's sweep window is due (its lease taken), or its last result. */
 export type SweepStart = { due: true; startedAt: string; cutoff: string } | { due: false; last: SweepResult | null };
+
+/** Where a sweep that continued as new picks up: its window, the last application swept, the counts so far. */
+export interface SweepProgress {
+  startedAt: string;
+  cutoff: string;
+  afterId: string | null;
+  counts: SweepCounts;
+}

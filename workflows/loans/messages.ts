@@ -103,3 +103,10 @@ export const LoanServicingError = {
   NOTHING_ALLOCATED: 'NOTHING_ALLOCATED',
   INVALID: 'INVALID',
 } as const;
+
+export interface RepaymentReconciliationInput {
+  /** Pushes posted more recently are left to the loan's run (its hand-over may be in flight). */
+  graceMs: number;
+  /** How far back to look. */
+  lookbackMs: number;
+}

@@ -1,17 +1,11 @@
 import { proxyActivities } from '@temporalio/workflow';
 import type { LoanActivities } from '../../activities';
+import type { RepaymentReconciliationInput } from './messages';
 
 const activities = proxyActivities<LoanActivities>({
   startToCloseTimeout: '1 minute',
   retry: { maximumInterval: '1 minute' },
 });
-
-export interface RepaymentReconciliationInput {
-  /** Pushes posted more recently are left to the loan's run (its hand-over may be in flight). */
-  graceMs: number;
-  /** How far back to look. */
-  lookbackMs: number;
-}
 
 /** Pushes per run: a long backlog is taken over several runs of the schedule. */
 const BATCH = 200;

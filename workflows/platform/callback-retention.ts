@@ -1,16 +1,12 @@
 import { proxyActivities } from '@temporalio/workflow';
 import type { PlatformActivities } from '../../activities';
+import type { CallbackRetentionInput } from './messages';
 
 const { purgeExpiredCallbacks } = proxyActivities<PlatformActivities>({
   startToCloseTimeout: '10 minutes',
   heartbeatTimeout: '1 minute',
   retry: { maximumInterval: '1 minute' },
 });
-
-export interface CallbackRetentionInput {
-  /** Raw callbacks received longer ago than this are deleted. */
-  retentionMs: number;
-}
 
 /**
  * One run of the `callback-retention` schedule: deletes the raw provider callbacks (mobile

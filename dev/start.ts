@@ -1,13 +1,12 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { NativeConnection } from '@temporalio/worker';
 import { buildApp } from '../api/app';
 import { loadServiceKeys } from '../api/auth/service-keys';
 import { startApi } from '../api/server';
 import { ConfigError } from '../config';
-import { createLogger } from '../config/logger';
+import { createLogger, type Logger } from '../config/logger';
 import { temporalConnectionOptions } from '../config/temporal';
 import { createDb, ensureDatabase, migrate } from '../db/knex';
 import { seedDemoData } from '../db/seeds/demo';
@@ -19,13 +18,158 @@ import { bundleWorkflows } from '../worker/bundle';
 import { installRuntime } from '../worker/runtime';
 import { ensureSchedules } from '../worker/schedules/index';
 import { createWorker } from '../worker/worker';
-import { loadDevConfig } from './config';
+import { type DevConfig, loadDevConfig } from './config';
 import { startEmbeddedPostgres } from './embedded-postgres';
 import { serviceSigningKey } from './identity';
 import { stageDemoCustomers } from './seed-stages';
 import { watchParent } from './parent-watch';
-import { startDevelopmentProviders } from './simulators';
+import { type DevelopmentProviders, startDevelopmentProviders } from './simulators';
 import { startTemporalDevServer } from './temporal-server';
+
+type Say = (line: string) => void;
+
+/** What was started, stopped last first, once: on a signal, the parent's death or a failure. */
+function stopStack(logger: Logger, say: Say) {
+  const stops: (() => Promise<unknown>)[] = [];
+  let stopping: Promise<void> | undefined;
+  const stopAll = () =>
+    (stopping ??= (async () => {
+      for (const stop of stops.reverse()) {
+        await stop().catch((error) => logger.error({ err: error }, 'error while stopping'));
+      }
+    })());
+  return {
+    push(stop: () => Promise<unknown>) {
+      stops.push(stop);
+    },
+    stopAll,
+    shutdown(reason: string) {
+      if (stopping) return;
+      say(`${reason}, stopping`);
+      void stopAll().then(() => process.exit(0));
+    },
+    /** Stopping has begun: a failure or the worker's end is then expected. */
+    get stopping() {
+      return stopping !== undefined;
+    },
+  };
+}
+type Stops = ReturnType<typeof stopStack>;
+
+/** The development identity provider and the simulators, and the configuration pointed at them. */
+async function startProviders(config: DevConfig, say: Say, stops: Stops) {
+  // The development identity provider: tokens for the seeded users (npm run token).
+  await mkdir(config.DATA_DIR, { recursive: true });
+  const providersDev = await startDevelopmentProviders(config, {
+    idpPort: config.DEV_IDP_PORT,
+    idpKeysFile: path.join(config.DATA_DIR, 'identity-provider-keys.json'),
+    kycPort: config.KYC_SIMULATOR_PORT,
+    kycTlsPort: config.KYC_SIMULATOR_TLS_PORT,
+    mobileMoneyPort: config.MOBILE_MONEY_SIMULATOR_PORT,
+    mobileMoneyTlsPort: config.MOBILE_MONEY_SIMULATOR_TLS_PORT,
+    smsPort: config.SMS_SIMULATOR_PORT,
+    emailPort: config.EMAIL_SIMULATOR_PORT,
+    bankPort: config.BANK_SIMULATOR_PORT,
+    extractionPort: config.EXTRACTION_SIMULATOR_PORT,
+    objectStore: {
+      port: config.OBJECT_STORE_PORT,
+      dataDir: path.join(config.DATA_DIR, 'object-store'),
+      binary: config.OBJECT_STORE_BIN,
+      log: (line) => say(line),
+    },
+  });
+  stops.push(() => providersDev.close());
+  // Providers call back to the API; PUBLIC_BASE_URL says where it is when not set.
+  const pointed: DevConfig = {
+    ...config,
+    ...providersDev.config,
+    PUBLIC_BASE_URL: providersDev.config.PUBLIC_BASE_URL ?? `http://${config.HOST}:${config.PORT}`,
+  };
+  // The simulated gateway posts its delivery reports where the real one would be told to.
+  if (providersDev.sms && pointed.SMS_CALLBACK_TOKEN)
+    await fetch(`${providersDev.sms.url}/_control/mode`, {
+      method: 'PATCH',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        deliveryReportUrl: `${pointed.PUBLIC_BASE_URL}/v1/current-account/callbacks/sms/delivery-reports/${pointed.SMS_CALLBACK_TOKEN}`,
+      }),
+    });
+  return { providersDev, config: pointed };
+}
+
+/** Postgres (embedded unless DATABASE_URL), migrated. */
+async function openDatabase(config: DevConfig, logger: Logger, stops: Stops) {
+  let databaseUrl = config.DATABASE_URL;
+  if (!databaseUrl) {
+    const pg = await startEmbeddedPostgres({
+      dataDir: path.join(config.DATA_DIR, 'postgres'),
+      port: config.EMBEDDED_POSTGRES_PORT,
+      persistent: true,
+      ownSignals: true,
+      log: (line) => logger.warn(line),
+    });
+    stops.push(() => pg.stop());
+    databaseUrl = await ensureDatabase(pg.url, 'lending');
+  }
+  const db = createDb(databaseUrl, config.DATABASE_POOL_MAX, logger);
+  stops.push(() => db.destroy());
+  await migrate(db);
+  return db;
+}
+
+/** Temporal's address: TEMPORAL_ADDRESS, else a dev server's (with its Web UI) started here. */
+async function temporalServer(config: DevConfig, say: Say, stops: Stops): Promise<{ address: string; ui: boolean }> {
+  if (config.TEMPORAL_ADDRESS) return { address: config.TEMPORAL_ADDRESS, ui: false };
+  const devServer = await startTemporalDevServer({
+    cliPath: config.TEMPORAL_CLI_PATH,
+    namespace: config.TEMPORAL_NAMESPACE,
+    port: config.TEMPORAL_DEV_PORT,
+    uiPort: config.TEMPORAL_UI_PORT,
+    dbFilename: path.resolve(config.DATA_DIR, 'temporal.db'),
+    log: say,
+  });
+  stops.push(() => devServer.teardown());
+  return { address: `127.0.0.1:${config.TEMPORAL_DEV_PORT}`, ui: true };
+}
+
+/** Where everything is, and the certificates client SDKs need, written under DATA_DIR. */
+async function announce(
+  config: DevConfig,
+  apiUrl: string,
+  temporalUi: boolean,
+  providersDev: DevelopmentProviders,
+  say: Say,
+): Promise<void> {
+  say(`API            ${apiUrl}`);
+  say(`API reference  ${apiUrl}/docs`);
+  if (temporalUi) say(`Temporal UI    http://127.0.0.1:${config.TEMPORAL_UI_PORT}`);
+  say(`Identity (dev) ${providersDev.idp.url}  (npm run --silent token -- --user <id or e-mail>)`);
+  // Client SDKs force https: they trust the simulators' TLS certificate (NODE_EXTRA_CA_CERTS).
+  const tlsCertificate = path.join(config.DATA_DIR, 'simulator-ca.pem');
+  if (providersDev.kyc || providersDev.mobileMoney) await writeFile(tlsCertificate, simulatorCertificate().cert);
+  if (providersDev.kyc) say(`KYC provider   ${providersDev.kyc.url}, ${providersDev.kyc.tlsUrl}  (simulator)`);
+  if (providersDev.mobileMoney) {
+    // The certificate B2C clients encrypt the initiator password with (mpesa-node certPath).
+    const credentialCertificate = path.join(config.DATA_DIR, 'mobile-money-simulator.cer');
+    await writeFile(credentialCertificate, providersDev.mobileMoney.certificate);
+    say(
+      `Mobile money   ${providersDev.mobileMoney.url}, ${providersDev.mobileMoney.tlsUrl}  (simulator; B2C certificate ${credentialCertificate})`,
+    );
+  }
+  if (providersDev.kyc || providersDev.mobileMoney) say(`TLS trust      NODE_EXTRA_CA_CERTS=${tlsCertificate}`);
+  // What was texted or e-mailed (codes, links) is read from their control APIs in development.
+  if (providersDev.sms)
+    say(`SMS gateway    ${providersDev.sms.url}  (simulator; sent: ${providersDev.sms.url}/_control/messages)`);
+  if (providersDev.email)
+    say(`E-mail         ${providersDev.email.url}  (simulator; sent: ${providersDev.email.url}/_control/messages)`);
+  if (providersDev.bank) say(`Bank           ${providersDev.bank.url}  (simulator)`);
+  if (providersDev.objectStore)
+    say(`Object store   ${providersDev.objectStore.endpoint}  (versitygw; bucket ${config.OBJECT_STORE_BUCKET})`);
+  if (providersDev.extraction)
+    say(
+      `Extraction     ${providersDev.extraction.url}  (invoice-extraction simulator; analyses: ${providersDev.extraction.url}/_control/analyses)`,
+    );
+}
 
 /**
  * `npm start`: the whole service in one process with embedded defaults. Postgres (embedded
@@ -38,107 +182,33 @@ async function main() {
   let config = loadDevConfig();
   const logger = createLogger(config.LOG_LEVEL);
   const say = (line: string) => console.log(line);
-  const stops: (() => Promise<unknown>)[] = [];
-  let stopping: Promise<void> | undefined;
-  const stopAll = () =>
-    (stopping ??= (async () => {
-      for (const stop of stops.reverse()) {
-        await stop().catch((error) => logger.error({ err: error }, 'error while stopping'));
-      }
-    })());
-  const shutdown = (reason: string) => {
-    if (stopping) return;
-    say(`${reason}, stopping`);
-    void stopAll().then(() => process.exit(0));
-  };
-  const onSignal = (signal: NodeJS.Signals) => shutdown(`${signal} received`);
+  const stops = stopStack(logger, say);
+  const onSignal = (signal: NodeJS.Signals) => stops.shutdown(`${signal} received`);
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
-  watchParent(() => shutdown('parent process exited'));
+  watchParent(() => stops.shutdown('parent process exited'));
 
   try {
     // The SDK runtime serves the worker's metrics and leaves signal handling to us.
     installRuntime({ logger, shutdownSignals: [], metricsBindAddress: `127.0.0.1:${config.WORKER_METRICS_PORT}` });
 
-    // The development identity provider: tokens for the seeded users (npm run token).
-    await mkdir(config.DATA_DIR, { recursive: true });
-    const providersDev = await startDevelopmentProviders(config, {
-      idpPort: config.DEV_IDP_PORT,
-      idpKeysFile: path.join(config.DATA_DIR, 'identity-provider-keys.json'),
-      kycPort: config.KYC_SIMULATOR_PORT,
-      kycTlsPort: config.KYC_SIMULATOR_TLS_PORT,
-      mobileMoneyPort: config.MOBILE_MONEY_SIMULATOR_PORT,
-      mobileMoneyTlsPort: config.MOBILE_MONEY_SIMULATOR_TLS_PORT,
-      smsPort: config.SMS_SIMULATOR_PORT,
-      emailPort: config.EMAIL_SIMULATOR_PORT,
-      bankPort: config.BANK_SIMULATOR_PORT,
-      extractionPort: config.EXTRACTION_SIMULATOR_PORT,
-      objectStore: {
-        port: config.OBJECT_STORE_PORT,
-        dataDir: path.join(config.DATA_DIR, 'object-store'),
-        binary: config.OBJECT_STORE_BIN,
-        log: (line) => say(line),
-      },
-    });
-    stops.push(() => providersDev.close());
-    // Providers call back to the API; PUBLIC_BASE_URL says where it is when not set.
-    config = {
-      ...config,
-      ...providersDev.config,
-      PUBLIC_BASE_URL: providersDev.config.PUBLIC_BASE_URL ?? `http://${config.HOST}:${config.PORT}`,
-    };
-    // The simulated gateway posts its delivery reports where the real one would be told to.
-    if (providersDev.sms && config.SMS_CALLBACK_TOKEN)
-      await fetch(`${providersDev.sms.url}/_control/mode`, {
-        method: 'PATCH',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({
-          deliveryReportUrl: `${config.PUBLIC_BASE_URL}/v1/current-account/callbacks/sms/delivery-reports/${config.SMS_CALLBACK_TOKEN}`,
-        }),
-      });
+    const started = await startProviders(config, say, stops);
+    const { providersDev } = started;
+    config = started.config;
     const serviceKeys = await loadServiceKeys(
       await serviceSigningKey(config, path.join(config.DATA_DIR, 'service-signing-key.json')),
     );
 
-    let databaseUrl = config.DATABASE_URL;
-    if (!databaseUrl) {
-      const pg = await startEmbeddedPostgres({
-        dataDir: path.join(config.DATA_DIR, 'postgres'),
-        port: config.EMBEDDED_POSTGRES_PORT,
-        persistent: true,
-        ownSignals: true,
-        log: (line) => logger.warn(line),
-      });
-      stops.push(() => pg.stop());
-      databaseUrl = await ensureDatabase(pg.url, 'lending');
-    }
-    const db = createDb(databaseUrl, config.DATABASE_POOL_MAX, logger);
-    stops.push(() => db.destroy());
-    await migrate(db);
+    const db = await openDatabase(config, logger, stops);
     await seedDemoData(db, providersDev.seedOptions);
 
-    let env: TestWorkflowEnvironment | undefined;
-    let temporalAddress = config.TEMPORAL_ADDRESS;
-    if (!temporalAddress) {
-      env = await startTemporalDevServer({
-        cliPath: config.TEMPORAL_CLI_PATH,
-        namespace: config.TEMPORAL_NAMESPACE,
-        port: config.TEMPORAL_DEV_PORT,
-        uiPort: config.TEMPORAL_UI_PORT,
-        dbFilename: path.resolve(config.DATA_DIR, 'temporal.db'),
-        log: say,
-      });
-      const devServer = env;
-      stops.push(() => devServer.teardown());
-      temporalAddress = `127.0.0.1:${config.TEMPORAL_DEV_PORT}`;
-    }
-
-    const connection = await Connection.connect(temporalConnectionOptions(config, temporalAddress));
+    const temporalAt = await temporalServer(config, say, stops);
+    const connection = await Connection.connect(temporalConnectionOptions(config, temporalAt.address));
     stops.push(() => connection.close());
     const temporal = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
     await ensureSchedules(temporal, config);
 
-    const nativeConnection = await NativeConnection.connect({ address: temporalAddress });
+    const nativeConnection = await NativeConnection.connect({ address: temporalAt.address });
     stops.push(() => nativeConnection.close());
     const providers = createProviders(config);
     const worker = await createWorker(
@@ -164,35 +234,7 @@ async function main() {
     );
     stops.push(() => api.close());
 
-    say(`API            ${api.url}`);
-    say(`API reference  ${api.url}/docs`);
-    if (env) say(`Temporal UI    http://127.0.0.1:${config.TEMPORAL_UI_PORT}`);
-    say(`Identity (dev) ${providersDev.idp.url}  (npm run --silent token -- --user <id or e-mail>)`);
-    // Client SDKs force https: they trust the simulators' TLS certificate (NODE_EXTRA_CA_CERTS).
-    const tlsCertificate = path.join(config.DATA_DIR, 'simulator-ca.pem');
-    if (providersDev.kyc || providersDev.mobileMoney) await writeFile(tlsCertificate, simulatorCertificate().cert);
-    if (providersDev.kyc) say(`KYC provider   ${providersDev.kyc.url}, ${providersDev.kyc.tlsUrl}  (simulator)`);
-    if (providersDev.mobileMoney) {
-      // The certificate B2C clients encrypt the initiator password with (mpesa-node certPath).
-      const credentialCertificate = path.join(config.DATA_DIR, 'mobile-money-simulator.cer');
-      await writeFile(credentialCertificate, providersDev.mobileMoney.certificate);
-      say(
-        `Mobile money   ${providersDev.mobileMoney.url}, ${providersDev.mobileMoney.tlsUrl}  (simulator; B2C certificate ${credentialCertificate})`,
-      );
-    }
-    if (providersDev.kyc || providersDev.mobileMoney) say(`TLS trust      NODE_EXTRA_CA_CERTS=${tlsCertificate}`);
-    // What was texted or e-mailed (codes, links) is read from their control APIs in development.
-    if (providersDev.sms)
-      say(`SMS gateway    ${providersDev.sms.url}  (simulator; sent: ${providersDev.sms.url}/_control/messages)`);
-    if (providersDev.email)
-      say(`E-mail         ${providersDev.email.url}  (simulator; sent: ${providersDev.email.url}/_control/messages)`);
-    if (providersDev.bank) say(`Bank           ${providersDev.bank.url}  (simulator)`);
-    if (providersDev.objectStore)
-      say(`Object store   ${providersDev.objectStore.endpoint}  (versitygw; bucket ${config.OBJECT_STORE_BUCKET})`);
-    if (providersDev.extraction)
-      say(
-        `Extraction     ${providersDev.extraction.url}  (invoice-extraction simulator; analyses: ${providersDev.extraction.url}/_control/analyses)`,
-      );
+    await announce(config, api.url, temporalAt.ui, providersDev, say);
     // The demo customers at their stages (npm run --silent seed:ids names them), through the API.
     // A failure leaves the service up: the demo customers are a convenience, not the service.
     if (providersDev.sms && providersDev.bank && providersDev.kyc) {
@@ -208,11 +250,11 @@ async function main() {
     }
     say('ready (Ctrl-C stops everything)');
     await running; // a worker that dies on its own takes the service down with it
-    if (!stopping) throw new Error('worker stopped unexpectedly');
+    if (!stops.stopping) throw new Error('worker stopped unexpectedly');
   } catch (error) {
-    if (stopping) return;
+    if (stops.stopping) return;
     console.error(error instanceof ConfigError ? error.message : error);
-    await stopAll();
+    await stops.stopAll();
     process.exit(1);
   }
 }

@@ -11,7 +11,7 @@ import {
   type RefusalCode,
 } from '../../providers/bank/protocol';
 
-/** The bank simulator's options, modes, request schemas and records (the server is index.ts). */
+/** The bank simulator's options, modes, request schemas, records and their resources (the server is index.ts). */
 export interface BankSimulatorOptions {
   clientId: string;
   clientSecret: string;
@@ -137,6 +137,14 @@ export interface RunningBankSimulator {
   customers(): SimulatedCustomer[];
   close(): Promise<void>;
 }
+
+/** A record as the API answers it: without the customer's details, images or the new number. */
+export const onboardingResource = ({
+  customer: _c,
+  documents: _d,
+  ...onboarding
+}: SimulatedCustomer): OnboardingResource => onboarding;
+export const changeResource = ({ newMobileNumber: _n, ...change }: SimulatedMobileNumberChange) => change;
 
 export const now = () => new Date().toISOString();
 export const digits = (n: number) => Array.from({ length: n }, () => randomInt(10)).join('');

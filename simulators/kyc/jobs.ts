@@ -23,6 +23,70 @@ import {
  */
 const MAX_JOBS = 250_000;
 
+/** A v2 job's result, as job_status and its callback report it. */
+const v2Result = (job: SimulatedJob) => ({
+  ResultCode: job.resultCode,
+  ResultText: job.resultText,
+  ResultType: 'ID Verification',
+  SmileJobID: job.smileJobId,
+  PartnerParams: job.partnerParams,
+  Actions: {
+    Document_Check: job.resultCode === '0810' ? 'Passed' : 'Failed',
+    Human_Review_Compare: job.state === 'provisional' ? 'Under Review' : 'Passed',
+    Liveness_Check: job.received.livenessImages > 0 ? 'Passed' : 'Not Applicable',
+    Verify_Document: job.resultCode === '0810' ? 'Passed' : 'Failed',
+  },
+  IsFinalResult: String(job.state === 'final'),
+  ConfidenceValue: job.resultCode === '0810' ? '99' : '0',
+  IDType: job.received.idType ?? '',
+  IDNumber: job.received.idNumber ?? '',
+  FullName: '',
+  DOB: '',
+  Gender: '',
+  Country: job.received.country ?? '',
+});
+
+/** The callback's body and headers, signed with `key` at `at` for the partner. */
+function signedCallback(partnerId: string, job: SimulatedJob, at: Date, key: string): SignedCallback {
+  const timestamp = at.toISOString();
+  const signature = signV2(key, partnerId, timestamp);
+  if (job.apiVersion === 'v3') {
+    // v3 callbacks keep every partner_params key but these three.
+    const { job_id: _job, user_id: _user, job_type: _type, ...params } = job.partnerParams;
+    const names = ASSUMED.v3CallbackHeaders;
+    return {
+      headers: {
+        [names.signature]: signature,
+        [names.timestamp]: timestamp,
+        [names.jobId]: job.v3JobId,
+        [names.userId]: job.userId,
+      },
+      body: {
+        status: v3Status(job),
+        message: job.resultText,
+        reason: job.resultCode,
+        created_at: job.createdAt,
+        completed_at: job.completedAt ?? timestamp,
+        product: ASSUMED.v3CallbackProduct,
+        partner_params: params,
+      },
+    };
+  }
+  return { headers: {}, body: { ...v2Result(job), timestamp, signature } };
+}
+
+/** Posts a callback to the job's URL; answers the receiver's HTTP status (an unreachable one throws). */
+async function post(job: SimulatedJob, sent: SignedCallback): Promise<number> {
+  const response = await fetch(job.callbackUrl, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...sent.headers },
+    body: JSON.stringify(sent.body),
+    signal: AbortSignal.timeout(5_000),
+  });
+  await response.body?.cancel();
+  return response.status;
+}
+
 export function createJobStore(options: { partnerId: string; apiKey: string; timers: SimulatorTimers }) {
   const { partnerId, apiKey, timers } = options;
   const jobs = new Map<string, SimulatedJob>();
@@ -30,73 +94,11 @@ export function createJobStore(options: { partnerId: string; apiKey: string; tim
   const byV3Id = new Map<string, SimulatedJob>();
   const chaos = callbackChaos(timers);
   let control: Control;
+  const callback = (job: SimulatedJob, at: Date, key: string) => signedCallback(partnerId, job, at, key);
   function forget(job: SimulatedJob) {
     jobs.delete(job.smileJobId);
     if (byJobId.get(job.jobId) === job) byJobId.delete(job.jobId);
     byV3Id.delete(job.v3JobId);
-  }
-
-  const v2Result = (job: SimulatedJob) => ({
-    ResultCode: job.resultCode,
-    ResultText: job.resultText,
-    ResultType: 'ID Verification',
-    SmileJobID: job.smileJobId,
-    PartnerParams: job.partnerParams,
-    Actions: {
-      Document_Check: job.resultCode === '0810' ? 'Passed' : 'Failed',
-      Human_Review_Compare: job.state === 'provisional' ? 'Under Review' : 'Passed',
-      Liveness_Check: job.received.livenessImages > 0 ? 'Passed' : 'Not Applicable',
-      Verify_Document: job.resultCode === '0810' ? 'Passed' : 'Failed',
-    },
-    IsFinalResult: String(job.state === 'final'),
-    ConfidenceValue: job.resultCode === '0810' ? '99' : '0',
-    IDType: job.received.idType ?? '',
-    IDNumber: job.received.idNumber ?? '',
-    FullName: '',
-    DOB: '',
-    Gender: '',
-    Country: job.received.country ?? '',
-  });
-
-  /** The callback's body and headers, signed with `key` at `at`. */
-  function callback(job: SimulatedJob, at: Date, key: string): SignedCallback {
-    const timestamp = at.toISOString();
-    const signature = signV2(key, partnerId, timestamp);
-    if (job.apiVersion === 'v3') {
-      // v3 callbacks keep every partner_params key but these three.
-      const { job_id: _job, user_id: _user, job_type: _type, ...params } = job.partnerParams;
-      const names = ASSUMED.v3CallbackHeaders;
-      return {
-        headers: {
-          [names.signature]: signature,
-          [names.timestamp]: timestamp,
-          [names.jobId]: job.v3JobId,
-          [names.userId]: job.userId,
-        },
-        body: {
-          status: v3Status(job),
-          message: job.resultText,
-          reason: job.resultCode,
-          created_at: job.createdAt,
-          completed_at: job.completedAt ?? timestamp,
-          product: ASSUMED.v3CallbackProduct,
-          partner_params: params,
-        },
-      };
-    }
-    return { headers: {}, body: { ...v2Result(job), timestamp, signature } };
-  }
-
-  /** Posts a callback to the job's URL; answers the receiver's HTTP status (an unreachable one throws). */
-  async function post(job: SimulatedJob, sent: SignedCallback): Promise<number> {
-    const response = await fetch(job.callbackUrl, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', ...sent.headers },
-      body: JSON.stringify(sent.body),
-      signal: AbortSignal.timeout(5_000),
-    });
-    await response.body?.cancel();
-    return response.status;
   }
 
   /** Sends the job's current result to its callback URL as the mode says. */

@@ -65,32 +65,55 @@ const jsonPart = (form: FormData, name: string): Record<string, unknown> | undef
   }
 };
 
-export function v3Routes(deps: V3Deps): Router {
+/** The token's claims, or a 401 answered. */
+async function authorized(deps: V3Deps, ctx: Context): Promise<(JWTPayload & { token: string }) | undefined> {
+  const token = ctx.get('smileid-token');
+  try {
+    const { payload } = await jwtVerify(token, deps.tokenKey(), { issuer: 'simulator', audience: deps.partnerId });
+    return { ...payload, token };
+  } catch {
+    fail(ctx, 401, 'Invalid or expired token.');
+    return undefined;
+  }
+}
+
+/** A callback URL the partner may use: https on the allow-list (or an allow-listed development prefix). */
+function callbackUrl(deps: V3Deps, given: ReturnType<FormData['get']>): string | undefined {
+  if (given === null) return deps.options.defaultCallbackUrl;
+  if (typeof given !== 'string') return undefined;
+  const allowList = deps.options.callbackAllowList;
+  if (allowList?.some((prefix) => given.startsWith(prefix))) return given;
+  if (allowList || !given.startsWith('https://')) return undefined;
+  return URL.canParse(given) ? given : undefined;
+}
+
+const named = (value: unknown) => typeof value === 'string' && value.trim() !== '';
+
+/** user_details: both names, and an e-mail or an E.164 phone number, each well-formed when given. */
+const validDetails = (details: Record<string, unknown> | undefined): details is Record<string, unknown> =>
+  details !== undefined &&
+  named(details.given_names) &&
+  named(details.last_name) &&
+  (details.email !== undefined || details.phone_number !== undefined) &&
+  (details.email === undefined || (typeof details.email === 'string' && /^[^@\s]+@[^@\s]+$/.test(details.email))) &&
+  (details.phone_number === undefined || (typeof details.phone_number === 'string' && E164.test(details.phone_number)));
+
+/** consent: granted, when (a minute's clock skew allowed), the notice's language and its https privacy policy. */
+const validConsent = (consent: Record<string, unknown> | undefined) =>
+  consent !== undefined &&
+  consent.granted === true &&
+  typeof consent.granted_at === 'string' &&
+  ISO_DATE.test(consent.granted_at) &&
+  // Not `<=`: a date the pattern passes but Date.parse cannot read (NaN) is not refused here.
+  !(Date.parse(consent.granted_at) > Date.now() + 60_000) &&
+  typeof consent.notice_language === 'string' &&
+  /^[A-Z]{2}$/.test(consent.notice_language) &&
+  typeof consent.notice_privacy_policy_url === 'string' &&
+  consent.notice_privacy_policy_url.startsWith('https://');
+
+/** POST /token: a plain token, or with a product a session token whose job the client SDK submits. */
+function tokenRoute(api: Router, deps: V3Deps): void {
   const { partnerId, apiKey, jobs } = deps;
-  const api = new Router({ prefix: '/v3' });
-
-  /** The token's claims, or a 401 answered. */
-  async function authorized(ctx: Context): Promise<(JWTPayload & { token: string }) | undefined> {
-    const token = ctx.get('smileid-token');
-    try {
-      const { payload } = await jwtVerify(token, deps.tokenKey(), { issuer: 'simulator', audience: partnerId });
-      return { ...payload, token };
-    } catch {
-      fail(ctx, 401, 'Invalid or expired token.');
-      return undefined;
-    }
-  }
-
-  /** A callback URL the partner may use: https on the allow-list (or an allow-listed development prefix). */
-  function callbackUrl(given: ReturnType<FormData['get']>): string | undefined {
-    if (given === null) return deps.options.defaultCallbackUrl;
-    if (typeof given !== 'string') return undefined;
-    const allowList = deps.options.callbackAllowList;
-    if (allowList?.some((prefix) => given.startsWith(prefix))) return given;
-    if (allowList || !given.startsWith('https://')) return undefined;
-    return URL.canParse(given) ? given : undefined;
-  }
-
   api.post('/token', async (ctx) => {
     const claimed = ctx.get('smileid-partner-id');
     const key = ctx.get('smileid-api-key');
@@ -124,9 +147,13 @@ export function v3Routes(deps: V3Deps): Router {
     }
     ctx.body = { token };
   });
+}
 
+/** POST /enhanced_document_verification: the images and details checked, then the job starts. */
+function submissionRoute(api: Router, deps: V3Deps): void {
+  const { partnerId, jobs } = deps;
   api.post('/enhanced_document_verification', async (ctx) => {
-    const claims = await authorized(ctx);
+    const claims = await authorized(deps, ctx);
     if (!claims) return;
     const partnerHeader = ctx.get('smileid-partner-id');
     if (!/^\d{3,}$/.test(partnerHeader)) return invalid(ctx, 'SmileID-Partner-ID');
@@ -159,32 +186,9 @@ export function v3Routes(deps: V3Deps): Router {
     const idType = form.get('id_type');
     if (typeof idType !== 'string' || idType === '') return invalid(ctx, 'id_type');
     const details = jsonPart(form, 'user_details');
-    const named = (value: unknown) => typeof value === 'string' && value.trim() !== '';
-    if (
-      !details ||
-      !named(details.given_names) ||
-      !named(details.last_name) ||
-      (details.email === undefined && details.phone_number === undefined) ||
-      (details.email !== undefined &&
-        !(typeof details.email === 'string' && /^[^@\s]+@[^@\s]+$/.test(details.email))) ||
-      (details.phone_number !== undefined &&
-        !(typeof details.phone_number === 'string' && E164.test(details.phone_number)))
-    )
-      return invalid(ctx, 'user_details');
-    const consent = jsonPart(form, 'consent');
-    if (
-      !consent ||
-      consent.granted !== true ||
-      typeof consent.granted_at !== 'string' ||
-      !ISO_DATE.test(consent.granted_at) ||
-      Date.parse(consent.granted_at) > Date.now() + 60_000 ||
-      typeof consent.notice_language !== 'string' ||
-      !/^[A-Z]{2}$/.test(consent.notice_language) ||
-      typeof consent.notice_privacy_policy_url !== 'string' ||
-      !consent.notice_privacy_policy_url.startsWith('https://')
-    )
-      return invalid(ctx, 'consent');
-    const url = callbackUrl(form.get('callback_url'));
+    if (!validDetails(details)) return invalid(ctx, 'user_details');
+    if (!validConsent(jsonPart(form, 'consent'))) return invalid(ctx, 'consent');
+    const url = callbackUrl(deps, form.get('callback_url'));
     if (!url) return invalid(ctx, 'callback_url');
     const params = form.has('partner_params') ? jsonPart(form, 'partner_params') : {};
     if (!params || Object.values(params).some((value) => typeof value !== 'string'))
@@ -219,9 +223,13 @@ export function v3Routes(deps: V3Deps): Router {
       created_at: job.createdAt,
     };
   });
+}
 
+/** GET /status/:jobId and POST /replay/:jobId: a job's state, and its final result sent again. */
+function jobRoutes(api: Router, deps: V3Deps): void {
+  const { jobs } = deps;
   api.get('/status/:jobId', async (ctx) => {
-    if (!(await authorized(ctx))) return;
+    if (!(await authorized(deps, ctx))) return;
     const id = ctx.params.jobId!;
     if (!V3_JOB_ID.test(id)) return fail(ctx, 400, 'Malformed job id.');
     const job = jobs.byV3Id(id);
@@ -249,20 +257,26 @@ export function v3Routes(deps: V3Deps): Router {
   });
 
   api.post('/replay/:jobId', async (ctx) => {
-    if (!(await authorized(ctx))) return;
+    if (!(await authorized(deps, ctx))) return;
     const form = await readForm(ctx);
     if (form === 'unsupported') return fail(ctx, 415, 'Request body must be multipart/form-data.');
     const job = jobs.byV3Id(ctx.params.jobId!);
     if (!job || job.state === 'awaiting_upload') return fail(ctx, 404, 'Job not found.');
     if (job.state !== 'final') return fail(ctx, 409, 'Job is not complete yet.');
     const given = form?.get('callback_url') ?? null;
-    const url = given === null ? job.callbackUrl || deps.options.defaultCallbackUrl : callbackUrl(given);
+    const url = given === null ? job.callbackUrl || deps.options.defaultCallbackUrl : callbackUrl(deps, given);
     if (!url) return fail(ctx, 400, 'No callback URL to send the result to.');
     const replayed = { ...job, callbackUrl: url };
     void jobs.sendCallback(replayed, 'normal');
     ctx.status = 202;
     ctx.body = { status: 'accepted', job_id: job.v3JobId, user_id: job.userId, message: 'Callback replay accepted.' };
   });
+}
 
+export function v3Routes(deps: V3Deps): Router {
+  const api = new Router({ prefix: '/v3' });
+  tokenRoute(api, deps);
+  submissionRoute(api, deps);
+  jobRoutes(api, deps);
   return api;
 }

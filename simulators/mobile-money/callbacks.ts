@@ -15,6 +15,73 @@ export interface Delivery {
   body: unknown;
 }
 
+/** A push result (stkCallback) as the provider builds it; `overrides` replace or add its fields (forgeries). */
+function stkBody(push: SimulatedPush, overrides: Record<string, unknown> = {}) {
+  const { ResultCode = push.resultCode, ResultDesc = push.resultDesc, ...items } = overrides;
+  const paid = push.resultCode === 0 || push.resultCode === '0';
+  const metadata: Record<string, unknown> = paid
+    ? {
+        Amount: push.amount,
+        MpesaReceiptNumber: push.receipt,
+        Balance: undefined,
+        TransactionDate: push.transactionDate,
+        PhoneNumber: Number(push.phone),
+        ...items,
+      }
+    : items;
+  const item = Object.entries(metadata)
+    .filter(([, value]) => value !== null)
+    .map(([Name, Value]) => (Value === undefined ? { Name } : { Name, Value }));
+  return {
+    Body: {
+      stkCallback: {
+        MerchantRequestID: push.merchantRequestId,
+        CheckoutRequestID: push.checkoutRequestId,
+        ResultCode,
+        ResultDesc,
+        ...(item.length > 0 && { CallbackMetadata: { Item: item } }),
+      },
+    },
+  };
+}
+
+/** A B2C Result (or queue timeout) as the provider builds it; `overrides` as for stkBody. */
+function b2cBody(payment: SimulatedPayment, overrides: Record<string, unknown> = {}) {
+  const { ResultCode = payment.resultCode, ResultDesc = payment.resultDesc, ...params } = overrides;
+  const completed = eatDigits()
+    .slice(0, 14)
+    .replace(/^(\d{4})(\d\d)(\d\d)(\d\d)(\d\d)(\d\d)$/, '$3.$2.$1 $4:$5:$6');
+  const parameters: Record<string, unknown> =
+    payment.state === 'completed'
+      ? {
+          TransactionAmount: payment.amount,
+          TransactionReceipt: payment.transactionId,
+          B2CRecipientIsRegisteredCustomer: 'Y',
+          B2CChargesPaidAccountAvailableFunds: 0,
+          ReceiverPartyPublicName: `${payment.phone} - Simulated Recipient`,
+          TransactionCompletedDateTime: completed,
+          B2CUtilityAccountAvailableFunds: 1_000_000,
+          B2CWorkingAccountAvailableFunds: 500_000,
+          ...params,
+        }
+      : params;
+  const list = Object.entries(parameters)
+    .filter(([, value]) => value !== null && value !== undefined)
+    .map(([Key, Value]) => ({ Key, Value }));
+  return {
+    Result: {
+      ResultType: payment.state === 'timed_out' ? 1 : 0,
+      ResultCode,
+      ResultDesc,
+      OriginatorConversationID: payment.originatorConversationId,
+      ConversationID: payment.conversationId,
+      TransactionID: payment.transactionId,
+      ...(list.length > 0 && { ResultParameters: { ResultParameter: list } }),
+      ReferenceData: { ReferenceItem: { Key: 'QueueTimeoutURL', Value: payment.queueTimeoutUrl } },
+    },
+  };
+}
+
 export function simulatorCallbacks(state: SimulatorState) {
   /** Keeps what was sent (or lost), the newest LIMITS.callbacks. */
   function record(entry: Omit<SentCallback, 'at'>): SentCallback {
@@ -91,71 +158,6 @@ export function simulatorCallbacks(state: SimulatorState) {
       default:
         void post(delivery);
     }
-  }
-
-  function stkBody(push: SimulatedPush, overrides: Record<string, unknown> = {}) {
-    const { ResultCode = push.resultCode, ResultDesc = push.resultDesc, ...items } = overrides;
-    const paid = push.resultCode === 0 || push.resultCode === '0';
-    const metadata: Record<string, unknown> = paid
-      ? {
-          Amount: push.amount,
-          MpesaReceiptNumber: push.receipt,
-          Balance: undefined,
-          TransactionDate: push.transactionDate,
-          PhoneNumber: Number(push.phone),
-          ...items,
-        }
-      : items;
-    const item = Object.entries(metadata)
-      .filter(([, value]) => value !== null)
-      .map(([Name, Value]) => (Value === undefined ? { Name } : { Name, Value }));
-    return {
-      Body: {
-        stkCallback: {
-          MerchantRequestID: push.merchantRequestId,
-          CheckoutRequestID: push.checkoutRequestId,
-          ResultCode,
-          ResultDesc,
-          ...(item.length > 0 && { CallbackMetadata: { Item: item } }),
-        },
-      },
-    };
-  }
-
-  function b2cBody(payment: SimulatedPayment, overrides: Record<string, unknown> = {}) {
-    const { ResultCode = payment.resultCode, ResultDesc = payment.resultDesc, ...params } = overrides;
-    const completed = eatDigits()
-      .slice(0, 14)
-      .replace(/^(\d{4})(\d\d)(\d\d)(\d\d)(\d\d)(\d\d)$/, '$3.$2.$1 $4:$5:$6');
-    const parameters: Record<string, unknown> =
-      payment.state === 'completed'
-        ? {
-            TransactionAmount: payment.amount,
-            TransactionReceipt: payment.transactionId,
-            B2CRecipientIsRegisteredCustomer: 'Y',
-            B2CChargesPaidAccountAvailableFunds: 0,
-            ReceiverPartyPublicName: `${payment.phone} - Simulated Recipient`,
-            TransactionCompletedDateTime: completed,
-            B2CUtilityAccountAvailableFunds: 1_000_000,
-            B2CWorkingAccountAvailableFunds: 500_000,
-            ...params,
-          }
-        : params;
-    const list = Object.entries(parameters)
-      .filter(([, value]) => value !== null && value !== undefined)
-      .map(([Key, Value]) => ({ Key, Value }));
-    return {
-      Result: {
-        ResultType: payment.state === 'timed_out' ? 1 : 0,
-        ResultCode,
-        ResultDesc,
-        OriginatorConversationID: payment.originatorConversationId,
-        ConversationID: payment.conversationId,
-        TransactionID: payment.transactionId,
-        ...(list.length > 0 && { ResultParameters: { ResultParameter: list } }),
-        ReferenceData: { ReferenceItem: { Key: 'QueueTimeoutURL', Value: payment.queueTimeoutUrl } },
-      },
-    };
   }
 
   const stkDelivery = (push: SimulatedPush, overrides?: Record<string, unknown>): Delivery => ({

@@ -283,10 +283,10 @@ export interface Figure {
   expectZero?: boolean;
 }
 
-/** Prints a suite's figures, one a line, each expected zero marked ok or NOT 0; true when all held. */
 /** Every figure that missed its expected zero in this process, for the summary run.ts prints last. */
 export const missedFigures: string[] = [];
 
+/** Prints a suite's figures, one a line, each expected zero marked ok or NOT 0; true when all held. */
 export function printFigures(title: string, figures: readonly Figure[]): boolean {
   console.log(`\n${title}`);
   for (const f of figures) if (f.expectZero && f.value !== 0) missedFigures.push(`${f.name}: ${f.value}`);

@@ -100,13 +100,18 @@ export async function otpBench(): Promise<void> {
       },
       32,
     );
-    const texts = (await (await fetch(`${dev.sms.url}/_control/messages`)).json()) as { to: string; message: string }[];
-    const codeTo = new Map(texts.map((t) => [t.to, /(\d{6}) is your code/.exec(t.message)?.[1]]));
-    const codes = applicants.map((a) => {
-      const code = codeTo.get(a.phone);
-      if (!code) throw new Error(`no code texted to ${a.phone}`);
-      return code;
-    });
+    // The run reports AWAITING_OTP while its code is still being sent: the texts are read until all are there.
+    let codeTo = new Map<string, string | undefined>();
+    for (let tries = 0; applicants.some((a) => !codeTo.get(a.phone)); tries++) {
+      if (tries === 600) throw new Error(`no code texted to ${applicants.find((a) => !codeTo.get(a.phone))!.phone}`);
+      if (tries > 0) await sleep(100);
+      const texts = (await (await fetch(`${dev.sms.url}/_control/messages`)).json()) as {
+        to: string;
+        message: string;
+      }[];
+      codeTo = new Map(texts.map((t) => [t.to, /(\d{6}) is your code/.exec(t.message)?.[1]]));
+    }
+    const codes = applicants.map((a) => codeTo.get(a.phone)!);
     console.log(
       `\n(${APPLICANTS} activations started, AWAITING_OTP and their codes read in ${((performance.now() - prepared) / 1000).toFixed(0)} s, not timed)`,
     );

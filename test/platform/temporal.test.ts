@@ -4,7 +4,9 @@ import path from 'node:path';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
+import { scheduleIds } from '../../workflows/ids';
 import { OrganizationId } from '../../workflows/search-attributes';
+import { ensureSchedules } from '../../worker/schedules/index';
 import {
   addSignal,
   finishSignal,
@@ -51,6 +53,15 @@ describe('Temporal through the shared harness', () => {
       const history = await handle.fetchHistory();
       await writeFile(path.join(HISTORIES, 'roundTripWorkflow.json'), historyToJSON(history));
     }
+  });
+
+  it('the schedules are made once however many workers start together (none fails on another’s create)', async () => {
+    const { client, config } = harness();
+    const ids = Object.values(scheduleIds);
+    await Promise.all(ids.map((id) => client.schedule.getHandle(id).delete()));
+    // Three workers starting at once: each finds no schedule, one create wins, the others update it.
+    await Promise.all([1, 2, 3].map(() => ensureSchedules(client, config)));
+    for (const id of ids) assert.equal((await client.schedule.getHandle(id).describe()).scheduleId, id);
   });
 
   it('a workflow started twice with the same business id runs once', async () => {

@@ -1,10 +1,16 @@
-import { type Client, ScheduleNotFoundError, type ScheduleOptions } from '@temporalio/client';
+import {
+  type Client,
+  ScheduleAlreadyRunning,
+  ScheduleNotFoundError,
+  type ScheduleOptions,
+} from '@temporalio/client';
 import type { Config } from '../../config';
 import { scheduleIds } from '../../workflows/ids';
 
 /**
  * Ensures the Temporal Schedules of the service, idempotently, each time a worker starts:
- * update first (so a changed interval takes effect), create when there is none.
+ * update first (so a changed interval takes effect), create when there is none; any number of
+ * workers may start together.
  */
 export async function ensureSchedules(client: Client, config: Config): Promise<void> {
   // Each starts one workflow every interval; a run still going when the next is due is not doubled.
@@ -28,16 +34,22 @@ export async function ensureSchedules(client: Client, config: Config): Promise<v
   ];
   for (const schedule of schedules) {
     const handle = client.schedule.getHandle(schedule.scheduleId);
-    try {
-      await handle.update((previous) => ({
+    const update = () =>
+      handle.update((previous) => ({
         ...previous,
         spec: schedule.spec,
         action: schedule.action,
         policies: { ...previous.policies, overlap: 'SKIP' },
       }));
+    try {
+      await update();
     } catch (error) {
       if (!(error instanceof ScheduleNotFoundError)) throw error;
-      await client.schedule.create(schedule);
+      // Several workers start at once: the one whose create loses updates what the winner made.
+      await client.schedule.create(schedule).catch(async (raced: unknown) => {
+        if (!(raced instanceof ScheduleAlreadyRunning)) throw raced;
+        await update();
+      });
     }
   }
 }

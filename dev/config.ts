@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { configShape, parseEnvironment } from '../config';
-import { port } from '../config/fields';
+import { port, positiveInt } from '../config/fields';
 
 /** Settings only `npm start`, the dev CLIs, the test harness and the benchmarks read. */
 const devSettings = {
@@ -30,6 +30,11 @@ const devSettings = {
   OBJECT_STORE_BIN: z.string().min(1).optional(),
   /** Port of the invoice-extraction provider simulator under npm start. */
   EXTRACTION_SIMULATOR_PORT: port(3108),
+  /** `npm run cluster`: API processes (behind its proxy on PORT, themselves on PORT+1…) and worker processes. */
+  CLUSTER_API_INSTANCES: positiveInt(2),
+  CLUSTER_WORKER_INSTANCES: positiveInt(2),
+  /** The frontend port of the Temporal server `npm run cluster` runs on Postgres (its other services above it). */
+  TEMPORAL_SERVER_PORT: port(7633),
 };
 
 const devConfigSchema = z.object({ ...configShape, ...devSettings });

@@ -14,6 +14,8 @@ import lockfile from 'proper-lockfile';
 export interface GoTool {
   /** The binary's name (on PATH and in the cache). */
   binary: string;
+  /** The name `go install` gives it, when that differs (the Temporal server's `cmd/server` is `server`). */
+  installs?: string;
   /** `module/cmd@version`, as `go install` takes it. */
   module: string;
   /** The cache folder's name under ~/.cache/lending-service. */
@@ -86,7 +88,7 @@ async function buildWithGo(tool: GoTool, dir: string, binary: string, log: (line
         env: { ...process.env, GOBIN: staging },
         maxBuffer: 64 * 1024 * 1024,
       });
-      await rename(path.join(staging, tool.binary), binary);
+      await rename(path.join(staging, tool.installs ?? tool.binary), binary);
     } finally {
       await rm(staging, { recursive: true, force: true });
     }

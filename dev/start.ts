@@ -1,4 +1,4 @@
-import { mkdir, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
@@ -6,9 +6,8 @@ import { buildApp } from '../api/app';
 import { loadServiceKeys } from '../api/auth/service-keys';
 import { startApi } from '../api/server';
 import { ConfigError } from '../config';
-import { createLogger, type Logger } from '../config/logger';
+import { createLogger } from '../config/logger';
 import { temporalConnectionOptions } from '../config/temporal';
-import { createDb, ensureDatabase, migrate } from '../db/knex';
 import { seedDemoData } from '../db/seeds/demo';
 import { systemClock } from '../domain/clock';
 import { createProviders } from '../providers';
@@ -19,103 +18,12 @@ import { installRuntime } from '../worker/runtime';
 import { ensureSchedules } from '../worker/schedules/index';
 import { createWorker } from '../worker/worker';
 import { type DevConfig, loadDevConfig } from './config';
-import { startEmbeddedPostgres } from './embedded-postgres';
 import { serviceSigningKey } from './identity';
 import { stageDemoCustomers } from './seed-stages';
 import { watchParent } from './parent-watch';
-import { type DevelopmentProviders, startDevelopmentProviders } from './simulators';
+import { openDatabase, type Say, startProviders, type Stops, stopStack } from './stack';
+import { type DevelopmentProviders } from './simulators';
 import { startTemporalDevServer } from './temporal-server';
-
-type Say = (line: string) => void;
-
-/** What was started, stopped last first, once: on a signal, the parent's death or a failure. */
-function stopStack(logger: Logger, say: Say) {
-  const stops: (() => Promise<unknown>)[] = [];
-  let stopping: Promise<void> | undefined;
-  const stopAll = () =>
-    (stopping ??= (async () => {
-      for (const stop of stops.reverse()) {
-        await stop().catch((error) => logger.error({ err: error }, 'error while stopping'));
-      }
-    })());
-  return {
-    push(stop: () => Promise<unknown>) {
-      stops.push(stop);
-    },
-    stopAll,
-    shutdown(reason: string) {
-      if (stopping) return;
-      say(`${reason}, stopping`);
-      void stopAll().then(() => process.exit(0));
-    },
-    /** Stopping has begun: a failure or the worker's end is then expected. */
-    get stopping() {
-      return stopping !== undefined;
-    },
-  };
-}
-type Stops = ReturnType<typeof stopStack>;
-
-/** The development identity provider and the simulators, and the configuration pointed at them. */
-async function startProviders(config: DevConfig, say: Say, stops: Stops) {
-  // The development identity provider: tokens for the seeded users (npm run token).
-  await mkdir(config.DATA_DIR, { recursive: true });
-  const providersDev = await startDevelopmentProviders(config, {
-    idpPort: config.DEV_IDP_PORT,
-    idpKeysFile: path.join(config.DATA_DIR, 'identity-provider-keys.json'),
-    kycPort: config.KYC_SIMULATOR_PORT,
-    kycTlsPort: config.KYC_SIMULATOR_TLS_PORT,
-    mobileMoneyPort: config.MOBILE_MONEY_SIMULATOR_PORT,
-    mobileMoneyTlsPort: config.MOBILE_MONEY_SIMULATOR_TLS_PORT,
-    smsPort: config.SMS_SIMULATOR_PORT,
-    emailPort: config.EMAIL_SIMULATOR_PORT,
-    bankPort: config.BANK_SIMULATOR_PORT,
-    extractionPort: config.EXTRACTION_SIMULATOR_PORT,
-    objectStore: {
-      port: config.OBJECT_STORE_PORT,
-      dataDir: path.join(config.DATA_DIR, 'object-store'),
-      binary: config.OBJECT_STORE_BIN,
-      log: (line) => say(line),
-    },
-  });
-  stops.push(() => providersDev.close());
-  // Providers call back to the API; PUBLIC_BASE_URL says where it is when not set.
-  const pointed: DevConfig = {
-    ...config,
-    ...providersDev.config,
-    PUBLIC_BASE_URL: providersDev.config.PUBLIC_BASE_URL ?? `http://${config.HOST}:${config.PORT}`,
-  };
-  // The simulated gateway posts its delivery reports where the real one would be told to.
-  if (providersDev.sms && pointed.SMS_CALLBACK_TOKEN)
-    await fetch(`${providersDev.sms.url}/_control/mode`, {
-      method: 'PATCH',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({
-        deliveryReportUrl: `${pointed.PUBLIC_BASE_URL}/v1/current-account/callbacks/sms/delivery-reports/${pointed.SMS_CALLBACK_TOKEN}`,
-      }),
-    });
-  return { providersDev, config: pointed };
-}
-
-/** Postgres (embedded unless DATABASE_URL), migrated. */
-async function openDatabase(config: DevConfig, logger: Logger, stops: Stops) {
-  let databaseUrl = config.DATABASE_URL;
-  if (!databaseUrl) {
-    const pg = await startEmbeddedPostgres({
-      dataDir: path.join(config.DATA_DIR, 'postgres'),
-      port: config.EMBEDDED_POSTGRES_PORT,
-      persistent: true,
-      ownSignals: true,
-      log: (line) => logger.warn(line),
-    });
-    stops.push(() => pg.stop());
-    databaseUrl = await ensureDatabase(pg.url, 'lending');
-  }
-  const db = createDb(databaseUrl, config.DATABASE_POOL_MAX, logger);
-  stops.push(() => db.destroy());
-  await migrate(db);
-  return db;
-}
 
 /** Temporal's address: TEMPORAL_ADDRESS, else a dev server's (with its Web UI) started here. */
 async function temporalServer(config: DevConfig, say: Say, stops: Stops): Promise<{ address: string; ui: boolean }> {
@@ -199,7 +107,7 @@ async function main() {
       await serviceSigningKey(config, path.join(config.DATA_DIR, 'service-signing-key.json')),
     );
 
-    const db = await openDatabase(config, logger, stops);
+    const { db } = await openDatabase(config, logger, stops);
     await seedDemoData(db, providersDev.seedOptions);
 
     const temporalAt = await temporalServer(config, say, stops);

@@ -1,0 +1,47 @@
+import http from 'node:http';
+import { once } from 'node:events';
+
+/**
+ * The load balancer of `npm run cluster`, as small as one can be: each request goes to the next
+ * API instance in turn, with X-Forwarded-For appended (the instances run TRUST_PROXY). A request
+ * an instance refused to connect (it is down or restarting) goes to the next one: nothing reached
+ * the refusing one, so trying another cannot do anything twice. Bodies are read first for that.
+ */
+export async function startRoundRobin(targets: () => string[], host: string, port: number) {
+  let next = 0;
+  const server = http.createServer(async (req, res) => {
+    const body: Buffer[] = [];
+    for await (const chunk of req) body.push(chunk as Buffer);
+    const headers = {
+      ...req.headers,
+      'x-forwarded-for': [req.headers['x-forwarded-for'], req.socket.remoteAddress].filter(Boolean).join(', '),
+    };
+    const upstreams = targets();
+    for (let tried = 0; tried < upstreams.length; tried++) {
+      const target = new URL(upstreams[next++ % upstreams.length]!);
+      try {
+        const answer = await send(target, req.method!, req.url!, headers, Buffer.concat(body));
+        res.writeHead(answer.statusCode!, answer.headers);
+        answer.pipe(res);
+        return;
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'ECONNREFUSED') break;
+      }
+    }
+    res.writeHead(502, { 'content-type': 'text/plain' }).end('no API instance answered');
+  });
+  server.listen(port, host);
+  await once(server, 'listening');
+  return {
+    url: `http://${host}:${(server.address() as { port: number }).port}`,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+function send(target: URL, method: string, path: string, headers: http.OutgoingHttpHeaders, body: Buffer) {
+  return new Promise<http.IncomingMessage>((resolve, reject) => {
+    const request = http.request({ host: target.hostname, port: target.port, method, path, headers }, resolve);
+    request.once('error', reject);
+    request.end(body);
+  });
+}

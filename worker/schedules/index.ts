@@ -1,9 +1,4 @@
-import {
-  type Client,
-  ScheduleAlreadyRunning,
-  ScheduleNotFoundError,
-  type ScheduleOptions,
-} from '@temporalio/client';
+import { type Client, ScheduleAlreadyRunning, ScheduleNotFoundError, type ScheduleOptions } from '@temporalio/client';
 import type { Config } from '../../config';
 import { scheduleIds } from '../../workflows/ids';
 

@@ -8,6 +8,7 @@ import { revokeApiKey } from '../../db/auth/api-keys';
 import { DEMO } from '../../db/seeds/demo';
 import { harness } from '../support/harness';
 import { call } from '../support/http';
+import { activationWhen, newApplicant as newCurrentAccountApplicant } from '../support/current-account';
 import { applicantHeaders, newApplicant, newApplication } from '../support/kyc';
 import { money, newCustomer, until } from '../support/money';
 import { bearer } from '../support/tokens';
@@ -103,5 +104,24 @@ describe('several API instances: consecutive requests landing on different insta
     for (const baseUrl of [a, b])
       await until('the instance refuses the revoked key', async () => (await whoami(baseUrl)).status === 401, 3_000);
     assert.ok(Date.now() - revokedAt < ttl + 1_000, 'refused within the cache TTL (plus a poll)');
+  });
+
+  it('a code resend is refused on one instance within the cool-down of a code sent through the other (the run holds it)', async () => {
+    const [a, b] = [await instance(), await instance()];
+    const customer = await newCurrentAccountApplicant();
+    const started = await call('POST', '/v1/user/accounts/current/activation', {
+      baseUrl: a,
+      headers: customer.headers,
+    });
+    assert.equal(started.status, 201, started.text);
+    await activationWhen(customer.headers, (activation) => activation.status === 'AWAITING_OTP');
+    const resend = (baseUrl: string) =>
+      call('POST', '/v1/user/accounts/current/activation/otp/resend', { baseUrl, headers: customer.headers });
+    const soon = await resend(b);
+    assert.equal(soon.status, 429, soon.text);
+    assert.ok(Number(soon.headers.get('retry-after')) >= 1);
+    await new Promise((resolve) => setTimeout(resolve, harness().config.OTP_RESEND_COOLDOWN + 200));
+    assert.equal((await resend(b)).status, 200, 'after the cool-down, another code');
+    assert.equal((await resend(a)).status, 429, 'and the other instance knows of that one too');
   });
 });

@@ -104,6 +104,25 @@ describe('spec 8: rate limits (429 TOO_MANY_REQUESTS with Retry-After)', () => {
     assert.equal(stored.points, 3, 'the shared counter holds every admitted request');
   });
 
+  it('instances bursting at once overshoot a budget by at most what the others admit in one sync interval', async () => {
+    // The bound (api/middleware/rate-limit.ts): each instance decides from the shared count plus
+    // what it admitted since, so n instances together admit at most n × the budget per interval.
+    const instances = [await api(), await api()];
+    const headers = await as(DEMO.users.customer);
+    const burst = await Promise.all(
+      instances.flatMap((instance) =>
+        Array.from({ length: 10 }, () => call('GET', ROUTE, { baseUrl: instance.url, headers })),
+      ),
+    );
+    const admitted = burst.filter((reply) => reply.status === 200).length;
+    assert.ok(admitted >= 3, `the budget is admitted (${admitted})`);
+    assert.ok(admitted <= instances.length * 3, `overshoot ${admitted - 3} beyond one budget per other instance`);
+    // One interval later every instance knows what all admitted: none admits more.
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    for (const instance of instances)
+      assert.equal((await call('GET', ROUTE, { baseUrl: instance.url, headers })).status, 429);
+  });
+
   it('health and metrics endpoints are not rate limited', async () => {
     const { url } = await api();
     for (let i = 0; i < 8; i++) assert.equal((await call('GET', '/healthz', { baseUrl: url })).status, 200);

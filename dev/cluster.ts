@@ -15,6 +15,8 @@ import { startRoundRobin } from './round-robin';
 import { openDatabase, type Say, startProviders, type Stops, stopStack } from './stack';
 import {
   findTemporalServer,
+  findTemporalUi,
+  startTemporalUi,
   setUpTemporalSchemas,
   startTemporalServer,
   TEMPORAL_SERVER_VERSION,
@@ -86,7 +88,13 @@ async function temporalOnPostgres(config: DevConfig, databaseUrl: string, say: S
     log: (line) => say(line),
   });
   stops.push(() => server.stop());
-  return server;
+  // Its Web UI, as compose's temporal-ui service (built with Go like the server).
+  const uiBinary = await findTemporalUi(say);
+  const ui = uiBinary
+    ? await startTemporalUi({ binary: uiBinary, temporalAddress: server.address, port: config.TEMPORAL_UI_PORT })
+    : undefined;
+  if (ui) stops.push(() => ui.stop());
+  return { ...server, uiUrl: ui?.url };
 }
 
 /**
@@ -161,6 +169,7 @@ async function main() {
     say(
       `Temporal       ${temporal.address}  (server ${TEMPORAL_SERVER_VERSION} on PostgreSQL; temporal --address ${temporal.address})`,
     );
+    if (temporal.uiUrl) say(`Temporal UI    ${temporal.uiUrl}`);
     say(`Workers        ${workers.length}, metrics from :${base.WORKER_METRICS_PORT}`);
     say(`Identity (dev) ${providersDev.idp.url}  (npm run --silent token -- --user <id or e-mail>)`);
     say(`Logs           ${logs}`);

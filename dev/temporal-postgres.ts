@@ -16,7 +16,8 @@ import { findGoTool, type GoTool } from './go-tools';
  * that tool, which carries them (`--schema-name`), so what runs here is what compose runs.
  */
 export const TEMPORAL_SERVER_VERSION = 'v1.29.1';
-const TOOLS: Record<'server' | 'sql', GoTool> = {
+export const TEMPORAL_UI_VERSION = 'v2.42.1';
+const TOOLS: Record<'server' | 'sql' | 'ui', GoTool> = {
   server: {
     binary: 'temporal-server',
     installs: 'server',
@@ -33,6 +34,15 @@ const TOOLS: Record<'server' | 'sql', GoTool> = {
     buildNote: 'about 3 minutes on 2 cores',
     setting: 'TEMPORAL_SQL_TOOL_PATH',
   },
+  // The Web UI the CLI's dev server embeds, as a server of its own (assets embedded).
+  ui: {
+    binary: 'temporal-ui-server',
+    installs: 'server',
+    module: `github.com/temporalio/ui-server/v2/cmd/server@${TEMPORAL_UI_VERSION}`,
+    cacheName: `temporal-ui-server-${TEMPORAL_UI_VERSION}`,
+    buildNote: 'under a minute',
+    setting: 'TEMPORAL_UI_SERVER_PATH',
+  },
 };
 
 const run = promisify(execFile);
@@ -43,6 +53,43 @@ export async function findTemporalServer(log?: (line: string) => void) {
   const server = await findGoTool(TOOLS.server, { explicitPath: process.env.TEMPORAL_SERVER_PATH || undefined, log });
   const sql = await findGoTool(TOOLS.sql, { explicitPath: process.env.TEMPORAL_SQL_TOOL_PATH || undefined, log });
   return server && sql ? { server, sql } : undefined;
+}
+
+/** The Web UI server's binary, found or built (undefined without Go). */
+export const findTemporalUi = (log?: (line: string) => void) =>
+  findGoTool(TOOLS.ui, { explicitPath: process.env.TEMPORAL_UI_SERVER_PATH || undefined, log });
+
+/** Serves the Temporal Web UI for `temporalAddress` on `port` (config/temporal-ui/), once it answers. */
+export async function startTemporalUi(options: { binary: string; temporalAddress: string; port: number }) {
+  const child = spawn(
+    options.binary,
+    ['--root', ROOT, '--config', 'config/temporal-ui', '--env', 'production', 'start'],
+    {
+      env: { ...process.env, TEMPORAL_ADDRESS: options.temporalAddress, TEMPORAL_UI_PORT: String(options.port) },
+      stdio: 'ignore',
+    },
+  );
+  const url = `http://127.0.0.1:${options.port}`;
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`the Temporal UI server exited (${child.exitCode})`);
+    const up = await fetch(url).then(
+      (answer) => answer.ok,
+      () => false,
+    );
+    if (up) break;
+    if (Date.now() > deadline) throw new Error(`the Temporal UI server did not answer at ${url}`);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  return {
+    url,
+    stop: async () => {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const gone = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      await gone;
+    },
+  };
 }
 
 /** Where the server keeps its state: one Postgres server, two databases (history, visibility). */
@@ -203,8 +250,8 @@ async function ensureSearchAttributes(connection: Connection, namespace: string)
 
 /** `npm run --silent temporal-server`: finds or builds the server and its schema tool, and prints their paths. */
 if (require.main === module) {
-  findTemporalServer()
-    .then((found) => console.log(found ? `${found.server}\n${found.sql}` : ''))
+  Promise.all([findTemporalServer(), findTemporalUi()])
+    .then(([found, ui]) => console.log(found ? [found.server, found.sql, ui ?? ''].join('\n') : ''))
     .catch((error) => {
       console.error(error instanceof Error ? error.message : error);
       process.exit(1);

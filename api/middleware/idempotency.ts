@@ -162,6 +162,22 @@ export function createIdempotency({ db, config, clock, logger }: IdempotencyDeps
     }
   }
 
+  /**
+   * A key whose release failed (Postgres was down when its execution failed, with 503) would hold
+   * its lock until it runs out, answering the client's retries 409 in progress although nothing
+   * runs: it is released as soon as Postgres answers again, tried every half second until then.
+   */
+  function releaseLater(scope: string, key: string, token: string) {
+    const giveUpAt = Date.now() + lockTimeout;
+    const attempt = () =>
+      setTimeout(() => {
+        releaseKey(db, scope, key, token).catch(() => {
+          if (Date.now() < giveUpAt) attempt();
+        });
+      }, 500).unref();
+    attempt();
+  }
+
   async function execute(
     ctx: Context,
     scope: string,
@@ -180,11 +196,15 @@ export function createIdempotency({ db, config, clock, logger }: IdempotencyDeps
     );
     renewal.unref();
     const releaseQuietly = () =>
-      releaseKey(db, scope, key, token).catch((error: unknown) =>
-        logger.error(
-          { err: error, req_id: ctx.state.requestId },
-          'idempotency key not released; retries wait for its lock to run out',
-        ),
+      releaseKey(db, scope, key, token).then(
+        () => undefined,
+        (error: unknown) => {
+          logger.error(
+            { err: error, req_id: ctx.state.requestId },
+            'idempotency key not released; released in the background once Postgres answers',
+          );
+          releaseLater(scope, key, token);
+        },
       );
     try {
       await handler();

@@ -5,8 +5,16 @@ import { scheduleIds, workflowIds } from '../../workflows/ids';
 import { repaymentSignal } from '../../workflows/loans/messages';
 import { harness } from '../support/harness';
 import { recordHistory } from '../support/histories';
-import { call } from '../support/http';
-import { allocated, ledgerMismatches, newBorrower, repay, takeLoan } from '../support/loans';
+import {
+  allocated,
+  installmentsOf,
+  ledgerMismatches,
+  loanStatus,
+  newBorrower,
+  repaid,
+  repay,
+  takeLoan,
+} from '../support/loans';
 import {
   balanceOf,
   insertStkPushTransaction,
@@ -18,20 +26,6 @@ import {
   stkPush,
   until,
 } from '../support/money';
-
-const installmentsOf = async (headers: Record<string, string>, account: string) => {
-  const reply = await call('GET', `/v1/accounts/${account}/installments`, { headers });
-  assert.equal(reply.status, 200, reply.text);
-  return reply.body.data as {
-    id: string;
-    position: number;
-    status: string;
-    outstanding: { principal: number; interest: number; penalties: number; total: number };
-  }[];
-};
-const loanStatus = async (loanId: string) => (await harness().db('loans').where({ id: loanId }).first()).status;
-const repaid = (loanId: string) =>
-  until(`loan ${loanId} repaid`, async () => (await loanStatus(loanId)) === 'REPAID', 20_000);
 
 describe('spec 4.3/4.4: repayments by push prompt, allocated to installments (PENALTIES_INTEREST_PRINCIPAL_OLDEST_FIRST)', () => {
   after(resetSimulator);

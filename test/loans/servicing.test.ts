@@ -5,22 +5,9 @@ import { harness } from '../support/harness';
 import { recordHistory } from '../support/histories';
 import { call } from '../support/http';
 import { applicantHeaders } from '../support/kyc';
-import { ledgerMismatches, newBorrower, repay, takeLoan } from '../support/loans';
+import { installmentsOf, ledgerMismatches, newBorrower, repaid, repay, takeLoan } from '../support/loans';
 import { journalKinds, until } from '../support/money';
 
-const installmentsOf = async (headers: Record<string, string>, account: string) => {
-  const reply = await call('GET', `/v1/accounts/${account}/installments`, { headers });
-  assert.equal(reply.status, 200, reply.text);
-  return reply.body.data as {
-    id: string;
-    position: number;
-    status: string;
-    outstanding: { principal: number; interest: number; penalties: number; total: number };
-  }[];
-};
-const loanStatus = async (loanId: string) => (await harness().db('loans').where({ id: loanId }).first()).status;
-const repaid = (loanId: string) =>
-  until(`loan ${loanId} repaid`, async () => (await loanStatus(loanId)) === 'REPAID', 20_000);
 const operator = () => applicantHeaders(DEMO.users.internal);
 
 describe('spec 2: allocations are immutable; reversals and waivers are new transaction events (operators, extension)', () => {

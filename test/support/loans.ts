@@ -140,3 +140,20 @@ export async function repayAll(borrower: { headers: Record<string, string>; cred
   }
   assert.fail('still owing after three repayments');
 }
+
+/** A credit account's schedule as GET installments answers it. */
+export const installmentsOf = async (headers: Record<string, string>, account: string) => {
+  const reply = await call('GET', `/v1/accounts/${account}/installments`, { headers });
+  assert.equal(reply.status, 200, reply.text);
+  return reply.body.data as {
+    id: string;
+    position: number;
+    status: string;
+    outstanding: { principal: number; interest: number; penalties: number; total: number };
+  }[];
+};
+
+/** A loan's status as stored, and a wait until it is REPAID. */
+export const loanStatus = async (loanId: string) => (await harness().db('loans').where({ id: loanId }).first()).status;
+export const repaid = (loanId: string) =>
+  until(`loan ${loanId} repaid`, async () => (await loanStatus(loanId)) === 'REPAID', 20_000);

@@ -1,4 +1,3 @@
-import type { Needs } from '../deps';
 import { createActivationActivities } from './activation';
 import { createEmailVerificationActivities } from './email-verification';
 import { createPhoneChangeActivities } from './phone-change';
@@ -9,16 +8,7 @@ import { createSendingActivities } from './sending';
  * mobile-number change): sending codes and links, the bank's onboarding and number change, and
  * the rows that project each run's state, one file per job.
  */
-export function createCurrentAccountActivities(
-  deps: Needs<
-    'db' | 'providers' | 'clock',
-    | 'OTP_HMAC_SECRET'
-    | 'OTP_SENDS_PER_HOUR_PER_DESTINATION'
-    | 'OTP_SENDS_PER_HOUR_PER_USER'
-    | 'OTP_TTL'
-    | 'PUBLIC_BASE_URL'
-  >,
-) {
+export function createCurrentAccountActivities(deps: Parameters<typeof createSendingActivities>[0]) {
   return {
     ...createSendingActivities(deps),
     ...createActivationActivities(deps),

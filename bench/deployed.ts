@@ -22,6 +22,8 @@ export async function startDeployed(options: {
   temporalAddress?: string;
   /** Dynamic config of the dev server started here (see DevServerOptions). */
   temporalDynamicConfig?: Record<string, unknown>;
+  /** The address clients and providers' callbacks reach the API at (a proxy in front); the API's own otherwise. */
+  publicUrl?: string;
   /** Start the bare worker the baselines run on (task queue `bench-trivial`); true unless a suite has no baseline. */
   baseline?: boolean;
   /** The providers' settings the processes get (mobileMoneySettings, currentAccountSettings...). */
@@ -55,7 +57,7 @@ export async function startDeployed(options: {
     TEMPORAL_TASK_QUEUE: options.taskQueue,
     HOST: '127.0.0.1',
     PORT: String(port),
-    PUBLIC_BASE_URL: apiUrl,
+    PUBLIC_BASE_URL: options.publicUrl ?? apiUrl,
     AUTH_JWKS_URL: config.AUTH_JWKS_URL,
     AUTH_ISSUER: config.AUTH_ISSUER,
     SERVICE_SIGNING_KEY: JSON.stringify(await generateServiceSigningKey()),

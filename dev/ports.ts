@@ -21,3 +21,24 @@ export async function isListening(port: number): Promise<boolean> {
     socket.once('error', () => resolve(false));
   });
 }
+
+/**
+ * A port `base` such that base + each of `offsets` was free a moment ago on 127.0.0.1: for a
+ * server that derives several ports from one (the Temporal server's services, membership, HTTP
+ * and metrics ports: config/temporal-server/production.yaml).
+ */
+export async function freePortBlock(offsets: number[]): Promise<number> {
+  const free = (port: number) =>
+    new Promise<boolean>((resolve) => {
+      const server = createServer();
+      server.once('error', () => resolve(false));
+      server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+    });
+  for (let tries = 0; tries < 50; tries++) {
+    // Below Linux's ephemeral range (32768 and up), where outgoing connections take their ports.
+    const base = 20_000 + Math.floor(Math.random() * 12_000);
+    const all = await Promise.all(offsets.map((offset) => free(base + offset)));
+    if (all.every(Boolean)) return base;
+  }
+  throw new Error('no free block of ports found');
+}

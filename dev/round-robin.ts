@@ -5,7 +5,11 @@ import { once } from 'node:events';
  * The load balancer of `npm run cluster`, as small as one can be: each request goes to the next
  * API instance in turn, with X-Forwarded-For appended (the instances run TRUST_PROXY). A request
  * an instance refused to connect (it is down or restarting) goes to the next one: nothing reached
- * the refusing one, so trying another cannot do anything twice. Bodies are read first for that.
+ * the refusing one, so trying another cannot do anything twice. One whose instance died before
+ * answering (the connection reset) goes to the next only when repeating it is safe: a GET or HEAD,
+ * or a request under an Idempotency-Key, which the API executes once whichever instance it
+ * reaches (api/middleware/idempotency.ts); any other is answered 502, as a load balancer does.
+ * Bodies are read first for that.
  */
 export async function startRoundRobin(targets: () => string[], host: string, port: number) {
   let next = 0;
@@ -25,7 +29,8 @@ export async function startRoundRobin(targets: () => string[], host: string, por
         answer.pipe(res);
         return;
       } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== 'ECONNREFUSED') break;
+        const code = (error as NodeJS.ErrnoException).code;
+        if (code !== 'ECONNREFUSED' && !(code === 'ECONNRESET' && repeatable(req))) break;
       }
     }
     res.writeHead(502, { 'content-type': 'text/plain' }).end('no API instance answered');
@@ -37,6 +42,9 @@ export async function startRoundRobin(targets: () => string[], host: string, por
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }
+
+const repeatable = (req: http.IncomingMessage) =>
+  req.method === 'GET' || req.method === 'HEAD' || req.headers['idempotency-key'] !== undefined;
 
 function send(target: URL, method: string, path: string, headers: http.OutgoingHttpHeaders, body: Buffer) {
   return new Promise<http.IncomingMessage>((resolve, reject) => {

@@ -142,6 +142,12 @@ export interface RunningTemporalServer {
   stop(): Promise<void>;
 }
 
+/**
+ * The ports config/temporal-server/production.yaml derives from TEMPORAL_PORT, as offsets: the
+ * four services' gRPC, their membership, the frontend's HTTP and the metrics listener.
+ */
+export const TEMPORAL_PORT_OFFSETS = [0, 1, 2, 6, 10, 20, 100, 101, 102, 106];
+
 /** The environment config/temporal-server/production.yaml reads. */
 export const temporalServerEnv = (db: TemporalDatabase, port: number): Record<string, string> => ({
   TEMPORAL_PORT: String(port),

@@ -14,7 +14,7 @@ import {
   startOperation,
 } from './callbacks-workload';
 import { checkConsistency, type ConsistencyReport, printFigures } from './consistency';
-import { startChaosDeployment } from './deployment';
+import { type SuiteOptions, startChaosDeployment, suiteOptionsOf } from './deployment';
 import { replayEveryHistory, replayFigures } from './replay';
 import { sleep } from './random';
 
@@ -104,7 +104,12 @@ async function control(url: string, path: string, method: string, body?: unknown
 }
 
 /** One run of the workload on a fresh deployment, with chaos off (null) or on. */
-async function runOnce(operations: Operation[], chaos: ChaosSettings | null, deadlineMs: number): Promise<Run> {
+async function runOnce(
+  operations: Operation[],
+  chaos: ChaosSettings | null,
+  deadlineMs: number,
+  cluster?: boolean,
+): Promise<Run> {
   const cleanups: (() => Promise<unknown>)[] = [];
   const began = Date.now();
   try {
@@ -121,6 +126,7 @@ async function runOnce(operations: Operation[], chaos: ChaosSettings | null, dea
         KYC_API_KEY: KYC.apiKey,
         KYC_PROVIDER_CA: kyc.certificate,
       },
+      cluster,
       cleanups,
     });
     const { db, apiUrl, simulators } = deployment;
@@ -196,7 +202,7 @@ async function runOnce(operations: Operation[], chaos: ChaosSettings | null, dea
   }
 }
 
-export async function runCallbackChaos(options: { bounded: boolean }): Promise<boolean> {
+export async function runCallbackChaos(options: SuiteOptions): Promise<boolean> {
   const seed = Number(process.env.CHAOS_SEED ?? 20261126);
   const size = sizes(options.bounded);
   const operations = planOperations(seed, size);
@@ -205,9 +211,9 @@ export async function runCallbackChaos(options: { bounded: boolean }): Promise<b
     .map(([kind, n]) => `${n} ${kind}`)
     .join(', ');
   console.log(`\nCallback chaos: ${operations.length} operations (${counts}), seed ${seed}`);
-  const clean = await runOnce(operations, null, deadlineMs);
+  const clean = await runOnce(operations, null, deadlineMs, options.cluster);
   console.log(`  clean run: ${clean.seconds.toFixed(0)} s`);
-  const chaos = await runOnce(operations, { seed, ...CHAOS }, deadlineMs);
+  const chaos = await runOnce(operations, { seed, ...CHAOS }, deadlineMs, options.cluster);
   console.log(`  chaos run: ${chaos.seconds.toFixed(0)} s`);
 
   printDeliveries(chaos.records);
@@ -237,7 +243,7 @@ export async function runCallbackChaos(options: { bounded: boolean }): Promise<b
 }
 
 if (require.main === module) {
-  runCallbackChaos({ bounded: process.argv.includes('--bounded') }).then(
+  runCallbackChaos(suiteOptionsOf(process.argv)).then(
     (ok) => process.exit(ok ? 0 : 1),
     (error) => {
       console.error(error);

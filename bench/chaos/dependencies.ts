@@ -7,7 +7,16 @@ import { Connection } from '@temporalio/client';
 import { TypedSearchAttributes } from '@temporalio/common';
 import { type EmbeddedPostgresHandle, startEmbeddedPostgres } from '../../dev/embedded-postgres';
 import { findTemporalCli } from '../../dev/temporal-cli';
-import { freePort } from '../../test/support/ports';
+import {
+  findTemporalServer,
+  type RunningTemporalServer,
+  setUpTemporalSchemas,
+  startTemporalServer,
+  TEMPORAL_PORT_OFFSETS,
+  temporalDatabaseOf,
+} from '../../dev/temporal-postgres';
+import { dropDatabase } from '../../db/knex';
+import { freePort, freePortBlock } from '../../test/support/ports';
 import { SEARCH_ATTRIBUTES } from '../../workflows/search-attributes';
 import { sleep } from './random';
 
@@ -108,6 +117,39 @@ export async function restartableTemporal(
       const running = server;
       server = undefined;
       await stopChild(running, how === 'graceful' ? 'SIGINT' : 'SIGKILL');
+    },
+    up: start,
+  };
+}
+
+/**
+ * The production Temporal server (dev/temporal-postgres.ts, as `npm run cluster` runs it) on the
+ * Postgres server at `adminUrl`, in two databases of its own made for this run and dropped by
+ * `cleanups`, on a fixed block of ports. Down and up like the dev server: what comes back reads
+ * the same databases, so every run, timer and task queue it had is still there.
+ */
+export async function restartableTemporalServer(
+  adminUrl: string,
+  cleanups: (() => Promise<unknown>)[],
+): Promise<Restartable<TemporalStop>> {
+  const binaries = await findTemporalServer((line) => console.log(line));
+  if (!binaries) throw new Error('the cluster topology needs the Temporal server (npm run temporal-server, with Go)');
+  const db = temporalDatabaseOf(adminUrl, `lending_chaos_temporal_${process.pid}`);
+  cleanups.push(() => Promise.all([db.name, `${db.name}_visibility`].map((name) => dropDatabase(adminUrl, name))));
+  await setUpTemporalSchemas(binaries.sql, db);
+  const port = await freePortBlock(TEMPORAL_PORT_OFFSETS);
+  let server: RunningTemporalServer | undefined;
+  const start = async () => {
+    server = await startTemporalServer({ binary: binaries.server, db, port });
+  };
+  await start();
+  cleanups.push(() => stopChild(server?.process, 'SIGTERM'));
+  return {
+    address: server!.address,
+    async down(how) {
+      const running = server;
+      server = undefined;
+      await stopChild(running?.process, how === 'graceful' ? 'SIGINT' : 'SIGKILL');
     },
     up: start,
   };

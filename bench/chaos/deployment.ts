@@ -5,6 +5,7 @@ import { createLogger } from '../../config/logger';
 import { DEMO } from '../../db/seeds/demo';
 import { loadDevConfig } from '../../dev/config';
 import { devSeedOptions, grantDemoMerchantOverHttp, withDevIdentityProvider } from '../../dev/identity';
+import { startRoundRobin } from '../../dev/round-robin';
 import { currentAccountSettings, mobileMoneySettings } from '../../dev/simulators';
 import { requestToken, startIdentityProvider } from '../../simulators/identity';
 import { freePort } from '../../test/support/ports';
@@ -12,6 +13,7 @@ import { installRuntime } from '../../worker/runtime';
 import { benchDatabase, demoDatabase } from '../database';
 import { startDeployed } from '../deployed';
 import { startServer, startService, stopProcess } from '../lib';
+import { restartableTemporalServer } from './dependencies';
 import { workflowBundleFile } from './replay';
 
 /**
@@ -20,6 +22,11 @@ import { workflowBundleFile } from './replay';
  * simulator (mobile money, KYC, SMS gateway, bank) in a process of its own; only the development
  * identity provider that signs the clients' tokens runs in the suite's process. Workers can be
  * killed and started again (`workers`). What it starts is stopped by `cleanups`, last first.
+ *
+ * With `cluster` (issue 32, `npm run chaos -- --cluster`) it is the production topology instead,
+ * as `npm run cluster` runs it: the real Temporal server on that Postgres (unless the suite brings
+ * its own), CHAOS_CLUSTER_APIS API processes (2) behind the round-robin proxy, which is then the
+ * API's address for clients and providers' callbacks alike, and at least two workers.
  */
 
 /** The KYC simulator's partner credentials in these runs (development only, never real). */
@@ -46,16 +53,31 @@ const CHAOS_TIMINGS: Record<string, string> = {
   DATABASE_POOL_MAX: '5',
 };
 
-export interface WorkerPool {
-  /** How many worker processes run (one per slot). */
+/** How each suite is run: `npm run chaos -- [--bounded] [--cluster]`. */
+export interface SuiteOptions {
+  bounded: boolean;
+  /** The production topology (see startChaosDeployment) instead of a dev server and one API. */
+  cluster?: boolean;
+}
+
+/** The options a suite's own command line gives (`tsx bench/chaos/restarts.ts --bounded --cluster`). */
+export const suiteOptionsOf = (argv: string[]): SuiteOptions => ({
+  bounded: argv.includes('--bounded'),
+  cluster: argv.includes('--cluster'),
+});
+
+/** Processes of one entry point (workers, or API instances), one per slot. */
+export interface ProcessPool {
+  /** How many processes run (one per slot). */
   readonly size: number;
-  /** SIGKILLs the worker in `slot` (no shutdown, no goodbye) and waits until it is gone. */
+  /** SIGKILLs the process in `slot` (no shutdown, no goodbye) and waits until it is gone. */
   kill(slot: number): Promise<void>;
-  /** Starts a new worker in `slot`, resolving once it polls. */
+  /** Starts a new process in `slot`, resolving once it is ready (a worker polls, an API listens). */
   start(slot: number): Promise<void>;
-  /** Every worker process started so far, killed or not (for CPU and exit accounting). */
+  /** Every process started so far, killed or not (for CPU and exit accounting). */
   readonly started: number;
 }
+export type WorkerPool = ProcessPool;
 
 export interface ChaosDeployment {
   db: Knex;
@@ -65,6 +87,10 @@ export interface ChaosDeployment {
   /** The simulators' base URLs (each in its own process; `/_control` is their control API). */
   simulators: { mobileMoney: string; kyc: string; sms: string; bank: string; email?: string };
   workers: WorkerPool;
+  /** The API instances: one, or CHAOS_CLUSTER_APIS behind `apiUrl` in the cluster topology. */
+  apis: ProcessPool;
+  /** Each API instance's own address (its /metrics are its own). */
+  apiInstanceUrls: string[];
   /** A backend bearer token for one of the demo organization's users, as a client app holds. */
   token(userId: string): Promise<string>;
   organizationId: string;
@@ -97,6 +123,8 @@ export async function startChaosDeployment(options: {
   temporalDynamicConfig?: Record<string, unknown>;
   /** Also the e-mail provider's simulator (e-mail verification); without it those routes answer 503. */
   email?: boolean;
+  /** The production topology (above). */
+  cluster?: boolean;
   cleanups: (() => Promise<unknown>)[];
 }): Promise<ChaosDeployment> {
   const { cleanups } = options;
@@ -132,11 +160,24 @@ export async function startChaosDeployment(options: {
     KYC_API_KEY: KYC.apiKey,
   };
 
+  const cluster = options.cluster ?? false;
+  let temporalAddress = options.temporalAddress;
+  if (cluster && !temporalAddress) {
+    const admin = new URL(databaseUrl);
+    admin.pathname = '/postgres';
+    temporalAddress = (await restartableTemporalServer(admin.toString(), cleanups)).address;
+  }
+  // The API instances' addresses, one per slot, fixed: a restarted instance listens where it did.
+  const apiInstanceUrls: string[] = [];
+  const proxy = cluster ? await startRoundRobin(() => apiInstanceUrls, '127.0.0.1', await freePort()) : undefined;
+  if (proxy) cleanups.push(() => proxy.close());
+
   const deployed = await startDeployed({
     databaseUrl,
     config,
     cliPath: base.TEMPORAL_CLI_PATH,
-    temporalAddress: options.temporalAddress,
+    temporalAddress,
+    publicUrl: proxy?.url,
     temporalDynamicConfig: options.temporalDynamicConfig,
     taskQueue: options.taskQueue,
     baseline: false,
@@ -148,10 +189,13 @@ export async function startChaosDeployment(options: {
       KYC_PROVIDER_CA: kyc.certificate,
       KYC_UPLOAD_HOSTS: 'localhost',
       ...CHAOS_TIMINGS,
+      // Behind the proxy, the client's address is the one X-Forwarded-For carries (as npm run cluster).
+      ...(cluster ? { TRUST_PROXY: 'true', TRUST_PROXY_HOPS: '1' } : {}),
       ...options.env,
     },
     cleanups,
   });
+  apiInstanceUrls.push(deployed.apiUrl);
 
   // A process that exits on its own (a lost connection it did not survive) counts; a kill does not.
   let unexpectedExits = 0;
@@ -162,46 +206,57 @@ export async function startChaosDeployment(options: {
     });
     return child;
   };
-  watched(deployed.api);
-  const slots: ChildProcess[] = [watched(deployed.worker)];
-  let started = 1;
-  const startWorker = async () => {
-    started++;
-    return watched(
-      await startService(
-        'worker/main.ts',
-        { ...deployed.env, WORKER_METRICS_PORT: String(await freePort()) },
-        /worker running/,
-      ),
-    );
+  /** A pool whose slot 0 is `first`, the others started by `startOne(slot)`; all stopped by `cleanups`. */
+  const pool = async (first: ChildProcess, size: number, startOne: (slot: number) => Promise<ChildProcess>) => {
+    const slots: ChildProcess[] = [watched(first)];
+    let started = 1;
+    const startIn = async (slot: number) => {
+      started++;
+      return watched(await startOne(slot));
+    };
+    slots.push(...(await Promise.all(Array.from({ length: size - 1 }, (_, i) => startIn(i + 1)))));
+    cleanups.push(() => Promise.all(slots.map((child) => stopProcess(child))));
+    const processes: ProcessPool = {
+      size,
+      get started() {
+        return started;
+      },
+      async kill(slot) {
+        const victim = slots[slot]!;
+        if (victim.exitCode !== null || victim.signalCode !== null) return;
+        const gone = new Promise((resolve) => victim.once('exit', resolve));
+        told.add(victim);
+        victim.kill('SIGKILL');
+        await gone;
+      },
+      async start(slot) {
+        slots[slot] = await startIn(slot);
+      },
+    };
+    return processes;
   };
-  slots.push(...(await Promise.all(Array.from({ length: options.workers - 1 }, startWorker))));
-  cleanups.push(() => Promise.all(slots.map((worker) => stopProcess(worker))));
-  const workers: WorkerPool = {
-    size: options.workers,
-    get started() {
-      return started;
-    },
-    async kill(slot) {
-      const victim = slots[slot]!;
-      if (victim.exitCode !== null || victim.signalCode !== null) return;
-      const gone = new Promise((resolve) => victim.once('exit', resolve));
-      told.add(victim);
-      victim.kill('SIGKILL');
-      await gone;
-    },
-    async start(slot) {
-      slots[slot] = await startWorker();
-    },
-  };
+  const workers = await pool(deployed.worker, cluster ? Math.max(2, options.workers) : options.workers, async () =>
+    startService(
+      'worker/main.ts',
+      { ...deployed.env, WORKER_METRICS_PORT: String(await freePort()) },
+      /worker running/,
+    ),
+  );
+  const apiCount = cluster ? Number(process.env.CHAOS_CLUSTER_APIS ?? 2) : 1;
+  for (let slot = 1; slot < apiCount; slot++) apiInstanceUrls.push(`http://127.0.0.1:${await freePort()}`);
+  const apis = await pool(deployed.api, apiCount, (slot) =>
+    startService('api/server.ts', { ...deployed.env, PORT: new URL(apiInstanceUrls[slot]!).port }, /api listening/),
+  );
 
   return {
     db,
     databaseUrl,
-    apiUrl: deployed.apiUrl,
+    apiUrl: proxy?.url ?? deployed.apiUrl,
     temporal: deployed.client,
     simulators: { mobileMoney: mobileMoney.url, kyc: kyc.url, sms: sms.url, bank: bank.url, email: email?.url },
     workers,
+    apis,
+    apiInstanceUrls,
     token: (userId) => requestToken(idp.url, 'backend', { sub: userId, aud: config.AUTH_AUDIENCE }),
     organizationId: DEMO.organizations.demo.id,
     unexpectedExits: () => unexpectedExits,

@@ -86,8 +86,8 @@ export function printZeros(zeros: [string, number][]): boolean {
  * The STK callbacks the API answered, by status, from its /metrics (the provider does not retry
  * a callback: one answered 429 or never answered leaves the push to the status query).
  */
-export async function callbackStatuses(apiUrl: string): Promise<string> {
-  const text = await (await fetch(`${apiUrl}/metrics`)).text();
+export async function callbackStatuses(apiUrls: string[]): Promise<string> {
+  const text = (await Promise.all(apiUrls.map(async (url) => (await fetch(`${url}/metrics`)).text()))).join('\n');
   const counts = new Map<string, number>();
   for (const line of text.split('\n')) {
     const match = /^http_requests_total\{(.*)\} (\d+)/.exec(line);

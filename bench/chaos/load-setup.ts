@@ -13,7 +13,7 @@ export interface LoadSetup {
   mix: LoadMix;
   /** The mix at `rate` requests a second for `seconds`, open loop. */
   load(rate: number, seconds: number): Promise<RunFigures>;
-  /** The pids of the API and the worker (each started with the memory probe). */
+  /** The pids of the API and the worker (each started with the memory probe; in the cluster, the first of each). */
   services: { API: number; worker: number };
   /** Process groups whose CPU the suite reports. */
   cpuGroups: Record<string, () => number[]>;
@@ -22,22 +22,27 @@ export interface LoadSetup {
 /**
  * The deployment (deployment.ts: API, one worker, the simulators, Postgres, Temporal, each its own
  * process), the API and the worker started with the memory probe, and the population prepared.
+ * `cluster`: the production topology (deployment.ts), CPU summed over each kind's instances.
  */
 export async function setUpLoad(options: {
   seed: number;
   borrowers: number;
   prospects: number;
+  cluster?: boolean;
   cleanups: (() => Promise<unknown>)[];
 }): Promise<LoadSetup> {
   const deployment = await withNodeArgs(MEMORY_PROBE_ARGS, () =>
-    startChaosDeployment({ workers: 1, taskQueue: 'chaos-load', cleanups: options.cleanups }),
+    startChaosDeployment({ workers: 1, taskQueue: 'chaos-load', cluster: options.cluster, cleanups: options.cleanups }),
   );
-  const service = (entry: string) => {
-    const [pid, ...others] = ownProcesses(entry);
-    if (pid === undefined || others.length > 0) throw new Error(`expected one ${entry} process of this suite`);
-    return pid;
+  const service = (entry: string, count: number) => {
+    const pids = ownProcesses(entry);
+    if (pids.length !== count) throw new Error(`expected ${count} ${entry} processes of this suite`);
+    return Math.min(...pids);
   };
-  const services = { API: service('api/server.ts'), worker: service('worker/main.ts') };
+  const services = {
+    API: service('api/server.ts', deployment.apis.size),
+    worker: service('worker/main.ts', deployment.workers.size),
+  };
   const population = await preparePopulation({
     db: deployment.db,
     apiUrl: deployment.apiUrl,
@@ -64,10 +69,10 @@ export async function setUpLoad(options: {
       }),
     services,
     cpuGroups: {
-      API: () => [services.API],
-      worker: () => [services.worker],
+      API: () => ownProcesses('api/server.ts'),
+      worker: () => ownProcesses('worker/main.ts'),
       'Postgres (this database)': () => pidsMatching(` ${databaseName} `),
-      'Temporal server': () => ownProcesses('start-dev'),
+      'Temporal server': () => [...ownProcesses('start-dev'), ...ownProcesses('temporal-server')],
       simulators: () => ownProcesses('simulator.ts'),
       'load generator': () => [process.pid],
     },

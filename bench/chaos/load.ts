@@ -12,6 +12,7 @@ import {
   type ServiceMemory,
   totalsOf,
 } from './load-report';
+import { type SuiteOptions, suiteOptionsOf } from './deployment';
 import { type LoadSetup, setUpLoad } from './load-setup';
 import { mb, readMemory } from './memory';
 import { replayEveryHistory } from './replay';
@@ -36,7 +37,7 @@ const number = (name: string, full: number, bounded: number, isBounded: boolean)
 /** How long pushes get to end after the load stops: past the deployment's 20 s callback wait and a few status queries. */
 const DRAIN_MS = 2 * 60_000;
 
-export async function runLoadHeld(options: { bounded: boolean }): Promise<boolean> {
+export async function runLoadHeld(options: SuiteOptions): Promise<boolean> {
   const { bounded } = options;
   const seed = Number(process.env.CHAOS_SEED ?? 20261124);
   const seconds = number('LOAD_SECONDS', 600, 30, bounded);
@@ -63,6 +64,7 @@ export async function runLoadHeld(options: { bounded: boolean }): Promise<boolea
       seed,
       borrowers: number('LOAD_BORROWERS', 32, 8, bounded),
       prospects: number('LOAD_PROSPECTS', 32, 8, bounded),
+      cluster: options.cluster,
       cleanups,
     });
     const { db } = setup.deployment;
@@ -114,7 +116,9 @@ export async function runLoadHeld(options: { bounded: boolean }): Promise<boolea
     console.log(`  CPU, % of one core (2 cores: 200 %): ${cpuLine(cpu, run.seconds)}`);
     const pushes = await pushFigures(db, setup.mix.accepted);
     printPushes(pushes);
-    console.log(`  STK callbacks the API answered, by status: ${await callbackStatuses(setup.deployment.apiUrl)}`);
+    console.log(
+      `  STK callbacks the API answered, by status: ${await callbackStatuses(setup.deployment.apiInstanceUrls)}`,
+    );
     for (const line of await slowestPushes(db, setup.mix.accepted, 3)) console.log(`    slowest: ${line}`);
     for (const line of await describeLeft(setup.deployment.temporal, pushes)) console.log(`    not ended: ${line}`);
     printMemory(start, end, samples, bounds);
@@ -179,7 +183,7 @@ async function calibrate(setup: LoadSetup, rates: number[]): Promise<boolean> {
 }
 
 if (require.main === module)
-  runLoadHeld({ bounded: process.argv.includes('--bounded') }).then(
+  runLoadHeld(suiteOptionsOf(process.argv)).then(
     (ok) => process.exit(ok ? 0 : 1),
     (error) => {
       console.error(error);

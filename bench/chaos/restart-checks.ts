@@ -40,11 +40,12 @@ export async function listenerAfter(db: Knex, backAt: number): Promise<number | 
 }
 
 /**
- * Answers in the 5xx range other than 503 the API gave on any route over the run (the provider
- * callbacks the simulators sent included), from its Prometheus counters.
+ * Answers in the 5xx range other than 503 the API instances gave on any route over the run (the
+ * provider callbacks the simulators sent included), from their Prometheus counters (an instance
+ * killed and started again counts from its start).
  */
-export async function serverErrors(apiUrl: string): Promise<number> {
-  const text = await (await fetch(`${apiUrl}/metrics`)).text();
+export async function serverErrors(apiUrls: string[]): Promise<number> {
+  const text = (await Promise.all(apiUrls.map(async (url) => (await fetch(`${url}/metrics`)).text()))).join('\n');
   return [...text.matchAll(/^http_requests_total\{[^}]*status="(5\d\d)"[^}]*\} (\d+)/gm)]
     .filter(([, status]) => status !== '503')
     .reduce((sum, [, , n]) => sum + Number(n), 0);

@@ -13,6 +13,12 @@ import { below, sleep } from './random';
 const PUSH_AMOUNT = 1_000;
 /** A request gets this long to answer (a start waits out the Temporal client's own retries, about 20 s). */
 const REQUEST_TIMEOUT_MS = 60_000;
+/**
+ * A client sends a push again for this long while told to: past an outage, and past the lock a
+ * killed API instance left on the key (IDEMPOTENCY_LOCK_TIMEOUT, 60 s), which the next try then
+ * takes over and finishes.
+ */
+const RETRY_FOR_MS = 90_000;
 /** Answers a client sends again, after Retry-After: the dependency is down, or the key's first try still holds it. */
 const RETRIED = new Set(['SERVICE_UNAVAILABLE', 'IDEMPOTENCY_REQUEST_IN_PROGRESS']);
 
@@ -48,6 +54,8 @@ export interface Answer {
   status: number;
   /** A 503 in the plain error family's shape ({code: SERVICE_UNAVAILABLE, description}) with Retry-After. */
   wellFormed503?: boolean;
+  /** The error's code, when the answer is an error in the spec's shape. */
+  code?: string;
   /** The start of the body of an answer other than 201 and 503, for the diagnosis. */
   sample?: string;
 }
@@ -61,15 +69,15 @@ export interface Operation {
 
 /**
  * A push (`repayment`: on the credit account) as a client sends it: under an Idempotency-Key,
- * sent again with the same key while the answer says to retry (503, or 409 in progress), at most
- * `attempts` times. Every answer goes to `answers`.
+ * sent again with the same key while the answer says to retry (503, or 409 in progress, after
+ * its Retry-After) for `retryForMs`. Every answer goes to `answers`.
  */
 export async function sendPush(
   apiUrl: string,
   borrower: Borrower,
   repayment: boolean,
   answers: Answer[],
-  attempts = 4,
+  retryForMs = RETRY_FOR_MS,
 ): Promise<Operation> {
   const operation: Operation = { repayment, sentAt: Date.now() };
   const key = randomUUID();
@@ -78,7 +86,7 @@ export async function sendPush(
     amount: { value: PUSH_AMOUNT, currency: 'KES' },
     mobile_number: repayment ? borrower.payer : borrower.phone,
   });
-  for (let attempt = 1; attempt <= attempts; attempt++) {
+  for (const giveUpAt = Date.now() + retryForMs; ;) {
     const answer: Answer = { at: Date.now(), status: 0 };
     answers.push(answer);
     let retryAfter = 1;
@@ -97,6 +105,7 @@ export async function sendPush(
       answer.status = response.status;
       const parsed = parseJson(text);
       if (response.status === 201) return { ...operation, id: String(parsed.id) };
+      if (typeof parsed.code === 'string') answer.code = parsed.code;
       if (response.status === 503) answer.wellFormed503 = wellFormed503(parsed, response.headers);
       else answer.sample = text.slice(0, 200);
       if (!RETRIED.has(String(parsed.code))) return operation;
@@ -104,9 +113,9 @@ export async function sendPush(
     } catch (error) {
       answer.sample = error instanceof Error ? error.message : String(error);
     }
+    if (Date.now() + retryAfter * 1000 > giveUpAt) return operation;
     await sleep(retryAfter * 1000);
   }
-  return operation;
 }
 
 function parseJson(text: string): Record<string, unknown> {
@@ -229,7 +238,7 @@ export async function firstPushThrough(
   let through: number | undefined;
   const probes: Promise<void>[] = [];
   const probe = async () => {
-    const operation = await sendPush(apiUrl, borrower, false, answers, 1);
+    const operation = await sendPush(apiUrl, borrower, false, answers, 0);
     operations.push(operation);
     while (operation.id && through === undefined && Date.now() - since < deadlineMs) {
       const status = await transactionStatus(apiUrl, borrower, operation.id);

@@ -6,9 +6,10 @@ import {
   type Restartable,
   restartablePostgres,
   restartableTemporal,
+  restartableTemporalServer,
   type TemporalStop,
 } from './dependencies';
-import { type ChaosDeployment, startChaosDeployment } from './deployment';
+import { type ChaosDeployment, type SuiteOptions, startChaosDeployment, suiteOptionsOf } from './deployment';
 import { replayEveryHistory, replayFigures } from './replay';
 import { seeded, sleep } from './random';
 import { listenerAfter, outcomeMismatches, readyAfter, RECOVERY_DEADLINE_MS, serverErrors } from './restart-checks';
@@ -38,23 +39,35 @@ import { type OutageFigures, outageFigures, printAnswers, printOutages } from '.
  * process exited, and the ledger consistent (consistency.ts) with every stored transaction's status
  * the outcome of its run. Seeded (CHAOS_SEED); CHAOS_RESTART_RATE pushes a second,
  * CHAOS_RESTART_DOWN_S seconds down, CHAOS_RESTART_BORROWERS borrowers, CHAOS_RESTART_OUTAGES which.
+ *
+ * With `cluster` (issue 32) the service runs in the production topology (deployment.ts): the
+ * Temporal server is the real one on the suite's Postgres (so a Postgres outage takes Temporal's
+ * persistence down too), and one more outage comes first: one of the API instances behind the
+ * proxy killed and started again, during which /readyz must stay 200 (the other instance answers)
+ * and a push cut by the kill is retried under its key (409 in progress until the dead instance's
+ * lock runs out, then finished by the retry).
  */
 const TASK_QUEUE = 'chaos-restarts';
 /** Every accepted push must be final (and every posted repayment allocated) within this after the flow stops. */
 const SETTLE_DEADLINE_MS = 4 * 60_000;
 
-type Outage = { dependency: 'postgres'; how: PostgresStop } | { dependency: 'temporal'; how: TemporalStop };
+type Outage =
+  | { dependency: 'postgres'; how: PostgresStop }
+  | { dependency: 'temporal'; how: TemporalStop }
+  | { dependency: 'api'; how: 'killed' };
 
 const OUTAGE_NAMES: Record<string, string> = {
   'postgres fast': 'Postgres, fast shutdown',
   'postgres immediate': 'Postgres, immediate (crash)',
   'temporal graceful': 'Temporal, stopped (SIGINT)',
   'temporal killed': 'Temporal, killed (SIGKILL)',
+  'api killed': 'One API instance, killed',
 };
 
-function sizes(bounded: boolean) {
+function sizes(bounded: boolean, cluster: boolean) {
   const env = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
   const every: Outage[] = [
+    ...(cluster ? [{ dependency: 'api', how: 'killed' } as const] : []),
     { dependency: 'postgres', how: 'fast' },
     { dependency: 'postgres', how: 'immediate' },
     { dependency: 'temporal', how: 'graceful' },
@@ -78,19 +91,23 @@ function sizes(bounded: boolean) {
   };
 }
 
-export async function runRestarts(options: { bounded: boolean }): Promise<boolean> {
-  const size = sizes(options.bounded);
+export async function runRestarts(options: SuiteOptions): Promise<boolean> {
+  const cluster = options.cluster ?? false;
+  const size = sizes(options.bounded, cluster);
   const cleanups: (() => Promise<unknown>)[] = [];
   const started = Date.now();
   try {
     const base = loadDevConfig(process.env);
     const postgres = await restartablePostgres(cleanups);
-    const temporal = await restartableTemporal({ cliPath: base.TEMPORAL_CLI_PATH }, cleanups);
+    const temporal = cluster
+      ? await restartableTemporalServer(postgres.address, cleanups)
+      : await restartableTemporal({ cliPath: base.TEMPORAL_CLI_PATH }, cleanups);
     const deployment = await startChaosDeployment({
       workers: 1,
       taskQueue: TASK_QUEUE,
       adminUrl: postgres.address,
       temporalAddress: temporal.address,
+      cluster,
       cleanups,
     });
     const borrowers = await prepareBorrowers(deployment, size.borrowers + 1);
@@ -140,14 +157,18 @@ export async function runRestarts(options: { bounded: boolean }): Promise<boolea
     const settledSeconds = (Date.now() - settleStart) / 1000;
 
     printOutages(outages, answers, size);
-    const answeredFigures = printAnswers(answers, operations);
+    const answeredFigures = printAnswers(answers, operations, { instanceKilled: cluster });
     const stored = (await deployment.db('transactions').where('transacted_at', '>=', runStart).pluck('id')) as string[];
     const acceptedSet = new Set(accepted);
     const report = await checkConsistency(deployment.db, { transactions: stored });
     const figures: Figure[] = [
       ...outageFigures(outages),
       ...answeredFigures,
-      { name: 'API 5xx but 503, any route (/metrics)', value: await serverErrors(deployment.apiUrl), expectZero: true },
+      {
+        name: 'API 5xx but 503, any route (/metrics)',
+        value: await serverErrors(deployment.apiInstanceUrls),
+        expectZero: true,
+      },
       { name: 'service processes exited', value: deployment.unexpectedExits(), expectZero: true },
       { name: 'transactions stored', value: stored.length },
       {
@@ -189,11 +210,13 @@ async function takeDown(
 ): Promise<OutageFigures> {
   const stopping = Date.now();
   if (outage.dependency === 'postgres') await dependencies.postgres.down(outage.how);
-  else await dependencies.temporal.down(outage.how);
+  else if (outage.dependency === 'temporal') await dependencies.temporal.down(outage.how);
+  else await watch.deployment.apis.kill(0);
   const downAt = Date.now();
   await sleep(downMs);
   const upAt = Date.now();
-  await dependencies[outage.dependency].up();
+  if (outage.dependency === 'api') await watch.deployment.apis.start(0);
+  else await dependencies[outage.dependency].up();
   const backAt = Date.now();
   const { apiUrl, db } = watch.deployment;
   const [readyAfterMs, pushAfterMs, listenerAfterMs] = await Promise.all([
@@ -202,12 +225,15 @@ async function takeDown(
     outage.dependency === 'postgres' ? listenerAfter(db, backAt) : undefined,
   ]);
   const whileDown = watch.polls.filter((p) => p.sentAt >= downAt && p.answeredAt <= upAt);
+  // A dependency down makes the API unready (503); one API instance down leaves the other ready.
+  const expectedStatus = outage.dependency === 'api' ? 200 : 503;
   return {
     name: OUTAGE_NAMES[`${outage.dependency} ${outage.how}`]!,
     dependency: outage.dependency,
     downSeconds: (backAt - stopping) / 1000,
     polls: whileDown.length,
-    polls503: whileDown.filter((p) => p.status === 503).length,
+    expectedStatus,
+    pollsExpected: whileDown.filter((p) => p.status === expectedStatus).length,
     readyAfterMs,
     pushAfterMs,
     listenerAfterMs,
@@ -217,7 +243,7 @@ async function takeDown(
 }
 
 if (require.main === module) {
-  runRestarts({ bounded: process.argv.includes('--bounded') }).then(
+  runRestarts(suiteOptionsOf(process.argv)).then(
     (ok) => process.exit(ok ? 0 : 1),
     (error) => {
       console.error(error);

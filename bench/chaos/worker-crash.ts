@@ -12,7 +12,7 @@ import {
   verifyIdentity,
 } from './client-flows';
 import { checkConsistency, describeInFlight, type Figure, type OperationScope, printFigures } from './consistency';
-import { type ChaosDeployment, startChaosDeployment } from './deployment';
+import { type ChaosDeployment, type SuiteOptions, startChaosDeployment, suiteOptionsOf } from './deployment';
 import { replayEveryHistory, replayFigures } from './replay';
 import { reconcileWithProvider } from './provider-ledger';
 import { below, seeded, sleep } from './random';
@@ -123,7 +123,7 @@ interface Customer extends BenchBorrower {
   caller: Caller;
 }
 
-export async function runWorkerCrash(options: { bounded: boolean }): Promise<boolean> {
+export async function runWorkerCrash(options: SuiteOptions): Promise<boolean> {
   const size = sizes(options.bounded);
   const cleanups: (() => Promise<unknown>)[] = [];
   const began = Date.now();
@@ -131,6 +131,7 @@ export async function runWorkerCrash(options: { bounded: boolean }): Promise<boo
     const deployment = await startChaosDeployment({
       workers: size.workers,
       taskQueue: 'chaos-worker-crash',
+      cluster: options.cluster,
       cleanups,
     });
     const up = Date.now();
@@ -417,7 +418,7 @@ async function killWorkers(deployment: ChaosDeployment, size: Sizes): Promise<nu
 }
 
 if (require.main === module) {
-  runWorkerCrash({ bounded: process.argv.includes('--bounded') }).then(
+  runWorkerCrash(suiteOptionsOf(process.argv)).then(
     (ok) => process.exit(ok ? 0 : 1),
     (error) => {
       console.error(error);

@@ -1,2 +1,2 @@
 /** Ports for tests: the same helpers npm start uses. */
-export { freePort, isListening } from '../../dev/ports';
+export { freePort, freePortBlock, isListening } from '../../dev/ports';

@@ -62,6 +62,38 @@ describe('unit: npm run cluster (the proxy in front of several API instances, th
     }
   });
 
+  it('a request cut by a dying instance goes to the next only when repeating it is safe (GET, Idempotency-Key)', async () => {
+    // An instance that dies mid-request: it reads the request, then drops the connection.
+    const dying = http.createServer((req, res) => {
+      req.resume();
+      req.once('end', () => res.socket?.destroy());
+    });
+    dying.listen(0, '127.0.0.1');
+    await once(dying, 'listening');
+    const a = await instance('a');
+    const proxy = await startRoundRobin(
+      () => [`http://127.0.0.1:${(dying.address() as { port: number }).port}`, a.url],
+      '127.0.0.1',
+      0,
+    );
+    try {
+      const keyed = await fetch(`${proxy.url}/v1/push`, {
+        method: 'POST',
+        headers: { 'idempotency-key': 'k1' },
+        body: 'once',
+      });
+      assert.equal(keyed.status, 200);
+      assert.equal(((await keyed.json()) as { name: string }).name, 'a');
+      const read = await fetch(`${proxy.url}/v1/x`);
+      assert.equal(((await read.json()) as { name: string }).name, 'a');
+      // Without a key, a POST the dying instance may have executed is not sent again.
+      const unkeyed = await fetch(`${proxy.url}/v1/push`, { method: 'POST', body: 'once' });
+      assert.equal(unkeyed.status, 502);
+    } finally {
+      await Promise.all([proxy.close(), a.close(), new Promise((resolve) => dying.close(resolve))]);
+    }
+  });
+
   it('the instances get the settings the simulators changed, as environment strings', () => {
     const before = loadDevConfig({});
     const after = {

@@ -1,4 +1,4 @@
-import { isGrpcServiceError } from '@temporalio/client';
+import { isGrpcServiceError, NamespaceNotFoundError } from '@temporalio/client';
 import { isConnectionError } from '../db/knex';
 import { ErrorCode, type InvalidParam, ServiceError, SubCode } from '../domain/errors';
 
@@ -98,6 +98,10 @@ export function isDependencyUnavailable(thrown: unknown): boolean {
   for (let error = thrown, depth = 0; error && depth < 5; error = (error as { cause?: unknown }).cause, depth++) {
     if (isConnectionError(error)) return true;
     if (isGrpcServiceError(error) && TEMPORAL_UNAVAILABLE.has(error.code)) return true;
+    // The service's own namespace not found: the Temporal server (on PostgreSQL) answers so for a
+    // while after its database comes back, until it has read its namespaces again. Nothing was
+    // started; the same request sent again goes through (and /readyz says 503 meanwhile).
+    if (error instanceof NamespaceNotFoundError) return true;
   }
   return false;
 }

@@ -1,5 +1,5 @@
 import { strict as assert } from 'node:assert';
-import { ServiceError as TemporalServiceError } from '@temporalio/client';
+import { NamespaceNotFoundError, ServiceError as TemporalServiceError } from '@temporalio/client';
 import { isDependencyUnavailable, toServiceError } from '../../api/errors';
 
 /** A gRPC error as @grpc/grpc-js makes one (what the Temporal client wraps). */
@@ -36,6 +36,12 @@ describe('errors: a dependency that does not answer is 503, not 500', () => {
       );
   });
 
+  it("Temporal's server not finding the service's namespace while its database recovers", () => {
+    const answer = toServiceError(new NamespaceNotFoundError('default'));
+    assert.equal(answer.code, 'SERVICE_UNAVAILABLE');
+    assert.match(answer.headers['Retry-After'] ?? '', /^\d+$/);
+  });
+
   it('a failed query or a refused call is not an outage: still a 500', () => {
     const cases = [
       Object.assign(new Error('duplicate key value violates unique constraint'), { code: '23505' }),
@@ -44,7 +50,8 @@ describe('errors: a dependency that does not answer is 503, not 500', () => {
         code: '22P02',
       }),
       new Error('Connection settings are invalid'),
-      new TemporalServiceError('Failed to start Workflow', { cause: grpcError(5, 'namespace not found') }),
+      // NOT_FOUND without the namespace failure's details (a workflow, say): not an outage.
+      new TemporalServiceError('Failed to start Workflow', { cause: grpcError(5, 'not found') }),
     ];
     for (const error of cases) {
       assert.equal(isDependencyUnavailable(error), false, error.message);

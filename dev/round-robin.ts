@@ -21,8 +21,11 @@ export async function startRoundRobin(targets: () => string[], host: string, por
       'x-forwarded-for': [req.headers['x-forwarded-for'], req.socket.remoteAddress].filter(Boolean).join(', '),
     };
     const upstreams = targets();
+    let failure = 'none to try';
+    // Each instance once, from this request's turn on (others' turns must not send it back to one that failed).
+    const turn = next++;
     for (let tried = 0; tried < upstreams.length; tried++) {
-      const target = new URL(upstreams[next++ % upstreams.length]!);
+      const target = new URL(upstreams[(turn + tried) % upstreams.length]!);
       try {
         const answer = await send(target, req.method!, req.url!, headers, Buffer.concat(body));
         res.writeHead(answer.statusCode!, answer.headers);
@@ -30,10 +33,11 @@ export async function startRoundRobin(targets: () => string[], host: string, por
         return;
       } catch (error) {
         const code = (error as NodeJS.ErrnoException).code;
-        if (code !== 'ECONNREFUSED' && !(code === 'ECONNRESET' && repeatable(req))) break;
+        failure = code ?? String(error);
+        if (code !== 'ECONNREFUSED' && !(CUT.has(code ?? '') && repeatable(req))) break;
       }
     }
-    res.writeHead(502, { 'content-type': 'text/plain' }).end('no API instance answered');
+    res.writeHead(502, { 'content-type': 'text/plain' }).end(`no API instance answered (${failure})`);
   });
   server.listen(port, host);
   await once(server, 'listening');
@@ -43,12 +47,23 @@ export async function startRoundRobin(targets: () => string[], host: string, por
   };
 }
 
+/**
+ * A connection per request: a pooled one an instance closed meanwhile (its keep-alive timeout, or
+ * its death) would reset a request that never reached it, and a POST without a key must then be 502.
+ */
+const FRESH_CONNECTIONS = new http.Agent({ keepAlive: false });
+
+/** How a connection ends when its instance dies after the request was sent (or while it was being sent). */
+const CUT = new Set(['ECONNRESET', 'EPIPE']);
 const repeatable = (req: http.IncomingMessage) =>
   req.method === 'GET' || req.method === 'HEAD' || req.headers['idempotency-key'] !== undefined;
 
 function send(target: URL, method: string, path: string, headers: http.OutgoingHttpHeaders, body: Buffer) {
   return new Promise<http.IncomingMessage>((resolve, reject) => {
-    const request = http.request({ host: target.hostname, port: target.port, method, path, headers }, resolve);
+    const request = http.request(
+      { host: target.hostname, port: target.port, method, path, headers, agent: FRESH_CONNECTIONS },
+      resolve,
+    );
     request.once('error', reject);
     request.end(body);
   });

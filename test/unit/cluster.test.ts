@@ -52,6 +52,14 @@ describe('unit: npm run cluster (the proxy in front of several API instances, th
         assert.equal(reply.status, 200);
         assert.deepEqual(await reply.json(), { name: 'a', path: '/healthz', body: 'once', forwardedFor: '127.0.0.1' });
       }
+      // Many at once: each tries every instance once, whatever turns the others take meanwhile.
+      const together = await Promise.all(
+        Array.from({ length: 20 }, () => fetch(`${proxy.url}/healthz`, { method: 'POST', body: 'once' })),
+      );
+      assert.deepEqual(
+        together.map((reply) => reply.status),
+        Array.from({ length: 20 }, () => 200),
+      );
     } finally {
       await a.close();
     }

@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { createWriteStream, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import autocannon from 'autocannon';
 
@@ -134,7 +134,8 @@ export async function withServer<T, R>(script: string, work: (info: T) => Promis
  * own process, as deployed (`serviceNodeArgs`: its node flags in production), and resolves once
  * its log shows `ready`. Node runs the TypeScript
  * through tsx in the same process, so the pid is the service's own (for memory readings).
- * BENCH_NODE_ARGS (e.g. --cpu-prof) is passed to node.
+ * BENCH_NODE_ARGS (e.g. --cpu-prof) is passed to node. Its log (stdout) is dropped once it is
+ * ready, or kept under BENCH_LOG_DIR as `<entry name>-<pid>.log` (a chaos run's failure to read).
  */
 export async function startService(
   entry: string,
@@ -154,7 +155,13 @@ export async function startService(
     const onData = (chunk: Buffer) => {
       buffered = (buffered + chunk).slice(-10_000);
       if (!ready.test(buffered)) return;
-      child.stdout!.off('data', onData).resume();
+      child.stdout!.off('data', onData);
+      const logDir = process.env.BENCH_LOG_DIR;
+      if (logDir) {
+        const log = createWriteStream(path.join(logDir, `${path.basename(entry, '.ts')}-${child.pid}.log`));
+        log.write(buffered);
+        child.stdout!.pipe(log);
+      } else child.stdout!.resume();
       resolve();
     };
     child.stdout!.on('data', onData);

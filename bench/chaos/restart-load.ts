@@ -238,7 +238,9 @@ export async function firstPushThrough(
   let through: number | undefined;
   const probes: Promise<void>[] = [];
   const probe = async () => {
-    const operation = await sendPush(apiUrl, borrower, false, answers, 0);
+    // Sent again while told to, as any client under a key (a probe that gave up would leave its
+    // transaction PENDING with no run: the 503 tells it to send the same request again).
+    const operation = await sendPush(apiUrl, borrower, false, answers);
     operations.push(operation);
     while (operation.id && through === undefined && Date.now() - since < deadlineMs) {
       const status = await transactionStatus(apiUrl, borrower, operation.id);

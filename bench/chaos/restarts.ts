@@ -160,6 +160,18 @@ export async function runRestarts(options: SuiteOptions): Promise<boolean> {
     const answeredFigures = printAnswers(answers, operations, { instanceKilled: cluster });
     const stored = (await deployment.db('transactions').where('transacted_at', '>=', runStart).pluck('id')) as string[];
     const acceptedSet = new Set(accepted);
+    const unanswered = stored.filter((id) => !acceptedSet.has(id));
+    if (unanswered.length > 0)
+      console.log(
+        `  stored without a 201 answer: ${(
+          await deployment.db('transactions').whereIn('id', unanswered).select('id', 'status', 'created_at')
+        )
+          .map(
+            (t: { id: string; status: string; created_at: Date }) =>
+              `${t.id} ${t.status} ${t.created_at.toISOString()}`,
+          )
+          .join('; ')}`,
+      );
     const report = await checkConsistency(deployment.db, { transactions: stored });
     const figures: Figure[] = [
       ...outageFigures(outages),
@@ -173,7 +185,7 @@ export async function runRestarts(options: SuiteOptions): Promise<boolean> {
       { name: 'transactions stored', value: stored.length },
       {
         name: 'stored without a 201 answer',
-        value: stored.filter((id) => !acceptedSet.has(id)).length,
+        value: unanswered.length,
         expectZero: true,
       },
       { name: 'not final (pushes, repayments)', value: report.notFinal, expectZero: true },

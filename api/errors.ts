@@ -98,9 +98,10 @@ export function isDependencyUnavailable(thrown: unknown): boolean {
   for (let error = thrown, depth = 0; error && depth < 5; error = (error as { cause?: unknown }).cause, depth++) {
     if (isConnectionError(error)) return true;
     if (isGrpcServiceError(error) && TEMPORAL_UNAVAILABLE.has(error.code)) return true;
-    // The service's own namespace not found: the Temporal server (on PostgreSQL) answers so for a
-    // while after its database comes back, until it has read its namespaces again. Nothing was
-    // started; the same request sent again goes through (and /readyz says 503 meanwhile).
+    // The namespace not found (the API's client has one, its own): the Temporal server on
+    // PostgreSQL answers so for a second or so after its database comes back, until its namespace
+    // cache is filled again. Nothing was started; the same request sent again goes through. (A
+    // namespace that does not exist at all stops the workers at their start, so it is not missed.)
     if (error instanceof NamespaceNotFoundError) return true;
   }
   return false;

@@ -1,21 +1,26 @@
 import http from 'node:http';
 import { once } from 'node:events';
+import { pipeline } from 'node:stream/promises';
 
 /**
  * The load balancer of `npm run cluster`, as small as one can be: each request goes to the next
  * API instance in turn, with X-Forwarded-For appended (the instances run TRUST_PROXY). A request
  * an instance refused to connect (it is down or restarting) goes to the next one: nothing reached
  * the refusing one, so trying another cannot do anything twice. One whose instance died before
- * answering (the connection reset) goes to the next only when repeating it is safe: a GET or HEAD,
- * or a request under an Idempotency-Key, which the API executes once whichever instance it
- * reaches (api/middleware/idempotency.ts); any other is answered 502, as a load balancer does.
+ * answering (the connection reset) goes to the next only when it is a GET or HEAD; any other is
+ * answered 502, as a load balancer does (nginx does not resend a POST either): the API may have
+ * executed it, and only the client can tell, by sending it again under its Idempotency-Key.
  * Bodies are read first for that.
  */
 export async function startRoundRobin(targets: () => string[], host: string, port: number) {
   let next = 0;
   const server = http.createServer(async (req, res) => {
     const body: Buffer[] = [];
-    for await (const chunk of req) body.push(chunk as Buffer);
+    try {
+      for await (const chunk of req) body.push(chunk as Buffer);
+    } catch {
+      return; // the client went away mid-upload: nobody to answer
+    }
     const headers = {
       ...req.headers,
       'x-forwarded-for': [req.headers['x-forwarded-for'], req.socket.remoteAddress].filter(Boolean).join(', '),
@@ -26,16 +31,19 @@ export async function startRoundRobin(targets: () => string[], host: string, por
     const turn = next++;
     for (let tried = 0; tried < upstreams.length; tried++) {
       const target = new URL(upstreams[(turn + tried) % upstreams.length]!);
+      let answer: http.IncomingMessage;
       try {
-        const answer = await send(target, req.method!, req.url!, headers, Buffer.concat(body));
-        res.writeHead(answer.statusCode!, answer.headers);
-        answer.pipe(res);
-        return;
+        answer = await send(target, req.method!, req.url!, headers, Buffer.concat(body));
       } catch (error) {
         const code = (error as NodeJS.ErrnoException).code;
         failure = code ?? String(error);
-        if (code !== 'ECONNREFUSED' && !(CUT.has(code ?? '') && repeatable(req))) break;
+        if (code !== 'ECONNREFUSED' && !(CUT.has(code ?? '') && SAFE.has(req.method!))) break;
+        continue;
       }
+      res.writeHead(answer.statusCode!, answer.headers);
+      // An instance dying mid-answer ends the client's response abruptly rather than leaving it open.
+      await pipeline(answer, res).catch(() => res.destroy());
+      return;
     }
     res.writeHead(502, { 'content-type': 'text/plain' }).end(`no API instance answered (${failure})`);
   });
@@ -49,14 +57,14 @@ export async function startRoundRobin(targets: () => string[], host: string, por
 
 /**
  * A connection per request: a pooled one an instance closed meanwhile (its keep-alive timeout, or
- * its death) would reset a request that never reached it, and a POST without a key must then be 502.
+ * its death) would reset a request that never reached it, and a POST must then be 502.
  */
 const FRESH_CONNECTIONS = new http.Agent({ keepAlive: false });
 
 /** How a connection ends when its instance dies after the request was sent (or while it was being sent). */
 const CUT = new Set(['ECONNRESET', 'EPIPE']);
-const repeatable = (req: http.IncomingMessage) =>
-  req.method === 'GET' || req.method === 'HEAD' || req.headers['idempotency-key'] !== undefined;
+/** Methods that change nothing: sending one again after a cut cannot do anything twice. */
+const SAFE = new Set(['GET', 'HEAD']);
 
 function send(target: URL, method: string, path: string, headers: http.OutgoingHttpHeaders, body: Buffer) {
   return new Promise<http.IncomingMessage>((resolve, reject) => {

@@ -80,7 +80,7 @@ export function systemRoutes(
       method: 'get',
       path: '/readyz',
       operationId: 'getReadiness',
-      summary: "Readiness: Postgres and Temporal answer, Temporal serving the service's namespace",
+      summary: 'Readiness: Postgres and Temporal answer',
       tags: ['operations'],
       extension: true,
       rateLimit: false,
@@ -94,10 +94,8 @@ export function systemRoutes(
           probe(() => ping(db), deadline),
           probe(
             () =>
-              // The namespace, not only the server: a Temporal server whose database has just come
-              // back answers "namespace not found" for a while, and starts would fail meanwhile.
               temporal.connection.withDeadline(Date.now() + deadline, () =>
-                temporal.connection.workflowService.describeNamespace({ namespace: temporal.options.namespace }),
+                temporal.connection.workflowService.getSystemInfo({}),
               ),
             deadline,
           ),

@@ -214,8 +214,13 @@ export async function startChaosDeployment(options: {
       started++;
       return watched(await startOne(slot));
     };
-    slots.push(...(await Promise.all(Array.from({ length: size - 1 }, (_, i) => startIn(i + 1)))));
+    // Stopped at cleanup whatever else failed to start (each one is in `slots` once it is up).
     cleanups.push(() => Promise.all(slots.map((child) => stopProcess(child))));
+    await Promise.all(
+      Array.from({ length: size - 1 }, async (_, i) => {
+        slots[i + 1] = await startIn(i + 1);
+      }),
+    );
     const processes: ProcessPool = {
       size,
       get started() {

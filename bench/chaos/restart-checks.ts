@@ -22,6 +22,19 @@ export async function readyAfter(polls: ReadinessPoll[], backAt: number): Promis
   return undefined;
 }
 
+/** Ms from `backAt` to the first 200 of `apiUrl`'s own /readyz (one instance, not the proxy); undefined when none within the deadline. */
+export async function instanceReadyAfter(apiUrl: string, backAt: number): Promise<number | undefined> {
+  while (Date.now() - backAt < RECOVERY_DEADLINE_MS) {
+    const status = await fetch(`${apiUrl}/readyz`, { signal: AbortSignal.timeout(5_000) }).then(
+      async (response) => (await response.arrayBuffer(), response.status),
+      () => 0,
+    );
+    if (status === 200) return Date.now() - backAt;
+    await sleep(100);
+  }
+  return undefined;
+}
+
 /** Ms from `backAt` until the API's status-change listener is connected and listening again. */
 export async function listenerAfter(db: Knex, backAt: number): Promise<number | undefined> {
   while (Date.now() - backAt < RECOVERY_DEADLINE_MS) {

@@ -19,7 +19,7 @@ const REQUEST_TIMEOUT_MS = 60_000;
  * takes over and finishes.
  */
 const RETRY_FOR_MS = 90_000;
-/** Answers a client sends again, after Retry-After: the dependency is down, or the key's first try still holds it. */
+/** Answers a client sends again, after Retry-After: the dependency is down, or the key's first try still holds it (and a proxy's 502). */
 const RETRIED = new Set(['SERVICE_UNAVAILABLE', 'IDEMPOTENCY_REQUEST_IN_PROGRESS']);
 
 export interface Borrower extends BenchBorrower {
@@ -108,7 +108,8 @@ export async function sendPush(
       if (typeof parsed.code === 'string') answer.code = parsed.code;
       if (response.status === 503) answer.wellFormed503 = wellFormed503(parsed, response.headers);
       else answer.sample = text.slice(0, 200);
-      if (!RETRIED.has(String(parsed.code))) return operation;
+      // A 502 is the load balancer's: the instance died with the request, which may have run.
+      if (!RETRIED.has(String(parsed.code)) && response.status !== 502) return operation;
       retryAfter = Number(response.headers.get('retry-after') ?? 1) || 1;
     } catch (error) {
       answer.sample = error instanceof Error ? error.message : String(error);

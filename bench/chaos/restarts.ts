@@ -12,7 +12,14 @@ import {
 import { type ChaosDeployment, type SuiteOptions, startChaosDeployment, suiteOptionsOf } from './deployment';
 import { replayEveryHistory, replayFigures } from './replay';
 import { seeded, sleep } from './random';
-import { listenerAfter, outcomeMismatches, readyAfter, RECOVERY_DEADLINE_MS, serverErrors } from './restart-checks';
+import {
+  instanceReadyAfter,
+  listenerAfter,
+  outcomeMismatches,
+  readyAfter,
+  RECOVERY_DEADLINE_MS,
+  serverErrors,
+} from './restart-checks';
 import {
   type Answer,
   type Borrower,
@@ -48,6 +55,8 @@ import { type OutageFigures, outageFigures, printAnswers, printOutages } from '.
  * lock runs out, then finished by the retry).
  */
 const TASK_QUEUE = 'chaos-restarts';
+/** IDEMPOTENCY_LOCK_TIMEOUT's default: how long a key a killed instance held answers 409 in progress. */
+const IDEMPOTENCY_LOCK_MS = 60_000;
 /** Every accepted push must be final (and every posted repayment allocated) within this after the flow stops. */
 const SETTLE_DEADLINE_MS = 4 * 60_000;
 
@@ -157,7 +166,11 @@ export async function runRestarts(options: SuiteOptions): Promise<boolean> {
     const settledSeconds = (Date.now() - settleStart) / 1000;
 
     printOutages(outages, answers, size);
-    const answeredFigures = printAnswers(answers, operations, { instanceKilled: cluster });
+    // A request cut by an instance's kill (502), or its key held until the dead one's lock runs out (409).
+    const cutWindows = outages
+      .filter((o) => o.dependency === 'api')
+      .map((o) => ({ from: o.from, to: o.to + IDEMPOTENCY_LOCK_MS + 10_000 }));
+    const answeredFigures = printAnswers(answers, operations, cutWindows);
     const stored = (await deployment.db('transactions').where('transacted_at', '>=', runStart).pluck('id')) as string[];
     const acceptedSet = new Set(accepted);
     const unanswered = stored.filter((id) => !acceptedSet.has(id));
@@ -178,7 +191,7 @@ export async function runRestarts(options: SuiteOptions): Promise<boolean> {
       ...answeredFigures,
       {
         name: 'API 5xx but 503, any route (/metrics)',
-        value: await serverErrors(deployment.apiInstanceUrls),
+        value: (await serverErrors(deployment.apiInstanceUrls)) + outages.reduce((n, o) => n + o.serverErrorsBefore, 0),
         expectZero: true,
       },
       { name: 'service processes exited', value: deployment.unexpectedExits(), expectZero: true },
@@ -220,6 +233,9 @@ async function takeDown(
     probes: Operation[];
   },
 ): Promise<OutageFigures> {
+  const { apiUrl, apiInstanceUrls, db } = watch.deployment;
+  // The instance about to be killed takes its counters with it: its 5xx so far are read first.
+  const serverErrorsBefore = outage.dependency === 'api' ? await serverErrors([apiInstanceUrls[0]!]) : 0;
   const stopping = Date.now();
   if (outage.dependency === 'postgres') await dependencies.postgres.down(outage.how);
   else if (outage.dependency === 'temporal') await dependencies.temporal.down(outage.how);
@@ -230,10 +246,11 @@ async function takeDown(
   if (outage.dependency === 'api') await watch.deployment.apis.start(0);
   else await dependencies[outage.dependency].up();
   const backAt = Date.now();
-  const { apiUrl, db } = watch.deployment;
+  // An API instance's recovery is its own: its /readyz, and a push through it, not through the proxy.
+  const restarted = outage.dependency === 'api' ? apiInstanceUrls[0]! : undefined;
   const [readyAfterMs, pushAfterMs, listenerAfterMs] = await Promise.all([
-    readyAfter(watch.polls, backAt),
-    firstPushThrough(apiUrl, watch.prober, backAt, RECOVERY_DEADLINE_MS, watch.probes, watch.answers),
+    restarted ? instanceReadyAfter(restarted, backAt) : readyAfter(watch.polls, backAt),
+    firstPushThrough(restarted ?? apiUrl, watch.prober, backAt, RECOVERY_DEADLINE_MS, watch.probes, watch.answers),
     outage.dependency === 'postgres' ? listenerAfter(db, backAt) : undefined,
   ]);
   const whileDown = watch.polls.filter((p) => p.sentAt >= downAt && p.answeredAt <= upAt);
@@ -249,6 +266,7 @@ async function takeDown(
     readyAfterMs,
     pushAfterMs,
     listenerAfterMs,
+    serverErrorsBefore,
     from: stopping,
     to: backAt,
   };

@@ -303,6 +303,22 @@ export async function inBatches(count: number, work: (i: number) => Promise<void
     await Promise.all(Array.from({ length: Math.min(size, count - i) }, (_, j) => work(i + j)));
 }
 
+/**
+ * `work` over `items`, at most `size` at a time, the results in order: a benchmark's setup (tokens
+ * minted, offers made) must not open thousands of connections at once to a simulator or the API,
+ * which a busy 2-core machine answers with timeouts.
+ */
+export async function mapBounded<T, R>(items: T[], work: (item: T, i: number) => Promise<R>, size = 16): Promise<R[]> {
+  const results: R[] = new Array<R>(items.length);
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(size, items.length) }, async () => {
+      for (let i = next++; i < items.length; i = next++) results[i] = await work(items[i]!, i);
+    }),
+  );
+  return results;
+}
+
 /** A POST to the API as the i-th of `tokens`, whose answer must have `expected` status: its JSON body. */
 export function poster(apiUrl: string, tokens: string[]) {
   return async (i: number, path: string, body: unknown, expected: number): Promise<Record<string, unknown>> => {

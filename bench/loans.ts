@@ -8,7 +8,7 @@ import { offerStateQuery } from '../workflows/loans/messages';
 import { benchDatabase, demoDatabase } from './database';
 import { seedBorrowers } from './seed';
 import { startDeployed } from './deployed';
-import { closedLoop, line, type Loop, openLoop } from './lib';
+import { closedLoop, line, type Loop, mapBounded, openLoop } from './lib';
 
 /**
  * Loans, part 1, with the service as deployed (API and worker each in its own process, Postgres,
@@ -98,7 +98,7 @@ export async function loansBench(): Promise<void> {
         workflowId: `bench-trivial-${randomUUID()}`,
       }));
     // Tokens first, so the loops measure the service, not the identity provider.
-    await Promise.all(borrowers.slice(0, 4_000).map((b) => tokenOf(b.id)));
+    await mapBounded(borrowers.slice(0, 4_000), (b) => tokenOf(b.id));
 
     for (const op of [bare, eligibility]) await closedLoop(CONCURRENCY, 1, op); // warm up
     const rounds: { base: Loop; offers: Loop }[] = [];
@@ -121,12 +121,10 @@ export async function loansBench(): Promise<void> {
 
     // Apply end to end: offers made beforehand (not measured), then taken at a fixed rate.
     const takers = Array.from({ length: 150 }, () => borrower());
-    const offers = await Promise.all(takers.map((t) => offer(t)));
+    const offers = await mapBounded(takers, (t) => offer(t));
     // Each offer's run has done its first task (a query waits for it): a hundred new workflows at
     // once queue seconds of first tasks on one worker, which would be measured as apply latency.
-    await Promise.all(
-      offers.map((id) => client.workflow.getHandle(workflowIds.loanApplication(id)).query(offerStateQuery)),
-    );
+    await mapBounded(offers, (id) => client.workflow.getHandle(workflowIds.loanApplication(id)).query(offerStateQuery));
     const gentle = await openLoop(5, 10, (i) => apply(takers[i]!, offers[i]!));
     const applied = await openLoop(10, 10, (i) => apply(takers[50 + i]!, offers[50 + i]!));
     console.log(`\nApply (partner-b): collateral hold, loan and schedule, disbursement, loan workflow started`);

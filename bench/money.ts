@@ -12,6 +12,7 @@ import {
   cpuDuring,
   line,
   type Loop,
+  mapBounded,
   openLoop,
   pidsMatching,
   startServer,
@@ -89,8 +90,8 @@ export async function moneyBench(): Promise<void> {
       cleanups,
     });
 
-    const tokens = await Promise.all(
-      customers.map((c) => requestToken(dev.idp.url, 'backend', { sub: c.id, aud: config.AUTH_AUDIENCE })),
+    const tokens = await mapBounded(customers, (c) =>
+      requestToken(dev.idp.url, 'backend', { sub: c.id, aud: config.AUTH_AUDIENCE }),
     );
     const post = async (i: number, key?: string) => {
       const c = i % CUSTOMERS;

@@ -10,7 +10,7 @@ import { confirmOtpUpdate, selfServiceStateQuery } from '../workflows/current-ac
 import { benchDatabase, demoDatabase } from './database';
 import { type BenchApplicant, seedApplicants } from './seed';
 import { startDeployed } from './deployed';
-import { inBatches, line, openLoop, poster } from './lib';
+import { inBatches, line, mapBounded, openLoop, poster } from './lib';
 import { pokeUpdate } from './workflows/trivial';
 
 /**
@@ -77,8 +77,8 @@ export async function otpBench(): Promise<void> {
       },
       cleanups,
     });
-    const tokens = await Promise.all(
-      applicants.map((a) => requestToken(dev.idp.url, 'backend', { sub: a.id, aud: config.AUTH_AUDIENCE })),
+    const tokens = await mapBounded(applicants, (a) =>
+      requestToken(dev.idp.url, 'backend', { sub: a.id, aud: config.AUTH_AUDIENCE }),
     );
     const call = poster(apiUrl, tokens);
 

@@ -9,7 +9,17 @@ import { workflowIds } from '../workflows/ids';
 import { benchDatabase, demoDatabase } from './database';
 import { BENCH_LOAN, seedBorrowers, takeBenchLoans } from './seed';
 import { startDeployed } from './deployed';
-import { closedLoop, cpuDuring, line, type Loop, pidsMatching, poster, startServer, stopProcess } from './lib';
+import {
+  closedLoop,
+  cpuDuring,
+  line,
+  type Loop,
+  mapBounded,
+  pidsMatching,
+  poster,
+  startServer,
+  stopProcess,
+} from './lib';
 
 /**
  * Repayments end to end, with the service as deployed (API and worker each in its own process,
@@ -77,8 +87,8 @@ export async function repaymentsBench(): Promise<number> {
       providerEnv: mobileMoney,
       cleanups,
     });
-    const tokens = await Promise.all(
-      borrowers.map((b) => requestToken(dev.idp.url, 'backend', { sub: b.id, aud: config.AUTH_AUDIENCE })),
+    const tokens = await mapBounded(borrowers, (b) =>
+      requestToken(dev.idp.url, 'backend', { sub: b.id, aud: config.AUTH_AUDIENCE }),
     );
     const call = poster(apiUrl, tokens);
 

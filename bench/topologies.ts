@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { workflowIds } from '../workflows/ids';
 import { startChaosDeployment } from './chaos/deployment';
-import { closedLoop, inBatches, line, type Loop, openLoop } from './lib';
+import { closedLoop, line, type Loop, mapBounded, openLoop } from './lib';
 import { seedBorrowers } from './seed';
 
 /**
@@ -35,8 +35,7 @@ async function measure(cluster: boolean): Promise<{ closed: Loop; fixed: Loop[] 
       phone: `+25471${String(i).padStart(6, '0')}0`, // last digit 0: the simulator's "paid"
     }));
     await seedBorrowers(deployment.db, deployment.organizationId, customers, 0);
-    const tokens: string[] = [];
-    await inBatches(CUSTOMERS, async (i) => void (tokens[i] = await deployment.token(customers[i]!.id)));
+    const tokens = await mapBounded(customers, (c) => deployment.token(c.id));
     const pushToPosted = async (i: number) => {
       const c = customers[i % CUSTOMERS]!;
       const response = await fetch(`${deployment.apiUrl}/v1/transactions/mobilemoney/stk-push`, {

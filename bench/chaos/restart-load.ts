@@ -51,6 +51,8 @@ export async function prepareBorrowers(deployment: ChaosDeployment, count: numbe
 /** One answer the API gave: when (ms since the epoch), its status (0: none), and for a 503 whether it had the error shape. */
 export interface Answer {
   at: number;
+  /** When it came (ms since the epoch; unset while none has). */
+  answeredAt?: number;
   status: number;
   /** A 503 in the plain error family's shape ({code: SERVICE_UNAVAILABLE, description}) with Retry-After. */
   wellFormed503?: boolean;
@@ -103,6 +105,7 @@ export async function sendPush(
       });
       const text = await response.text();
       answer.status = response.status;
+      answer.answeredAt = Date.now();
       const parsed = parseJson(text);
       if (response.status === 201) return { ...operation, id: String(parsed.id) };
       if (typeof parsed.code === 'string') answer.code = parsed.code;

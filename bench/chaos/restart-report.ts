@@ -110,7 +110,9 @@ export function printAnswers(
   operations: Operation[],
   cutWindows: { from: number; to: number }[],
 ): Figure[] {
-  const inWindow = (a: Answer) => cutWindows.some((w) => a.at >= w.from && a.at <= w.to);
+  // By when it was answered: a request sent just before the kill is cut by it.
+  const inWindow = (a: Answer) =>
+    cutWindows.some((w) => (a.answeredAt ?? a.at) >= w.from && (a.answeredAt ?? a.at) <= w.to);
   const byStatus = new Map<number, number>();
   for (const a of answers) byStatus.set(a.status, (byStatus.get(a.status) ?? 0) + 1);
   const statuses = [...byStatus].sort(([a], [b]) => a - b);
@@ -122,6 +124,11 @@ export function printAnswers(
   if (odd)
     console.log(
       `  first answer other than 201, 503, 502 or 409 in progress: ${odd.status || 'no answer'} ${odd.sample ?? ''}`,
+    );
+  const strayCut = answers.find((a) => isCut(a) && !inWindow(a));
+  if (strayCut)
+    console.log(
+      `  first 502 or 409 in progress outside a kill: ${strayCut.status} at ${new Date(strayCut.at).toISOString()} ${strayCut.sample ?? ''}`,
     );
   return [
     {

@@ -1,4 +1,3 @@
-import Router from '@koa/router';
 import { LRUCache } from 'lru-cache';
 import Koa from 'koa';
 import { z } from 'zod';
@@ -19,6 +18,7 @@ import { resourceAccessProviders } from './auth/resource-access';
 import { createTokenService } from './auth/tokens';
 import { createRateLimiter } from './middleware/rate-limit';
 import { createIdempotency } from './middleware/idempotency';
+import { AreaRouters } from './areas';
 import { type AnyRoute, type RouteInput, routerPath } from './route';
 import { authRoutes } from './auth/sessions';
 import { kycRoutes } from './kyc/applications';
@@ -131,7 +131,7 @@ export function buildApp(deps: AppDeps, options: { extraRoutes?: AnyRoute[] } = 
       : route.bodyLimit === 'verification'
         ? deps.config.BODY_LIMIT_VERIFICATION
         : deps.config.BODY_LIMIT;
-  const router = new Router();
+  const areas = new AreaRouters();
   for (const route of routes) {
     // Keys are scoped to the caller: an idempotent route must authenticate.
     if (route.idempotent && !route.auth) throw new Error(`${route.operationId} is idempotent but has no auth`);
@@ -142,7 +142,7 @@ export function buildApp(deps: AppDeps, options: { extraRoutes?: AnyRoute[] } = 
         : (route.request ?? {});
     const { body: bodySchema, ...beforeBody } = schemas;
     const { callback } = route;
-    router.register(
+    areas.routerFor(route.path).register(
       routerPath(route.path),
       [route.method.toUpperCase()],
       [
@@ -199,8 +199,7 @@ export function buildApp(deps: AppDeps, options: { extraRoutes?: AnyRoute[] } = 
     // Nothing answered: no route has this path (a known path with another method got 405).
     if (ctx.status === 404 && ctx.body == null) throw new ServiceError(ErrorCode.NOT_FOUND, 'No such route');
   });
-  app.use(router.routes());
-  app.use(router.allowedMethods({ throw: true }));
+  app.use(areas.middleware());
   return {
     app,
     routes,

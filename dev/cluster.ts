@@ -13,15 +13,7 @@ import { watchParent } from './parent-watch';
 import { stageDemoCustomers } from './seed-stages';
 import { startRoundRobin } from './round-robin';
 import { openDatabase, type Say, startProviders, type Stops, stopStack } from './stack';
-import {
-  findTemporalServer,
-  findTemporalUi,
-  startTemporalUi,
-  setUpTemporalSchemas,
-  startTemporalServer,
-  TEMPORAL_SERVER_VERSION,
-  temporalDatabaseOf,
-} from './temporal-postgres';
+import { findTemporalUi, preparedTemporalServer, startTemporalUi, TEMPORAL_SERVER_VERSION } from './temporal-postgres';
 
 const ROOT = path.resolve(__dirname, '..');
 
@@ -74,19 +66,8 @@ const stopChild = async (child: ChildProcess) => {
 
 /** The Temporal server on the stack's Postgres (its own two databases), schemas brought up to date first. */
 async function temporalOnPostgres(config: DevConfig, databaseUrl: string, say: Say, stops: Stops) {
-  const binaries = await findTemporalServer(say);
-  if (!binaries) throw new Error('the Temporal server is built with Go, and there is no Go here');
-  const adminUrl = new URL(databaseUrl);
-  adminUrl.pathname = '/postgres';
-  const db = temporalDatabaseOf(adminUrl.toString(), 'lending_temporal');
-  await setUpTemporalSchemas(binaries.sql, db);
-  const server = await startTemporalServer({
-    binary: binaries.server,
-    db,
-    port: config.TEMPORAL_SERVER_PORT,
-    namespace: config.TEMPORAL_NAMESPACE,
-    log: (line) => say(line),
-  });
+  const prepared = await preparedTemporalServer(databaseUrl, 'lending_temporal', say);
+  const server = await prepared.start({ port: config.TEMPORAL_SERVER_PORT, namespace: config.TEMPORAL_NAMESPACE });
   stops.push(() => server.stop());
   // Its Web UI, as compose's temporal-ui service (built with Go like the server).
   const uiBinary = await findTemporalUi(say);

@@ -92,6 +92,24 @@ export async function startTemporalUi(options: { binary: string; temporalAddress
   };
 }
 
+/**
+ * The server ready to start on the Postgres server of `postgresUrl`: its binaries found (or
+ * built), its two databases (`name`, `<name>_visibility`) created when missing and their schemas
+ * brought to its version. What `npm run cluster` and the chaos suites' cluster share.
+ */
+export async function preparedTemporalServer(postgresUrl: string, name: string, log?: (line: string) => void) {
+  const binaries = await findTemporalServer(log);
+  if (!binaries)
+    throw new Error('the Temporal server is built with Go (npm run temporal-server), and there is no Go here');
+  const db = temporalDatabaseOf(postgresUrl, name);
+  await setUpTemporalSchemas(binaries.sql, db);
+  return {
+    db,
+    start: (options: { port: number; namespace?: string }) =>
+      startTemporalServer({ binary: binaries.server, db, ...options, log }),
+  };
+}
+
 /** Where the server keeps its state: one Postgres server, two databases (history, visibility). */
 export interface TemporalDatabase {
   host: string;

@@ -7,14 +7,7 @@ import { Connection } from '@temporalio/client';
 import { TypedSearchAttributes } from '@temporalio/common';
 import { type EmbeddedPostgresHandle, startEmbeddedPostgres } from '../../dev/embedded-postgres';
 import { findTemporalCli } from '../../dev/temporal-cli';
-import {
-  findTemporalServer,
-  type RunningTemporalServer,
-  setUpTemporalSchemas,
-  startTemporalServer,
-  TEMPORAL_PORT_OFFSETS,
-  temporalDatabaseOf,
-} from '../../dev/temporal-postgres';
+import { preparedTemporalServer, type RunningTemporalServer, TEMPORAL_PORT_OFFSETS } from '../../dev/temporal-postgres';
 import { dropDatabase } from '../../db/knex';
 import { freePort, freePortBlock } from '../../test/support/ports';
 import { SEARCH_ATTRIBUTES } from '../../workflows/search-attributes';
@@ -132,15 +125,13 @@ export async function restartableTemporalServer(
   adminUrl: string,
   cleanups: (() => Promise<unknown>)[],
 ): Promise<Restartable<TemporalStop>> {
-  const binaries = await findTemporalServer((line) => console.log(line));
-  if (!binaries) throw new Error('the cluster topology needs the Temporal server (npm run temporal-server, with Go)');
-  const db = temporalDatabaseOf(adminUrl, `lending_chaos_temporal_${process.pid}`);
-  cleanups.push(() => Promise.all([db.name, `${db.name}_visibility`].map((name) => dropDatabase(adminUrl, name))));
-  await setUpTemporalSchemas(binaries.sql, db);
+  const name = `lending_chaos_temporal_${process.pid}`;
+  cleanups.push(() => Promise.all([name, `${name}_visibility`].map((db) => dropDatabase(adminUrl, db))));
+  const prepared = await preparedTemporalServer(adminUrl, name, (line) => console.log(line));
   const port = await freePortBlock(TEMPORAL_PORT_OFFSETS);
   let server: RunningTemporalServer | undefined;
   const start = async () => {
-    server = await startTemporalServer({ binary: binaries.server, db, port });
+    server = await prepared.start({ port });
   };
   await start();
   cleanups.push(() => stopChild(server?.process, 'SIGTERM'));

@@ -2,6 +2,7 @@ import type { ChildProcess } from 'node:child_process';
 import type { Client } from '@temporalio/client';
 import type { Knex } from 'knex';
 import { createLogger } from '../../config/logger';
+import { withDatabase } from '../../db/knex';
 import { DEMO } from '../../db/seeds/demo';
 import { loadDevConfig } from '../../dev/config';
 import { devSeedOptions, grantDemoMerchantOverHttp, withDevIdentityProvider } from '../../dev/identity';
@@ -77,7 +78,6 @@ export interface ProcessPool {
   /** Every process started so far, killed or not (for CPU and exit accounting). */
   readonly started: number;
 }
-export type WorkerPool = ProcessPool;
 
 export interface ChaosDeployment {
   db: Knex;
@@ -86,7 +86,7 @@ export interface ChaosDeployment {
   temporal: Client;
   /** The simulators' base URLs (each in its own process; `/_control` is their control API). */
   simulators: { mobileMoney: string; kyc: string; sms: string; bank: string; email?: string };
-  workers: WorkerPool;
+  workers: ProcessPool;
   /** The API instances: one, or CHAOS_CLUSTER_APIS behind `apiUrl` in the cluster topology. */
   apis: ProcessPool;
   /** Each API instance's own address (its /metrics are its own). */
@@ -163,9 +163,7 @@ export async function startChaosDeployment(options: {
   const cluster = options.cluster ?? false;
   let temporalAddress = options.temporalAddress;
   if (cluster && !temporalAddress) {
-    const admin = new URL(databaseUrl);
-    admin.pathname = '/postgres';
-    temporalAddress = (await restartableTemporalServer(admin.toString(), cleanups)).address;
+    temporalAddress = (await restartableTemporalServer(withDatabase(databaseUrl, 'postgres'), cleanups)).address;
   }
   // The API instances' addresses, one per slot, fixed: a restarted instance listens where it did.
   const apiInstanceUrls: string[] = [];

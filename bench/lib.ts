@@ -299,8 +299,11 @@ export const line = (name: string, m: Loop, unit: string) =>
 
 /** `work(i)` for every i below `count`, `size` at a time: preparing many runs without flooding the service. */
 export async function inBatches(count: number, work: (i: number) => Promise<void>, size = 8): Promise<void> {
-  for (let i = 0; i < count; i += size)
-    await Promise.all(Array.from({ length: Math.min(size, count - i) }, (_, j) => work(i + j)));
+  await mapBounded(
+    Array.from({ length: count }, (_, i) => i),
+    work,
+    size,
+  );
 }
 
 /**
@@ -317,6 +320,12 @@ export async function mapBounded<T, R>(items: T[], work: (item: T, i: number) =>
     }),
   );
   return results;
+}
+
+/** The Prometheus text of every API instance at `apiUrls` (GET /metrics), one after another. */
+export async function metricsOf(apiUrls: string[]): Promise<string> {
+  const texts = await Promise.all(apiUrls.map(async (url) => (await fetch(`${url}/metrics`)).text()));
+  return texts.join('\n');
 }
 
 /** A POST to the API as the i-th of `tokens`, whose answer must have `expected` status: its JSON body. */

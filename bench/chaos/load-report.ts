@@ -1,3 +1,4 @@
+import { metricsOf } from '../lib';
 import type { RunFigures } from './load-driver';
 import type { PushFigures } from './load-pushes';
 import { mb, type MemoryReading } from './memory';
@@ -87,7 +88,7 @@ export function printZeros(zeros: [string, number][]): boolean {
  * a callback: one answered 429 or never answered leaves the push to the status query).
  */
 export async function callbackStatuses(apiUrls: string[]): Promise<string> {
-  const text = (await Promise.all(apiUrls.map(async (url) => (await fetch(`${url}/metrics`)).text()))).join('\n');
+  const text = await metricsOf(apiUrls);
   const counts = new Map<string, number>();
   for (const line of text.split('\n')) {
     const match = /^http_requests_total\{(.*)\} (\d+)/.exec(line);

@@ -3,6 +3,7 @@ import type { Knex } from '../../db/knex';
 import { STATUS_LISTENER_NAME } from '../../db/kyc/hot-reads';
 import { workflowIds } from '../../workflows/ids';
 import type { MoneyMovementResult } from '../../workflows/mobile-money/messages';
+import { metricsOf } from '../lib';
 import type { ChaosDeployment } from './deployment';
 import { sleep } from './random';
 import type { ReadinessPoll } from './restart-load';
@@ -58,7 +59,7 @@ export async function listenerAfter(db: Knex, backAt: number): Promise<number | 
  * killed and started again counts from its start).
  */
 export async function serverErrors(apiUrls: string[]): Promise<number> {
-  const text = (await Promise.all(apiUrls.map(async (url) => (await fetch(`${url}/metrics`)).text()))).join('\n');
+  const text = await metricsOf(apiUrls);
   return [...text.matchAll(/^http_requests_total\{[^}]*status="(5\d\d)"[^}]*\} (\d+)/gm)]
     .filter(([, status]) => status !== '503')
     .reduce((sum, [, , n]) => sum + Number(n), 0);

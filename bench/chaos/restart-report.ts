@@ -111,8 +111,10 @@ export function printAnswers(
   cutWindows: { from: number; to: number }[],
 ): Figure[] {
   // By when it was answered: a request sent just before the kill is cut by it.
-  const inWindow = (a: Answer) =>
-    cutWindows.some((w) => (a.answeredAt ?? a.at) >= w.from && (a.answeredAt ?? a.at) <= w.to);
+  const inWindow = (a: Answer) => {
+    const at = a.answeredAt ?? a.at;
+    return cutWindows.some((w) => at >= w.from && at <= w.to);
+  };
   const byStatus = new Map<number, number>();
   for (const a of answers) byStatus.set(a.status, (byStatus.get(a.status) ?? 0) + 1);
   const statuses = [...byStatus].sort(([a], [b]) => a - b);

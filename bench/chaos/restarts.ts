@@ -55,8 +55,6 @@ import { type OutageFigures, outageFigures, printAnswers, printOutages } from '.
  * lock runs out, then finished by the retry).
  */
 const TASK_QUEUE = 'chaos-restarts';
-/** IDEMPOTENCY_LOCK_TIMEOUT's default: how long a key a killed instance held answers 409 in progress. */
-const IDEMPOTENCY_LOCK_MS = 60_000;
 /** Every accepted push must be final (and every posted repayment allocated) within this after the flow stops. */
 const SETTLE_DEADLINE_MS = 4 * 60_000;
 
@@ -166,10 +164,11 @@ export async function runRestarts(options: SuiteOptions): Promise<boolean> {
     const settledSeconds = (Date.now() - settleStart) / 1000;
 
     printOutages(outages, answers, size);
-    // A request cut by an instance's kill (502), or its key held until the dead one's lock runs out (409).
+    // A request cut by an instance's kill (502), or its key held until the dead one's lock runs
+    // out (409: the services run IDEMPOTENCY_LOCK_TIMEOUT as this process reads it).
     const cutWindows = outages
       .filter((o) => o.dependency === 'api')
-      .map((o) => ({ from: o.from, to: o.to + IDEMPOTENCY_LOCK_MS + 10_000 }));
+      .map((o) => ({ from: o.from, to: o.to + base.IDEMPOTENCY_LOCK_TIMEOUT + 10_000 }));
     const answeredFigures = printAnswers(answers, operations, cutWindows);
     const stored = (await deployment.db('transactions').where('transacted_at', '>=', runStart).pluck('id')) as string[];
     const acceptedSet = new Set(accepted);

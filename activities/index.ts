@@ -5,6 +5,7 @@ import { createKycActivities } from './kyc/index';
 import { createLoanActivities } from './loans/index';
 import { createMobileMoneyActivities } from './mobile-money/index';
 import { createPlatformActivities } from './platform/index';
+import { createWebhookActivities } from './webhooks/index';
 
 /**
  * Every activity of the service, from one factory per area. Workflows import the type only:
@@ -18,6 +19,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createCurrentAccountActivities(deps),
     ...createFinancingActivities(deps),
     ...createPlatformActivities(deps),
+    ...createWebhookActivities(deps),
   };
 }
 
@@ -29,3 +31,4 @@ export type LoanActivities = ReturnType<typeof createLoanActivities>;
 export type CurrentAccountActivities = ReturnType<typeof createCurrentAccountActivities>;
 export type FinancingActivities = ReturnType<typeof createFinancingActivities>;
 export type PlatformActivities = ReturnType<typeof createPlatformActivities>;
+export type WebhookActivities = ReturnType<typeof createWebhookActivities>;

@@ -48,6 +48,9 @@ import { emailVerificationRoutes } from './current-account/email';
 import { phoneChangeRoutes } from './current-account/phone';
 import { selfServiceWorkflows } from './current-account/workflows';
 import { checkRequest, invalidParams } from './validation';
+import { webhookEndpointRoutes } from './webhooks/endpoints';
+import { webhookEventRoutes } from './webhooks/events';
+import { webhookWorkflows } from './webhooks/workflows';
 
 export interface BuiltApp {
   app: Koa;
@@ -116,6 +119,10 @@ export function buildApp(deps: AppDeps, options: { extraRoutes?: AnyRoute[] } = 
   routes.push(...smsCallbackRoutes(deps, metrics));
   routes.push(...uploadRoutes(deps), ...invoiceRoutes(deps, financingWorkflows(deps.temporal, deps.config)));
   routes.push(...agentRoutes(deps), ...assignmentRoutes(deps));
+  routes.push(
+    ...webhookEndpointRoutes(deps),
+    ...webhookEventRoutes(deps, webhookWorkflows(deps.temporal, deps.config)),
+  );
   routes.push(...(options.extraRoutes ?? []));
 
   /** One JSON body parser per distinct limit; a route's limit follows from its declaration. */

@@ -6,6 +6,7 @@ import { kycSettings } from './kyc';
 import { loanSettings } from './loans';
 import { mobileMoneySettings } from './mobile-money';
 import { platformSettings } from './platform';
+import { webhookSettings } from './webhooks';
 
 export type { FinancingIssuer } from './auth';
 
@@ -23,6 +24,7 @@ export const configShape = {
   ...loanSettings,
   ...currentAccountSettings,
   ...financingSettings,
+  ...webhookSettings,
 };
 export const configSchema = z.object(configShape);
 

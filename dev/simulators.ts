@@ -8,6 +8,7 @@ import { type RunningBankSimulator, startBankSimulator } from '../simulators/ban
 import { type RunningEmailSimulator, startEmailSimulator } from '../simulators/email';
 import { type RunningSmsSimulator, startSmsSimulator } from '../simulators/sms';
 import { type RunningExtractionSimulator, startExtractionSimulator } from '../simulators/extraction';
+import { type RunningWebhookReceiver, startWebhookReceiver } from '../simulators/webhook-receiver';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -62,6 +63,8 @@ export interface DevelopmentProviders {
   extraction?: RunningExtractionSimulator;
   /** Absent when OBJECT_STORE_ENDPOINT names a store. */
   objectStore?: RunningObjectStore;
+  /** A client app's webhook receiver, verifying what the service sends (dev/webhooks.ts registers it). */
+  webhookReceiver: RunningWebhookReceiver;
   seedOptions: SeedOptions;
   close(): Promise<void>;
 }
@@ -84,6 +87,7 @@ export async function startDevelopmentProviders(
     emailPort?: number;
     bankPort?: number;
     extractionPort?: number;
+    webhookReceiverPort?: number;
     /** The local object store: its port, data folder (a temporary one, removed at close, when absent) and binary. */
     objectStore?: { port?: number; dataDir?: string; binary?: string; log?: (line: string) => void };
   } = {},
@@ -122,6 +126,7 @@ export async function startDevelopmentProviders(
   const extraction = config.EXTRACTION_URL
     ? undefined
     : await startExtractionSimulator({ ...DEV_EXTRACTION, port: options.extractionPort });
+  const webhookReceiver = await startWebhookReceiver({ port: options.webhookReceiverPort });
   const store = config.OBJECT_STORE_ENDPOINT ? undefined : await startLocalObjectStore(options.objectStore);
   if (store) await createObjectStore({ ...config, ...objectStoreSettings(store.running.endpoint) }).ensureBucket();
   const close = async () => {
@@ -134,6 +139,7 @@ export async function startDevelopmentProviders(
       email?.close(),
       bank?.close(),
       extraction?.close(),
+      webhookReceiver.close(),
       store?.close(),
     ]);
   };
@@ -166,6 +172,9 @@ export async function startDevelopmentProviders(
       OTP_HMAC_SECRET: config.OTP_HMAC_SECRET ?? DEV_CURRENT_ACCOUNT.otpHmacSecret,
       ...(store && objectStoreSettings(store.running.endpoint)),
       ...(extraction && { EXTRACTION_URL: extraction.url, EXTRACTION_API_KEY: DEV_EXTRACTION.apiKey }),
+      // The receiver simulator listens on loopback; production allows public addresses only.
+      WEBHOOK_ALLOWED_ADDRESSES:
+        config.WEBHOOK_ALLOWED_ADDRESSES === 'public' ? 'loopback' : config.WEBHOOK_ALLOWED_ADDRESSES,
     },
     idp,
     kyc,
@@ -174,6 +183,7 @@ export async function startDevelopmentProviders(
     email,
     bank,
     extraction,
+    webhookReceiver,
     objectStore: store?.running,
     seedOptions: devSeedOptions(idp),
     close,

@@ -8,7 +8,7 @@ import { startApi } from '../api/server';
 import { ConfigError } from '../config';
 import { createLogger } from '../config/logger';
 import { temporalConnectionOptions } from '../config/temporal';
-import { seedDemoData } from '../db/seeds/demo';
+import { DEMO, seedDemoData } from '../db/seeds/demo';
 import { systemClock } from '../domain/clock';
 import { createProviders } from '../providers';
 import { requestToken } from '../simulators/identity';
@@ -24,6 +24,7 @@ import { watchParent } from './parent-watch';
 import { openDatabase, type Say, startProviders, type Stops, stopStack } from './stack';
 import { type DevelopmentProviders } from './simulators';
 import { startTemporalDevServer } from './temporal-server';
+import { registerDevelopmentReceiver } from './webhooks';
 
 /** Temporal's address: TEMPORAL_ADDRESS, else a dev server's (with its Web UI) started here. */
 async function temporalServer(config: DevConfig, say: Say, stops: Stops): Promise<{ address: string; ui: boolean }> {
@@ -109,6 +110,12 @@ async function main() {
 
     const { db } = await openDatabase(config, logger, stops);
     await seedDemoData(db, providersDev.seedOptions);
+    const receiverUrl = await registerDevelopmentReceiver(
+      db,
+      DEMO.organizations.demo.id,
+      providersDev.webhookReceiver,
+      systemClock.now(),
+    );
 
     const temporalAt = await temporalServer(config, say, stops);
     const connection = await Connection.connect(temporalConnectionOptions(config, temporalAt.address));
@@ -143,6 +150,9 @@ async function main() {
     stops.push(() => api.close());
 
     await announce(config, api.url, temporalAt.ui, providersDev, say);
+    say(
+      `Webhooks       ${receiverUrl}  (receiver simulator for the demo organization; received: ${providersDev.webhookReceiver.url}/_control/deliveries)`,
+    );
     // The demo customers at their stages (npm run --silent seed:ids names them), through the API.
     // A failure leaves the service up: the demo customers are a convenience, not the service.
     if (providersDev.sms && providersDev.bank && providersDev.kyc) {

@@ -20,6 +20,8 @@ export const Permission = {
   AGENTS_ADMIN: 'agents.admin',
   FINANCING_READ: 'financing.read',
   FINANCING_WRITE: 'financing.write',
+  /** The organization's webhook endpoints, their events and deliveries (secrets included). */
+  WEBHOOKS_MANAGE: 'webhooks.manage',
 } as const;
 export type Permission = (typeof Permission)[keyof typeof Permission];
 
@@ -47,6 +49,7 @@ export const ROLE_GRANTS = {
     Permission.KYC_READ,
     Permission.LOANS_READ,
     Permission.LOANS_SERVICE,
+    Permission.WEBHOOKS_MANAGE,
   ),
   /** Operations staff of one organization: may run its expiry sweep, read KYC status and correct loans. */
   INTERNAL: org(Permission.ACCOUNTS_WRITE, Permission.KYC_READ, Permission.LOANS_SERVICE),

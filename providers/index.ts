@@ -12,6 +12,7 @@ import type { MobileMoneyClient } from './mobile-money/protocol';
 import { createObjectStore, type ObjectStore } from './storage';
 import { createExtractionClient } from './extraction/client';
 import type { InvoiceExtractionClient } from './extraction/protocol';
+import { createWebhookClient, type WebhookClient } from './webhooks/client';
 
 /**
  * The provider clients the API and activities are built with, each behind a small interface.
@@ -28,6 +29,8 @@ export interface Providers {
   storage: ObjectStore;
   /** Reads invoices (Azure AI Document Intelligence's prebuilt-invoice model): present once configured. */
   extraction?: InvoiceExtractionClient;
+  /** Posts signed events to client apps' webhook endpoints. */
+  webhooks: WebhookClient;
 }
 
 /** The named settings, or an error naming the missing ones (npm start and the tests run simulators). */
@@ -77,6 +80,11 @@ export function createProviders(config: Config): Providers {
       }),
     }),
     ...currentAccountProviders(config),
+    webhooks: createWebhookClient({
+      allowed: config.WEBHOOK_ALLOWED_ADDRESSES,
+      timeoutMs: config.WEBHOOK_TIMEOUT,
+      userAgent: 'lending-service-webhooks/1',
+    }),
   };
 }
 

@@ -20,6 +20,8 @@ export const workflowIds = {
   phoneChange: (changeId: string) => `phone-change/${changeId}`,
   /** A document's invoice extractions, one at a time: a re-extraction signals the run or starts the next. */
   invoiceExtraction: (documentId: string) => `invoice-extraction/${documentId}`,
+  /** One event to one endpoint; a resend starts it again under the same id once the last run closed. */
+  webhookDelivery: (eventId: string, endpointId: string) => `webhook-delivery/${eventId}/${endpointId}`,
 };
 
 /** Schedule ids: the schedule's own runs get a timestamp suffix, so they are never business keys. */
@@ -28,4 +30,5 @@ export const scheduleIds = {
   callbackRetention: 'callback-retention',
   idempotencyKeyPurge: 'idempotency-key-purge',
   repaymentReconciliation: 'repayment-reconciliation',
+  webhookDispatch: 'webhook-dispatch',
 };

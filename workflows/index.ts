@@ -15,3 +15,5 @@ export { accountActivation } from './current-account/account-activation';
 export { emailVerification } from './current-account/email-verification';
 export { phoneChange } from './current-account/phone-change';
 export { invoiceExtraction } from './financing/invoice-extraction';
+export { webhookDelivery } from './webhooks/delivery';
+export { webhookDispatch } from './webhooks/dispatch';

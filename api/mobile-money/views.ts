@@ -1,5 +1,4 @@
 import { z } from 'zod';
-import type { TransactionRow } from '../../db/mobile-money/transactions';
 import { PAYOUT_FEES } from '../../domain/mobile-money/transaction';
 
 /** The Transaction resource (spec 2) and the Money it carries, as the API answers them. */
@@ -71,23 +70,5 @@ export const Transaction = z
   })
   .meta({ id: 'Transaction' });
 
-const iso = (d: Date | null) => (d ? d.toISOString() : null);
-
-/** The Transaction resource (spec 2) of a row. */
-export function transactionView(row: TransactionRow) {
-  return {
-    id: row.id,
-    resource_id: row.resource_id,
-    status: row.status,
-    mobilemoney_transaction_id: row.mobilemoney_transaction_id,
-    amount: { value: Number(row.amount), currency: row.currency },
-    fee_amount: { value: Number(row.fee_amount), currency: row.currency },
-    failure_reason: row.failure_reason,
-    transacted_at: iso(row.transacted_at),
-    confirmed_at: iso(row.confirmed_at),
-    posted_at: iso(row.posted_at),
-    failed_at: iso(row.failed_at),
-    details: row.details,
-  };
-}
-export type TransactionView = ReturnType<typeof transactionView>;
+export { transactionView } from '../../domain/mobile-money/views';
+export type { TransactionView } from '../../domain/mobile-money/views';

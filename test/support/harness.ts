@@ -19,6 +19,7 @@ import { startDevelopmentProviders } from '../../dev/simulators';
 import type { RunningKycSimulator } from '../../simulators/kyc';
 import type { RunningMobileMoneySimulator } from '../../simulators/mobile-money';
 import type { RunningIdentityProvider } from '../../simulators/identity';
+import type { RunningWebhookReceiver } from '../../simulators/webhook-receiver';
 import { startEmbeddedPostgres } from '../../dev/embedded-postgres';
 import { findTemporalCli } from '../../dev/temporal-cli';
 import { startTemporalDevServer } from '../../dev/temporal-server';
@@ -60,6 +61,8 @@ export interface Harness {
   /** The identity-verification provider simulator (its /_control API). */
   kyc: RunningKycSimulator;
   mobileMoney: RunningMobileMoneySimulator;
+  /** A client app's webhook receiver, verifying deliveries with the standardwebhooks package. */
+  webhookReceiver: RunningWebhookReceiver;
   /** Every route the test API serves: the service's own and the test-only ones. */
   routes: readonly AnyRoute[];
 }
@@ -98,6 +101,11 @@ const TEST_ENV: Record<string, string> = {
   AUTH_JWKS_CACHE_MAX_AGE: '1s',
   AUTH_JWKS_COOLDOWN: '1ms',
   AUTH_CALLER_CACHE_TTL: '1s',
+  WEBHOOK_RETRY_INITIAL: '200ms',
+  WEBHOOK_RETRY_MAX_INTERVAL: '1s',
+  WEBHOOK_RETRY_WINDOW: '15s',
+  WEBHOOK_TIMEOUT: '2s',
+  WEBHOOK_DISABLE_AFTER: '4s',
 };
 
 let current: Harness | undefined;
@@ -223,6 +231,7 @@ export async function startHarness(): Promise<Harness> {
     idp,
     kyc: simulators.kyc!,
     mobileMoney: simulators.mobileMoney!,
+    webhookReceiver: simulators.webhookReceiver,
     routes: built.routes,
   };
   return current;

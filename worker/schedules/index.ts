@@ -8,13 +8,21 @@ import { scheduleIds } from '../../workflows/ids';
  * workers may start together.
  */
 export async function ensureSchedules(client: Client, config: Config): Promise<void> {
-  // Each starts one workflow every interval; a run still going when the next is due is not doubled.
-  const every = (scheduleId: string, interval: number, workflowType: string, args: unknown[]): ScheduleOptions => ({
-    scheduleId,
-    spec: { intervals: [{ every: interval }] },
-    action: { type: 'startWorkflow', workflowType, taskQueue: config.TEMPORAL_TASK_QUEUE, args },
-    policies: { overlap: 'SKIP' },
-  });
+  // Each starts one workflow every interval; a run still going when the next is due is not doubled
+  // (SKIP), or, for a run that lasts its whole interval on purpose, followed at once (BUFFER_ONE).
+  const every = (
+    scheduleId: string,
+    interval: number,
+    workflowType: string,
+    args: unknown[],
+    overlap: 'SKIP' | 'BUFFER_ONE' = 'SKIP',
+  ) =>
+    ({
+      scheduleId,
+      spec: { intervals: [{ every: interval }] },
+      action: { type: 'startWorkflow', workflowType, taskQueue: config.TEMPORAL_TASK_QUEUE, args },
+      policies: { overlap },
+    }) satisfies ScheduleOptions;
   const schedules = [
     every(scheduleIds.kycExpirySweep, config.KYC_EXPIRY_SWEEP_INTERVAL, 'kycExpirySweepAll', [
       { batchSize: config.KYC_SWEEP_BATCH_SIZE },
@@ -26,6 +34,14 @@ export async function ensureSchedules(client: Client, config: Config): Promise<v
     every(scheduleIds.repaymentReconciliation, config.REPAYMENT_RECONCILIATION_INTERVAL, 'repaymentReconciliation', [
       { graceMs: config.REPAYMENT_RECONCILIATION_GRACE, lookbackMs: config.REPAYMENT_RECONCILIATION_LOOKBACK },
     ]),
+    // The outbox relay listens for its whole interval; the next run takes over as it ends.
+    every(
+      scheduleIds.webhookDispatch,
+      config.WEBHOOK_DISPATCH_INTERVAL,
+      'webhookDispatch',
+      [{ listenMs: config.WEBHOOK_DISPATCH_INTERVAL }],
+      'BUFFER_ONE',
+    ),
   ];
   for (const schedule of schedules) {
     const handle = client.schedule.getHandle(schedule.scheduleId);
@@ -34,7 +50,7 @@ export async function ensureSchedules(client: Client, config: Config): Promise<v
         ...previous,
         spec: schedule.spec,
         action: schedule.action,
-        policies: { ...previous.policies, overlap: 'SKIP' },
+        policies: { ...previous.policies, overlap: schedule.policies.overlap },
       }));
     try {
       await update();
@@ -47,4 +63,7 @@ export async function ensureSchedules(client: Client, config: Config): Promise<v
       });
     }
   }
+  // The outbox relay runs from the start, not an interval later: behind one still running, the
+  // buffered trigger only queues the next (BUFFER_ONE holds one).
+  await client.schedule.getHandle(scheduleIds.webhookDispatch).trigger();
 }

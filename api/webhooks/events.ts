@@ -1,0 +1,263 @@
+import type { Context } from 'koa';
+import { z } from 'zod';
+import { type DeliveryStatus, listDeliveries, pendingDelivery } from '../../db/webhooks/deliveries';
+import { findEndpoint, listEndpoints, type WebhookEndpointRow } from '../../db/webhooks/endpoints';
+import { findEvent, listEvents, type WebhookEventRow } from '../../db/webhooks/events';
+import { forEachConcurrently } from '../../domain/concurrency';
+import { ErrorCode, ServiceError, SubCode } from '../../domain/errors';
+import { eventView } from '../../domain/webhooks/events';
+import type { Needs } from '../deps';
+import { type AnyRoute, defineRoute } from '../route';
+import { MANAGER, organizationOf, TAG } from './endpoints';
+import {
+  Cursor,
+  decodePosition,
+  deliveryView,
+  encodePosition,
+  EventTypeName,
+  PageLinks,
+  WebhookDelivery,
+  WebhookEvent,
+} from './views';
+import type { WebhookWorkflows } from './workflows';
+
+/** The most events one resend-since call sends again; beyond, resend from a later time. */
+export const RESEND_MAX = 500;
+const PAGE = { default: 20, max: 100 } as const;
+
+const Size = z.coerce.number().int().min(1).max(PAGE.max).default(PAGE.default);
+const IdParams = z.strictObject({ id: z.uuid() });
+const DeliveriesQuery = z.strictObject({
+  size: Size,
+  after: Cursor.optional(),
+  status: z.enum(['PENDING', 'SUCCEEDED', 'FAILED']).optional(),
+});
+const DeliveryPage = z
+  .strictObject({ data: z.array(WebhookDelivery), links: PageLinks })
+  .meta({ id: 'WebhookDeliveryPage' });
+const Resent = z
+  .strictObject({
+    data: z.array(WebhookDelivery).meta({ description: 'The deliveries sent again (PENDING), one per endpoint' }),
+  })
+  .meta({ id: 'WebhookResend' });
+
+function positionOf(after: string | undefined) {
+  if (after === undefined) return undefined;
+  const position = decodePosition(after);
+  if (!position)
+    throw new ServiceError(ErrorCode.INVALID_PARAMS, 'Invalid parameters', [
+      { path: 'query.after', reason: 'not a cursor this list gave out', sub_code: SubCode.INVALID_VALUE },
+    ]);
+  return position;
+}
+
+const subscribed = (endpoint: WebhookEndpointRow, event: WebhookEventRow) =>
+  endpoint.enabled && endpoint.event_types.includes(event.type);
+
+/**
+ * Events and deliveries (extension): what was sent where, with every attempt and answer, and
+ * resends: one event (to one endpoint, or to every endpoint subscribed to it) or an endpoint's
+ * events since a time. A resend is the delivery's run started again: same event, same webhook-id.
+ */
+export function webhookEventRoutes(deps: Needs<'db' | 'clock'>, workflows: WebhookWorkflows): AnyRoute[] {
+  const { db } = deps;
+  const common = { tags: TAG, extension: true as const, auth: MANAGER };
+
+  async function eventOf(ctx: Context, id: string) {
+    const event = await findEvent(db, organizationOf(ctx), id);
+    if (!event) throw new ServiceError(ErrorCode.NOT_FOUND, 'No such event');
+    return event;
+  }
+  async function endpointOf(ctx: Context, id: string) {
+    const endpoint = await findEndpoint(db, organizationOf(ctx), id);
+    if (!endpoint) throw new ServiceError(ErrorCode.NOT_FOUND, 'No such webhook endpoint');
+    return endpoint;
+  }
+  async function deliveriesPage(
+    ctx: Context,
+    of: { endpointId: string } | { eventId: string },
+    query: { size: number; after?: string; status?: DeliveryStatus },
+  ) {
+    const after = positionOf(query.after);
+    const page = await listDeliveries(db, organizationOf(ctx), of, {
+      size: query.size,
+      ...(after ? { after: { createdAt: after.at, id: after.id } } : {}),
+      ...(query.status ? { status: query.status } : {}),
+    });
+    const last = page.rows.at(-1);
+    const params = new URLSearchParams({ size: String(query.size), ...(query.status ? { status: query.status } : {}) });
+    if (last) params.set('after', encodePosition(last.created_at, last.id));
+    ctx.body = { data: page.rows.map(deliveryView), links: { next: page.more ? `${ctx.path}?${params}` : null } };
+  }
+
+  return [
+    defineRoute({
+      ...common,
+      method: 'get',
+      path: '/v1/webhooks/events',
+      operationId: 'listWebhookEvents',
+      summary: 'The organization’s events, newest first',
+      request: {
+        query: z.strictObject({
+          size: Size,
+          after: Cursor.optional(),
+          type: EventTypeName.optional(),
+          since: z.iso.datetime({ offset: true }).optional().meta({ description: 'Only events from this time on' }),
+        }),
+      },
+      responses: {
+        200: {
+          description: 'A page of events',
+          schema: z.strictObject({ data: z.array(WebhookEvent), links: PageLinks }).meta({ id: 'WebhookEventPage' }),
+        },
+      },
+      async handler(ctx, { query }) {
+        const after = positionOf(query.after);
+        const page = await listEvents(
+          db,
+          organizationOf(ctx),
+          { ...(query.type ? { type: query.type } : {}), ...(query.since ? { since: new Date(query.since) } : {}) },
+          { size: query.size, ...(after ? { after: { occurredAt: after.at, id: after.id } } : {}) },
+        );
+        const last = page.rows.at(-1);
+        const params = new URLSearchParams({ size: String(query.size) });
+        if (query.type) params.set('type', query.type);
+        if (query.since) params.set('since', query.since);
+        if (last) params.set('after', encodePosition(last.occurred_at, last.id));
+        ctx.body = { data: page.rows.map(eventView), links: { next: page.more ? `${ctx.path}?${params}` : null } };
+      },
+    }),
+    defineRoute({
+      ...common,
+      method: 'get',
+      path: '/v1/webhooks/events/{id}',
+      operationId: 'getWebhookEvent',
+      summary: 'An event, as it is delivered',
+      request: { params: IdParams },
+      responses: { 200: { description: 'The event', schema: WebhookEvent } },
+      errors: { NOT_FOUND: 'no such event in the caller’s organization' },
+      async handler(ctx, { params }) {
+        ctx.body = eventView(await eventOf(ctx, params.id));
+      },
+    }),
+    defineRoute({
+      ...common,
+      method: 'get',
+      path: '/v1/webhooks/events/{id}/deliveries',
+      operationId: 'listWebhookEventDeliveries',
+      summary: 'Where an event was delivered, with every attempt',
+      request: { params: IdParams, query: DeliveriesQuery },
+      responses: { 200: { description: 'A page of deliveries, newest first', schema: DeliveryPage } },
+      errors: { NOT_FOUND: 'no such event in the caller’s organization' },
+      async handler(ctx, { params, query }) {
+        await eventOf(ctx, params.id);
+        await deliveriesPage(ctx, { eventId: params.id }, query);
+      },
+    }),
+    defineRoute({
+      ...common,
+      method: 'get',
+      path: '/v1/webhooks/endpoints/{id}/deliveries',
+      operationId: 'listWebhookEndpointDeliveries',
+      summary: 'What was delivered to an endpoint, with every attempt',
+      request: { params: IdParams, query: DeliveriesQuery },
+      responses: { 200: { description: 'A page of deliveries, newest first', schema: DeliveryPage } },
+      errors: { NOT_FOUND: 'no such endpoint in the caller’s organization' },
+      async handler(ctx, { params, query }) {
+        await endpointOf(ctx, params.id);
+        await deliveriesPage(ctx, { endpointId: params.id }, query);
+      },
+    }),
+    ...resendRoutes(deps, workflows, { eventOf, endpointOf }),
+  ];
+}
+
+type Lookups = {
+  eventOf: (ctx: Context, id: string) => Promise<WebhookEventRow>;
+  endpointOf: (ctx: Context, id: string) => Promise<WebhookEndpointRow>;
+};
+
+function resendRoutes(
+  deps: Needs<'db' | 'clock'>,
+  workflows: WebhookWorkflows,
+  { eventOf, endpointOf }: Lookups,
+): AnyRoute[] {
+  const { db, clock } = deps;
+  const common = { tags: TAG, extension: true as const, auth: MANAGER };
+  async function resend(organizationId: string, pairs: { event: WebhookEventRow; endpoint: WebhookEndpointRow }[]) {
+    const sent: z.infer<typeof WebhookDelivery>[] = [];
+    await forEachConcurrently(pairs, 16, async ({ event, endpoint }) => {
+      const delivery = await pendingDelivery(db, organizationId, event.id, endpoint.id, clock.now());
+      await workflows.resend({ organizationId, deliveryId: delivery.id, eventId: event.id, endpointId: endpoint.id });
+      sent.push(deliveryView(delivery));
+    });
+    return { data: sent };
+  }
+  return [
+    defineRoute({
+      ...common,
+      method: 'post',
+      path: '/v1/webhooks/events/{id}/resend',
+      operationId: 'resendWebhookEvent',
+      summary: 'Send an event again',
+      description:
+        'To the endpoint named, or to every enabled endpoint subscribed to its type. A delivery still being tried is left to its run.',
+      request: { params: IdParams, body: z.strictObject({ endpoint_id: z.uuid().optional() }).optional() },
+      responses: { 202: { description: 'The deliveries started again', schema: Resent } },
+      errors: {
+        NOT_FOUND: 'no such event, or endpoint, in the caller’s organization',
+        CONFLICT: 'the endpoint named is disabled, or not subscribed to the event’s type',
+      },
+      async handler(ctx, { params, body }) {
+        const organizationId = organizationOf(ctx);
+        const event = await eventOf(ctx, params.id);
+        const endpoints = body?.endpoint_id
+          ? [await endpointOf(ctx, body.endpoint_id)]
+          : (await listEndpoints(db, organizationId)).filter((e) => subscribed(e, event));
+        if (body?.endpoint_id && !subscribed(endpoints[0]!, event))
+          throw new ServiceError(ErrorCode.CONFLICT, 'The endpoint is disabled or not subscribed to this event type');
+        ctx.status = 202;
+        ctx.body = await resend(
+          organizationId,
+          endpoints.map((endpoint) => ({ event, endpoint })),
+        );
+      },
+    }),
+    defineRoute({
+      ...common,
+      method: 'post',
+      path: '/v1/webhooks/endpoints/{id}/resend',
+      operationId: 'resendWebhookEndpointEvents',
+      summary: 'Send an endpoint every event since a time again',
+      description: `The events of the types it is subscribed to, from \`since\` on; at most ${RESEND_MAX} per call (a later \`since\` for more).`,
+      request: { params: IdParams, body: z.strictObject({ since: z.iso.datetime({ offset: true }) }) },
+      responses: { 202: { description: 'The deliveries started again', schema: Resent } },
+      errors: {
+        NOT_FOUND: 'no such endpoint in the caller’s organization',
+        CONFLICT: 'the endpoint is disabled',
+        BAD_REQUEST: `more than ${RESEND_MAX} events since then`,
+      },
+      async handler(ctx, { params, body }) {
+        const organizationId = organizationOf(ctx);
+        const endpoint = await endpointOf(ctx, params.id);
+        if (!endpoint.enabled) throw new ServiceError(ErrorCode.CONFLICT, 'The endpoint is disabled');
+        const { rows: events, more } = await listEvents(
+          db,
+          organizationId,
+          { types: endpoint.event_types, since: new Date(body.since) },
+          { size: RESEND_MAX },
+        );
+        if (more)
+          throw new ServiceError(
+            ErrorCode.BAD_REQUEST,
+            `More than ${RESEND_MAX} events since then: resend from a later time`,
+          );
+        ctx.status = 202;
+        ctx.body = await resend(
+          organizationId,
+          events.map((event) => ({ event, endpoint })),
+        );
+      },
+    }),
+  ];
+}

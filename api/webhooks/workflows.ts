@@ -1,0 +1,33 @@
+import type { Client } from '@temporalio/client';
+import type { Config } from '../../config';
+import type { webhookDelivery } from '../../workflows/webhooks/delivery';
+import { webhookDeliveryStart, webhookRetryOf } from '../../workflows/webhooks/messages';
+
+/**
+ * The one module through which the API drives webhook deliveries: a resend starts the
+ * delivery's run again under its id, now: after the last run closed (ALLOW_DUPLICATE), or in
+ * place of one still waiting out its backoff (TERMINATE_EXISTING), so a resend never waits.
+ */
+export function webhookWorkflows(
+  temporal: Client,
+  config: Pick<
+    Config,
+    | 'TEMPORAL_TASK_QUEUE'
+    | 'WEBHOOK_RETRY_INITIAL'
+    | 'WEBHOOK_RETRY_MAX_INTERVAL'
+    | 'WEBHOOK_RETRY_WINDOW'
+    | 'WEBHOOK_TIMEOUT'
+  >,
+) {
+  const retry = webhookRetryOf(config);
+  return {
+    async resend(delivery: { organizationId: string; deliveryId: string; eventId: string; endpointId: string }) {
+      await temporal.workflow.start<typeof webhookDelivery>('webhookDelivery', {
+        ...webhookDeliveryStart({ ...delivery, retry }, config.TEMPORAL_TASK_QUEUE),
+        workflowIdReusePolicy: 'ALLOW_DUPLICATE',
+        workflowIdConflictPolicy: 'TERMINATE_EXISTING',
+      });
+    },
+  };
+}
+export type WebhookWorkflows = ReturnType<typeof webhookWorkflows>;

@@ -1,0 +1,29 @@
+import { z } from 'zod';
+import { duration, positiveInt } from './fields';
+
+/** Outbound webhooks: where deliveries may go, how they are retried, and when an endpoint is disabled. */
+export const webhookSettings = {
+  /**
+   * The addresses a webhook endpoint may resolve to: `public` only, or with `loopback` (npm start's
+   * receiver simulator), or with the `private` ranges too. Link-local (the cloud metadata address)
+   * is refused whatever this says. Endpoint URLs must be https when NODE_ENV is production.
+   */
+  WEBHOOK_ALLOWED_ADDRESSES: z.enum(['public', 'loopback', 'private']).default('public'),
+  /** A receiver's whole answer must arrive within this; slower counts as a failed attempt. */
+  WEBHOOK_TIMEOUT: duration('10s'),
+  /** The first retry's wait; each next one doubles, up to WEBHOOK_RETRY_MAX_INTERVAL. */
+  WEBHOOK_RETRY_INITIAL: duration('5s'),
+  WEBHOOK_RETRY_MAX_INTERVAL: duration('1h'),
+  /** How long a delivery is retried before it ends FAILED. */
+  WEBHOOK_RETRY_WINDOW: duration('3d'),
+  /** An endpoint every attempt to which failed for this long is disabled, with the reason. */
+  WEBHOOK_DISABLE_AFTER: duration('5d'),
+  /** After a rotation, messages are signed with the old secret too for this long. */
+  WEBHOOK_SECRET_GRACE: duration('24h'),
+  /** Deliveries in flight to one endpoint from one worker; more wait, so a slow receiver holds up only its own. */
+  WEBHOOK_ENDPOINT_CONCURRENCY: positiveInt(4),
+  /** Endpoints one organization may register. */
+  WEBHOOK_ENDPOINTS_MAX: positiveInt(16),
+  /** How long the dispatcher listens for committed events before its schedule starts the next one. */
+  WEBHOOK_DISPATCH_INTERVAL: duration('1m'),
+};

@@ -1,0 +1,130 @@
+import type { Knex } from 'knex';
+
+export type DeliveryStatus = 'PENDING' | 'SUCCEEDED' | 'FAILED';
+
+export interface WebhookDeliveryRow {
+  id: string;
+  organization_id: string;
+  event_id: string;
+  endpoint_id: string;
+  status: DeliveryStatus;
+  attempts: number;
+  last_status_code: number | null;
+  last_error: string | null;
+  workflow_started_at: Date | null;
+  completed_at: Date | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface WebhookAttemptRow {
+  delivery_id: string;
+  run_id: string;
+  attempt: number;
+  attempted_at: Date;
+  status_code: number | null;
+  duration_ms: number;
+  error: string | null;
+  response_body: string | null;
+}
+
+export const findDelivery = (db: Knex, organizationId: string, id: string) =>
+  db('webhook_deliveries').where({ organization_id: organizationId, id }).first<WebhookDeliveryRow | undefined>();
+
+/**
+ * The delivery of an event to an endpoint, PENDING again (a resend) or new (an event from before
+ * the endpoint subscribed); its workflow is started by the caller.
+ */
+export async function pendingDelivery(
+  db: Knex,
+  organizationId: string,
+  eventId: string,
+  endpointId: string,
+  now: Date,
+): Promise<WebhookDeliveryRow> {
+  const [row] = await db('webhook_deliveries')
+    .insert({ organization_id: organizationId, event_id: eventId, endpoint_id: endpointId, workflow_started_at: now })
+    .onConflict(['event_id', 'endpoint_id'])
+    .merge({ status: 'PENDING', completed_at: null, workflow_started_at: now, updated_at: now })
+    .returning<WebhookDeliveryRow[]>('*');
+  return row!;
+}
+
+/**
+ * One attempt recorded, once however often its step runs (its run and attempt number are its key),
+ * and the delivery's tally brought up to date.
+ */
+export async function recordAttempt(db: Knex, organizationId: string, attempt: WebhookAttemptRow): Promise<void> {
+  await db.transaction(async (trx) => {
+    const inserted = await trx('webhook_attempts')
+      .insert(attempt)
+      .onConflict(['delivery_id', 'run_id', 'attempt'])
+      .ignore()
+      .returning('id');
+    if (inserted.length === 0) return;
+    await trx('webhook_deliveries')
+      .where({ organization_id: organizationId, id: attempt.delivery_id })
+      .update({
+        attempts: trx.raw('attempts + 1'),
+        last_status_code: attempt.status_code,
+        last_error: attempt.error,
+        updated_at: attempt.attempted_at,
+      });
+  });
+}
+
+/** The delivery ended: SUCCEEDED (a 2xx) or FAILED (given up: another answer, the window over, the endpoint gone). */
+export async function finishDelivery(
+  db: Knex,
+  organizationId: string,
+  id: string,
+  status: Exclude<DeliveryStatus, 'PENDING'>,
+  now: Date,
+  error?: string,
+): Promise<void> {
+  await db('webhook_deliveries')
+    .where({ organization_id: organizationId, id })
+    .update({ status, completed_at: now, updated_at: now, ...(error ? { last_error: error } : {}) });
+}
+
+export interface DeliveryPosition {
+  createdAt: Date;
+  id: string;
+}
+
+/** Deliveries of one endpoint or one event, newest first, keyset-paged, each with its attempts. */
+export async function listDeliveries(
+  db: Knex,
+  organizationId: string,
+  of: { endpointId: string } | { eventId: string },
+  page: { size: number; after?: DeliveryPosition; status?: DeliveryStatus },
+): Promise<{ rows: (WebhookDeliveryRow & { attempt_list: WebhookAttemptRow[] })[]; more: boolean }> {
+  const q = db('webhook_deliveries').where({
+    organization_id: organizationId,
+    ...('endpointId' in of ? { endpoint_id: of.endpointId } : { event_id: of.eventId }),
+  });
+  if (page.status) q.where({ status: page.status });
+  if (page.after) q.whereRaw('(created_at, id) < (?, ?)', [page.after.createdAt, page.after.id]);
+  const rows = await q
+    .orderBy([
+      { column: 'created_at', order: 'desc' },
+      { column: 'id', order: 'desc' },
+    ])
+    .limit(page.size + 1)
+    .select<WebhookDeliveryRow[]>('*');
+  const shown = rows.slice(0, page.size);
+  const attempts =
+    shown.length === 0
+      ? []
+      : await db('webhook_attempts')
+          .whereIn(
+            'delivery_id',
+            shown.map((r) => r.id),
+          )
+          .orderBy([{ column: 'attempted_at' }, { column: 'id' }])
+          .select<WebhookAttemptRow[]>('*');
+  return {
+    rows: shown.map((row) => ({ ...row, attempt_list: attempts.filter((a) => a.delivery_id === row.id) })),
+    more: rows.length > page.size,
+  };
+}

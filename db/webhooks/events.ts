@@ -1,0 +1,95 @@
+import type { Knex } from 'knex';
+
+/** An event of the outbox (written by the triggers of the webhooks migration). */
+export interface WebhookEventRow {
+  id: string;
+  organization_id: string;
+  type: string;
+  resource_id: string;
+  snapshot: Record<string, unknown>;
+  occurred_at: Date;
+  dispatched_at: Date | null;
+}
+
+/** A delivery whose workflow is to be started. */
+export interface UnstartedDelivery {
+  id: string;
+  organization_id: string;
+  event_id: string;
+  endpoint_id: string;
+}
+
+/**
+ * The dispatcher's step, across organizations (it serves them all, as the retention schedules
+ * do): up to `limit` undispatched events, locked so concurrent dispatchers take different ones,
+ * get a delivery for each enabled endpoint of their organization subscribed to their type, and
+ * are marked dispatched, in one transaction. Answers how many events it took.
+ */
+export async function dispatchEvents(db: Knex, limit: number, now: Date): Promise<number> {
+  return db.transaction(async (trx) => {
+    const ids = (
+      await trx('webhook_events')
+        .whereNull('dispatched_at')
+        .orderBy('occurred_at')
+        .limit(limit)
+        .forUpdate()
+        .skipLocked()
+        .select<{ id: string }[]>('id')
+    ).map((row) => row.id);
+    if (ids.length === 0) return 0;
+    await trx.raw(
+      `insert into webhook_deliveries (organization_id, event_id, endpoint_id)
+       select e.organization_id, e.id, p.id
+         from webhook_events e
+         join webhook_endpoints p
+           on p.organization_id = e.organization_id and p.enabled and e.type = any(p.event_types)
+        where e.id = any(?)
+       on conflict (event_id, endpoint_id) do nothing`,
+      [ids],
+    );
+    await trx('webhook_events').whereIn('id', ids).update({ dispatched_at: now });
+    return ids.length;
+  });
+}
+
+/** Deliveries whose workflow has not been started yet (just dispatched, or a start lost to a crash). */
+export const unstartedDeliveries = (db: Knex, limit: number) =>
+  db('webhook_deliveries')
+    .whereNull('workflow_started_at')
+    .orderBy('created_at')
+    .limit(limit)
+    .select<UnstartedDelivery[]>('id', 'organization_id', 'event_id', 'endpoint_id');
+
+export async function markStarted(db: Knex, ids: readonly string[], now: Date): Promise<void> {
+  if (ids.length > 0) await db('webhook_deliveries').whereIn('id', ids).update({ workflow_started_at: now });
+}
+
+export const findEvent = (db: Knex, organizationId: string, id: string) =>
+  db('webhook_events').where({ organization_id: organizationId, id }).first<WebhookEventRow | undefined>();
+
+export interface EventPosition {
+  occurredAt: Date;
+  id: string;
+}
+
+/** Events of an organization, newest first, keyset-paged; `since` bounds them from below. */
+export async function listEvents(
+  db: Knex,
+  organizationId: string,
+  filter: { type?: string; types?: readonly string[]; since?: Date },
+  page: { size: number; after?: EventPosition },
+): Promise<{ rows: WebhookEventRow[]; more: boolean }> {
+  const q = db('webhook_events').where({ organization_id: organizationId });
+  if (filter.type) q.where({ type: filter.type });
+  if (filter.types) q.whereIn('type', filter.types);
+  if (filter.since) q.where('occurred_at', '>=', filter.since);
+  if (page.after) q.whereRaw('(occurred_at, id) < (?, ?)', [page.after.occurredAt, page.after.id]);
+  const rows = await q
+    .orderBy([
+      { column: 'occurred_at', order: 'desc' },
+      { column: 'id', order: 'desc' },
+    ])
+    .limit(page.size + 1)
+    .select<WebhookEventRow[]>('*');
+  return { rows: rows.slice(0, page.size), more: rows.length > page.size };
+}

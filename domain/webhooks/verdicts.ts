@@ -1,0 +1,41 @@
+/**
+ * What an attempt's outcome means for its delivery (Standard Webhooks' retry guidance, as the
+ * payment APIs apply it): a 2xx delivers; a 5xx, 408, 429, a timeout or a connection failure is
+ * retried (a 429's or 503's Retry-After sets the next wait); any other answer (3xx, 4xx: redirects
+ * are not followed) and an address the endpoint may not reach end it.
+ */
+export type AttemptOutcome =
+  | { kind: 'answered'; status: number; retryAfter?: string }
+  | { kind: 'unanswered'; error: 'timeout' | 'connection' | 'address'; detail: string };
+
+export type Verdict =
+  | { kind: 'delivered' }
+  | { kind: 'retry'; reason: string; afterMs?: number }
+  | { kind: 'give-up'; reason: string; type: 'WEBHOOK_REFUSED' | 'WEBHOOK_ADDRESS_REFUSED' };
+
+/** The longest Retry-After honoured: a receiver cannot park a delivery past the retry window anyway. */
+const MAX_RETRY_AFTER_MS = 24 * 60 * 60 * 1000;
+
+/** Retry-After as delay-seconds or an HTTP date (RFC 9110 10.2.3), in ms from `now`; undefined when unreadable. */
+export function retryAfterMs(value: string | undefined, now: Date): number | undefined {
+  if (value === undefined) return undefined;
+  const text = value.trim();
+  const ms = /^\d{1,10}$/.test(text) ? Number(text) * 1000 : Date.parse(text) - now.getTime();
+  if (!Number.isFinite(ms)) return undefined;
+  return Math.min(Math.max(ms, 1_000), MAX_RETRY_AFTER_MS);
+}
+
+export function verdictOf(outcome: AttemptOutcome, now: Date): Verdict {
+  if (outcome.kind === 'unanswered') {
+    if (outcome.error === 'address')
+      return { kind: 'give-up', reason: `address refused: ${outcome.detail}`, type: 'WEBHOOK_ADDRESS_REFUSED' };
+    return { kind: 'retry', reason: `${outcome.error}: ${outcome.detail}` };
+  }
+  const { status } = outcome;
+  if (status >= 200 && status < 300) return { kind: 'delivered' };
+  if (status >= 500 || status === 408 || status === 429) {
+    const afterMs = status === 429 || status === 503 ? retryAfterMs(outcome.retryAfter, now) : undefined;
+    return { kind: 'retry', reason: `answered ${status}`, ...(afterMs !== undefined ? { afterMs } : {}) };
+  }
+  return { kind: 'give-up', reason: `answered ${status}`, type: 'WEBHOOK_REFUSED' };
+}

@@ -1,0 +1,101 @@
+import { lookup } from 'node:dns';
+import { BlockList, isIP, type LookupFunction } from 'node:net';
+
+/**
+ * Which addresses a webhook may reach. `public` (production): only public unicast addresses;
+ * `loopback` adds 127.0.0.0/8 and ::1 (npm start's receiver simulator); `private` adds the private
+ * ranges too (a receiver inside one's own network). Link-local (169.254.0.0/16, where cloud
+ * metadata answers, and fe80::/10), unspecified, multicast and reserved addresses are refused
+ * whatever the setting.
+ */
+export type AllowedAddresses = 'public' | 'loopback' | 'private';
+
+function blockList(ranges: [string, number, 'ipv4' | 'ipv6'][]): BlockList {
+  const list = new BlockList();
+  for (const [network, prefix, family] of ranges) list.addSubnet(network, prefix, family);
+  return list;
+}
+
+const ALWAYS = blockList([
+  ['0.0.0.0', 8, 'ipv4'],
+  ['169.254.0.0', 16, 'ipv4'],
+  ['192.0.0.0', 24, 'ipv4'],
+  ['192.0.2.0', 24, 'ipv4'],
+  ['198.18.0.0', 15, 'ipv4'],
+  ['198.51.100.0', 24, 'ipv4'],
+  ['203.0.113.0', 24, 'ipv4'],
+  ['224.0.0.0', 4, 'ipv4'],
+  ['240.0.0.0', 4, 'ipv4'],
+  ['::', 128, 'ipv6'],
+  ['fe80::', 10, 'ipv6'],
+  ['ff00::', 8, 'ipv6'],
+  ['2001:db8::', 32, 'ipv6'],
+  ['64:ff9b::', 96, 'ipv6'],
+]);
+const LOOPBACK = blockList([
+  ['127.0.0.0', 8, 'ipv4'],
+  ['::1', 128, 'ipv6'],
+]);
+const PRIVATE = blockList([
+  ['10.0.0.0', 8, 'ipv4'],
+  ['172.16.0.0', 12, 'ipv4'],
+  ['192.168.0.0', 16, 'ipv4'],
+  ['100.64.0.0', 10, 'ipv4'],
+  ['fc00::', 7, 'ipv6'],
+]);
+
+/** An IPv4-mapped IPv6 address (::ffff:10.0.0.1, or ::ffff:a00:1 as URLs write it) is judged as the IPv4 address it carries. */
+function unmapped(address: string): { address: string; family: 'ipv4' | 'ipv6' } {
+  const dotted = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
+  if (dotted) return { address: dotted[1]!, family: 'ipv4' };
+  const hex = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/i.exec(address);
+  if (hex) {
+    const [high, low] = [parseInt(hex[1]!, 16), parseInt(hex[2]!, 16)];
+    return { address: [high >> 8, high & 255, low >> 8, low & 255].join('.'), family: 'ipv4' };
+  }
+  return { address, family: isIP(address) === 6 ? 'ipv6' : 'ipv4' };
+}
+
+/** Why a webhook may not reach this IP address, or undefined when it may. */
+export function addressRefusal(ip: string, allowed: AllowedAddresses): string | undefined {
+  const { address, family } = unmapped(ip);
+  if (ALWAYS.check(address, family)) return `${ip} is a link-local, unspecified, multicast or reserved address`;
+  if (LOOPBACK.check(address, family)) return allowed === 'public' ? `${ip} is a loopback address` : undefined;
+  if (PRIVATE.check(address, family)) return allowed === 'private' ? undefined : `${ip} is a private address`;
+  return undefined;
+}
+
+export class AddressRefused extends Error {
+  override readonly name = 'AddressRefused';
+  readonly code = 'EADDRREFUSED';
+}
+
+/**
+ * A `lookup` for sockets that resolves as usual and refuses a host any of whose addresses is
+ * refused: the address checked is the one connected to, so a name that resolves to a public
+ * address when registered and to an internal one later (DNS rebinding) never reaches it.
+ */
+export function checkedLookup(allowed: AllowedAddresses): LookupFunction {
+  return (hostname, options, callback) => {
+    lookup(hostname, { ...options, all: true }, (error, addresses) => {
+      if (error) return callback(error, '', 0);
+      const list = addresses as unknown as { address: string; family: number }[];
+      const refused = list.map((a) => addressRefusal(a.address, allowed)).find((r) => r !== undefined);
+      if (refused) return callback(new AddressRefused(`${hostname}: ${refused}`), '', 0);
+      if (options.all) return (callback as unknown as (e: null, a: typeof list) => void)(null, list);
+      callback(null, list[0]!.address, list[0]!.family);
+    });
+  };
+}
+
+/** Every address of `hostname` (or the literal IP itself), each checked; why one is refused, or undefined. */
+export async function hostRefusal(hostname: string, allowed: AllowedAddresses): Promise<string | undefined> {
+  const host = hostname.replace(/^\[|\]$/g, '');
+  if (isIP(host)) return addressRefusal(host, allowed);
+  return new Promise((resolve) => {
+    checkedLookup(allowed)(host, { all: true }, (error) => {
+      if (!error) return resolve(undefined);
+      resolve(error instanceof AddressRefused ? error.message : `${host} does not resolve`);
+    });
+  });
+}

@@ -1,0 +1,205 @@
+import { strict as assert } from 'node:assert';
+import { randomUUID } from 'node:crypto';
+import { harness } from '../support/harness';
+import { call } from '../support/http';
+import { type Customer, insertStkPushTransaction, newCustomer, pushAccepted, settled, until } from '../support/money';
+import {
+  adminHeaders,
+  awaitReceived,
+  receivedAbout,
+  receiverControl,
+  registerEndpoint,
+  removeEndpoints,
+  type Registered,
+} from '../support/webhooks';
+
+/** A transaction of the customer's made FAILED in the database: the trigger emits transaction.failed. */
+async function failedTransaction(customer: Customer): Promise<string> {
+  const row = await insertStkPushTransaction(customer, 10_000);
+  await harness()
+    .db('transactions')
+    .where({ id: row.id })
+    .update({ status: 'FAILED', failure_reason: 'CANCELLED_BY_USER', failed_at: new Date() });
+  return row.id;
+}
+
+const deliveriesOf = async (endpoint: Registered) =>
+  (await call('GET', `/v1/webhooks/endpoints/${endpoint.id}/deliveries`, { headers: await adminHeaders() })).body.data;
+
+describe('webhook deliveries', () => {
+  let customer: Customer;
+  const made: Registered[] = [];
+  before(async () => {
+    customer = await newCustomer(0);
+  });
+  after(() => removeEndpoints(made));
+  const endpoint = async (types = ['transaction.posted', 'transaction.failed']) => {
+    const registered = await registerEndpoint(types);
+    made.push(registered);
+    return registered;
+  };
+
+  it('transaction.posted is delivered once, verified by standardwebhooks, carrying the transaction as the API answers it', async () => {
+    const hook = await endpoint();
+    const { id } = await pushAccepted(customer);
+    const transaction = await settled(customer.headers, id);
+    assert.equal(transaction.status, 'POSTED');
+    const [delivered] = await awaitReceived(hook.name, id);
+    assert.equal(delivered!.verified, true);
+    assert.equal(delivered!.type, 'transaction.posted');
+    assert.equal(delivered!.answeredStatus, 204);
+    const body = delivered!.body as { id: string; data: unknown; timestamp: string };
+    assert.deepEqual(body.data, transaction);
+    assert.equal(delivered!.webhookId, body.id);
+    const event = await call('GET', `/v1/webhooks/events/${body.id}`, { headers: await adminHeaders() });
+    assert.deepEqual(event.body, body);
+    const events = await harness().db('webhook_events').where({ resource_id: id });
+    assert.deepEqual(
+      events.map((e) => e.type),
+      ['transaction.posted'],
+      'one event per state change',
+    );
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    assert.equal(receivedAbout(hook.name, id).length, 1, 'delivered once');
+  });
+
+  it('a 5xx is retried with backoff until a 2xx, each attempt listed with its answer, under one webhook-id', async () => {
+    const hook = await endpoint(['transaction.failed']);
+    await receiverControl(`/receivers/${hook.name}/mode`, 'PATCH', { answer: 'error', times: 2 });
+    const id = await failedTransaction(customer);
+    const got = await awaitReceived(hook.name, id, 3);
+    assert.deepEqual(
+      got.map((d) => d.answeredStatus),
+      [500, 500, 204],
+    );
+    assert.equal(new Set(got.map((d) => d.webhookId)).size, 1);
+    const [delivery] = await until('the delivery SUCCEEDED', async () => {
+      const list = await deliveriesOf(hook);
+      return list[0]?.status === 'SUCCEEDED' && list;
+    });
+    assert.deepEqual(
+      delivery.attempts.map((a: { status_code: number }) => a.status_code),
+      [500, 500, 204],
+    );
+  });
+
+  it('a 429 waits its Retry-After before the next attempt', async () => {
+    const hook = await endpoint(['transaction.failed']);
+    await receiverControl(`/receivers/${hook.name}/mode`, 'PATCH', {
+      answer: 'rateLimited',
+      retryAfterSeconds: 2,
+      times: 1,
+    });
+    const id = await failedTransaction(customer);
+    const [first, second] = await awaitReceived(hook.name, id, 2);
+    assert.equal(first!.answeredStatus, 429);
+    const waited = Date.parse(second!.receivedAt) - Date.parse(first!.receivedAt);
+    assert.ok(waited >= 1_900, `waited ${waited} ms, not the 2 s asked`);
+  });
+
+  it('any other 4xx ends the delivery FAILED at once', async () => {
+    const hook = await endpoint(['transaction.failed']);
+    await receiverControl(`/receivers/${hook.name}/mode`, 'PATCH', { answer: 'gone' });
+    const id = await failedTransaction(customer);
+    const [delivery] = await until('the delivery FAILED', async () => {
+      const list = await deliveriesOf(hook);
+      return list[0]?.status === 'FAILED' && list;
+    });
+    assert.equal(delivery.last_error, 'answered 410');
+    assert.equal(receivedAbout(hook.name, id).length, 1, 'not retried');
+  });
+
+  it('an endpoint failing for longer than WEBHOOK_DISABLE_AFTER is disabled, with the reason', async () => {
+    const hook = await endpoint(['transaction.failed']);
+    await receiverControl(`/receivers/${hook.name}/mode`, 'PATCH', { answer: 'error' });
+    await failedTransaction(customer);
+    const disabled = await until(
+      'the endpoint disabled',
+      async () => {
+        const reply = await call('GET', `/v1/webhooks/endpoints/${hook.id}`, { headers: await adminHeaders() });
+        return reply.body.enabled === false && reply.body;
+      },
+      15_000,
+    );
+    assert.match(disabled.disabled_reason, /failing since .*answered 500/);
+    const [delivery] = await until('the delivery FAILED', async () => {
+      const list = await deliveriesOf(hook);
+      return list[0]?.status === 'FAILED' && list;
+    });
+    assert.match(delivery.last_error, /disabled/);
+  });
+
+  it('a resend sends the same event again under the same webhook-id', async () => {
+    const hook = await endpoint(['transaction.failed']);
+    const id = await failedTransaction(customer);
+    const [first] = await awaitReceived(hook.name, id);
+    const resent = await call('POST', `/v1/webhooks/events/${first!.webhookId}/resend`, {
+      headers: await adminHeaders(),
+      json: { endpoint_id: hook.id },
+    });
+    assert.equal(resent.status, 202, resent.text);
+    const [, again] = await awaitReceived(hook.name, id, 2);
+    assert.equal(again!.webhookId, first!.webhookId);
+    assert.equal(again!.verified, true);
+  });
+
+  it('an endpoint’s events since a time are sent again, only the types it subscribes to', async () => {
+    const since = new Date().toISOString();
+    const hook = await endpoint(['transaction.failed']);
+    const ids = [await failedTransaction(customer), await failedTransaction(customer)];
+    for (const id of ids) await awaitReceived(hook.name, id);
+    const resent = await call('POST', `/v1/webhooks/endpoints/${hook.id}/resend`, {
+      headers: await adminHeaders(),
+      json: { since },
+    });
+    assert.equal(resent.status, 202, resent.text);
+    assert.ok(resent.body.data.length >= 2);
+    for (const id of ids) await awaitReceived(hook.name, id, 2);
+  });
+
+  it('after a rotation a receiver knowing only the new secret verifies every delivery', async () => {
+    const hook = await endpoint(['transaction.failed']);
+    const rotated = await call('POST', `/v1/webhooks/endpoints/${hook.id}/secret/rotate`, {
+      headers: await adminHeaders(),
+    });
+    harness().webhookReceiver.register(hook.name, [rotated.body.secret]);
+    const id = await failedTransaction(customer);
+    const [delivered] = await awaitReceived(hook.name, id);
+    assert.equal(delivered!.verified, true);
+  });
+
+  it('a state change that rolled back emits no event and delivers nothing', async () => {
+    const hook = await endpoint(['transaction.failed']);
+    const row = await insertStkPushTransaction(customer, 10_000);
+    await harness()
+      .db.transaction(async (trx) => {
+        await trx('transactions').where({ id: row.id }).update({ status: 'FAILED', failed_at: new Date() });
+        throw new Error('rolled back');
+      })
+      .catch(() => undefined);
+    const later = await failedTransaction(customer);
+    await awaitReceived(hook.name, later);
+    assert.equal((await harness().db('webhook_events').where({ resource_id: row.id })).length, 0);
+    assert.equal(receivedAbout(hook.name, row.id).length, 0);
+  });
+
+  it('the address is checked again at delivery: an endpoint that reaches a refused address fails, nothing sent', async () => {
+    const { db } = harness();
+    const id = randomUUID();
+    await db('webhook_endpoints').insert({
+      id,
+      organization_id: customer.user.organization_id,
+      url: 'http://169.254.169.254/latest/meta-data/',
+      event_types: ['transaction.failed'],
+      secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
+    });
+    made.push({ id, name: 'metadata', secret: '', url: '' });
+    await failedTransaction(customer);
+    const [delivery] = await until('the delivery FAILED', async () => {
+      const list = await deliveriesOf({ id, name: '', secret: '', url: '' });
+      return list[0]?.status === 'FAILED' && list;
+    });
+    assert.match(delivery.last_error, /address refused/);
+    assert.equal(delivery.attempts[0].status_code, null);
+  });
+});

@@ -1,0 +1,63 @@
+/** What the webhook workflows share with the API (resends) and the dispatcher's activity (starts). */
+import { workflowIds } from '../ids';
+import { OrganizationId } from '../search-attributes';
+
+/** How a delivery is retried: from the configuration of whoever starts it (workflows read none). */
+export interface WebhookRetry {
+  initialMs: number;
+  maximumMs: number;
+  /** How long it is retried in all before it ends FAILED. */
+  windowMs: number;
+  /** One attempt's deadline (the receiver's timeout plus the step's own work). */
+  attemptMs: number;
+}
+
+export interface WebhookDeliveryInput {
+  organizationId: string;
+  deliveryId: string;
+  eventId: string;
+  endpointId: string;
+  retry: WebhookRetry;
+}
+
+export type WebhookDeliveryResult = { status: 'SUCCEEDED' } | { status: 'FAILED'; reason: string };
+
+export interface WebhookDispatchInput {
+  /** How long this run listens for committed events (its schedule's interval). */
+  listenMs: number;
+}
+
+/** Failure types of a delivery attempt that end it at once (no retry). */
+export const WebhookFailure = {
+  /** The receiver answered a 3xx or a 4xx other than 408 and 429. */
+  REFUSED: 'WEBHOOK_REFUSED',
+  /** The endpoint resolved to an address it may not reach. */
+  ADDRESS_REFUSED: 'WEBHOOK_ADDRESS_REFUSED',
+  /** The endpoint (or the delivery) was deleted, or is disabled. */
+  ENDPOINT_UNAVAILABLE: 'WEBHOOK_ENDPOINT_UNAVAILABLE',
+} as const;
+
+/** The retry of deliveries, from the webhook settings (the dispatcher and the API's resends read the same). */
+export function webhookRetryOf(config: {
+  WEBHOOK_RETRY_INITIAL: number;
+  WEBHOOK_RETRY_MAX_INTERVAL: number;
+  WEBHOOK_RETRY_WINDOW: number;
+  WEBHOOK_TIMEOUT: number;
+}): WebhookRetry {
+  return {
+    initialMs: config.WEBHOOK_RETRY_INITIAL,
+    maximumMs: config.WEBHOOK_RETRY_MAX_INTERVAL,
+    windowMs: config.WEBHOOK_RETRY_WINDOW,
+    attemptMs: config.WEBHOOK_TIMEOUT + 15_000,
+  };
+}
+
+/** How a delivery's run is started (by the dispatcher, or a resend): its id, input and search attributes. */
+export function webhookDeliveryStart(input: WebhookDeliveryInput, taskQueue: string) {
+  return {
+    taskQueue,
+    workflowId: workflowIds.webhookDelivery(input.eventId, input.endpointId),
+    args: [input] as [WebhookDeliveryInput],
+    typedSearchAttributes: [{ key: OrganizationId, value: input.organizationId }],
+  };
+}

@@ -31,12 +31,19 @@ export async function up(knex: Knex): Promise<void> {
     t.text('organization_id').notNullable().references('organizations.id');
     t.text('type').notNullable();
     t.text('resource_id').notNullable();
+    /**
+     * One state change: the resource and the database transaction that committed it, so a state
+     * reached again later (an installment overdue again after a reversal) is a new event, and a
+     * change is never two.
+     */
+    t.text('change_key').notNullable();
     /** The resource's row as committed; rendered as the API answers it when delivered. */
     t.jsonb('snapshot').notNullable();
     t.timestamp('occurred_at', { useTz: true }).notNullable().defaultTo(knex.raw('clock_timestamp()'));
     /** Set once its deliveries exist (the dispatcher's mark). */
     t.timestamp('dispatched_at', { useTz: true });
-    t.unique(['type', 'resource_id']);
+    t.unique(['type', 'change_key']);
+    t.index(['resource_id']);
     t.index(['organization_id', 'occurred_at', 'id']);
   });
   await knex.raw(
@@ -86,9 +93,9 @@ export async function up(knex: Knex): Promise<void> {
     create function webhook_emit(organization text, event_type text, resource text, snapshot jsonb) returns void
     language plpgsql as $$
     begin
-      insert into webhook_events (organization_id, type, resource_id, snapshot)
-      values (organization, event_type, resource, snapshot)
-      on conflict (type, resource_id) do nothing;
+      insert into webhook_events (organization_id, type, resource_id, change_key, snapshot)
+      values (organization, event_type, resource, resource || '@' || txid_current(), snapshot)
+      on conflict (type, change_key) do nothing;
       perform pg_notify('webhook_events', '');
     end $$`);
   await knex.raw(`

@@ -2,7 +2,7 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import { findDelivery, finishDelivery, recordAttempt } from '../../db/webhooks/deliveries';
 import { endpointAnswered, endpointFailed, findEndpoint } from '../../db/webhooks/endpoints';
 import { findEvent } from '../../db/webhooks/events';
-import { eventView } from '../../domain/webhooks/events';
+import { eventView, renderSettings } from '../../domain/webhooks/events';
 import { verdictOf } from '../../domain/webhooks/verdicts';
 import { WebhookFailure, type WebhookDeliveryInput } from '../../workflows/webhooks/messages';
 import type { Needs } from '../deps';
@@ -18,9 +18,13 @@ const BUSY_ENDPOINT_WAIT_MS = 1_000;
  * its own deliveries back, not everyone's.
  */
 export function createWebhookDeliveryActivities(
-  deps: Needs<'db' | 'clock' | 'providers', 'WEBHOOK_DISABLE_AFTER' | 'WEBHOOK_ENDPOINT_CONCURRENCY'>,
+  deps: Needs<
+    'db' | 'clock' | 'providers',
+    'WEBHOOK_DISABLE_AFTER' | 'WEBHOOK_ENDPOINT_CONCURRENCY' | 'PUBLIC_BASE_URL' | 'KYC_MAX_RESUBMISSIONS'
+  >,
 ) {
   const { db, clock, config } = deps;
+  const settings = renderSettings(config);
   const slots = new EndpointSlots(config.WEBHOOK_ENDPOINT_CONCURRENCY);
   const unavailable = (why: string) => ApplicationFailure.nonRetryable(why, WebhookFailure.ENDPOINT_UNAVAILABLE);
 
@@ -50,7 +54,7 @@ export function createWebhookDeliveryActivities(
           url: endpoint.url,
           id: event.id,
           timestampSeconds: Math.floor(now.getTime() / 1000),
-          body: JSON.stringify(eventView(event)),
+          body: JSON.stringify(eventView(event, settings)),
           secrets,
         })
         .finally(release);

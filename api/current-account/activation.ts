@@ -9,6 +9,7 @@ import {
   findLatestActivation,
 } from '../../db/current-account/activations';
 import { otpDigest } from '../../domain/current-account/codes';
+import { activationView } from '../../domain/current-account/views';
 import { findProvisionedSubject } from '../../db/kyc/provisioned';
 import { ErrorCode, ServiceError } from '../../domain/errors';
 import type { Needs } from '../deps';
@@ -16,7 +17,6 @@ import { type AnyRoute, defineRoute } from '../route';
 import {
   answerOf,
   answerStarted,
-  iso,
   OTP_ERRORS,
   OtpBody,
   requireSelfService,
@@ -54,17 +54,7 @@ export const Activation = z
   })
   .meta({ id: 'CurrentAccountActivation' });
 
-const view = (row: ActivationRow): z.infer<typeof Activation> => ({
-  id: row.id,
-  status: row.status,
-  created_at: iso(row.created_at)!,
-  otp_confirmed_at: iso(row.otp_confirmed_at),
-  completed_at: iso(row.completed_at),
-  rejection_reason: row.rejection_reason,
-  current_verification: row.status === 'INITIALIZING' ? null : { channel: row.channel as 'SMS' },
-  resource_id: `act_${row.id.replace(/-/g, '')}`,
-  rejected_at: iso(row.rejected_at),
-});
+const view = (row: ActivationRow): z.infer<typeof Activation> => activationView(row);
 
 const NO_ACTIVATION = 'the caller has no current account, or never started an activation';
 const TAG = ['current account'];

@@ -9,7 +9,7 @@ import {
   type PhoneChangeRow,
 } from '../../db/current-account/phone-changes';
 import { otpDigest } from '../../domain/current-account/codes';
-import { phoneAuthorizeUrl, phoneChangeUrl, phoneConfirmUrl } from '../../domain/current-account/links';
+import { phoneChangeView } from '../../domain/current-account/views';
 import { ErrorCode, ServiceError } from '../../domain/errors';
 import { isKenyanMobile } from '../../domain/identifiers';
 import type { Needs } from '../deps';
@@ -17,7 +17,6 @@ import { type AnyRoute, defineRoute } from '../route';
 import {
   answerOf,
   answerStarted,
-  iso,
   OTP_ERRORS,
   OtpBody,
   requireSelfService,
@@ -90,20 +89,8 @@ type PhoneChangeDeps = Needs<
 >;
 
 /** A change as the API answers it. */
-const changeView = (baseUrl: string | undefined, row: PhoneChangeRow): z.infer<typeof PhoneChange> => ({
-  id: row.id,
-  url: phoneChangeUrl(baseUrl, row.id),
-  status: row.status,
-  authorization_channel: row.authorization_channel,
-  created_at: iso(row.created_at)!,
-  authorized_at: iso(row.authorized_at),
-  completed_at: iso(row.completed_at),
-  authorize_url: phoneAuthorizeUrl(baseUrl, row.id),
-  confirm_url: phoneConfirmUrl(baseUrl, row.id),
-  resource_id: `mnc_${row.id.replace(/-/g, '')}`,
-  rejection_reason: row.rejection_reason,
-  rejected_at: iso(row.rejected_at),
-});
+const changeView = (baseUrl: string | undefined, row: PhoneChangeRow): z.infer<typeof PhoneChange> =>
+  phoneChangeView(baseUrl, row);
 
 /**
  * Mobile-number change (spec 4.7): request it, read it (extension), and its two proofs

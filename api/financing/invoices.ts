@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { invoiceView } from '../../domain/financing/views';
 import { type FinancingDocumentRow, findMerchantDocument } from '../../db/financing/documents';
 import { type FinancingInvoiceRow, findInvoice, InvoiceStatus, requestExtraction } from '../../db/financing/invoices';
 import { ErrorCode, ServiceError, SubCode } from '../../domain/errors';
@@ -51,18 +52,7 @@ const RegisterInvoice = z.strictObject({
   document_id: z.uuid().meta({ description: 'The upload_ref of the merchant’s presigned upload' }),
 });
 
-const view = (row: FinancingInvoiceRow): z.infer<typeof FinancingInvoice> => ({
-  id: row.id,
-  document_id: row.document_id,
-  amount_minor_units: row.amount_minor_units === null ? null : Number(row.amount_minor_units),
-  currency: row.currency,
-  details: row.details,
-  due_date: row.due_date,
-  issued_date: row.issued_date,
-  status: row.status,
-  created_at: row.created_at.toISOString(),
-  failure_reason: row.failure_reason,
-});
+const view = (row: FinancingInvoiceRow): z.infer<typeof FinancingInvoice> => invoiceView(row);
 
 /** A window in words: `1 hour`, `15 minutes`, `30 seconds`. */
 function span(ms: number): string {

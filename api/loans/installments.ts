@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { accountInstallments } from '../../db/loans/loans';
+import { installmentView } from '../../domain/loans/views';
 import { Permission } from '../../domain/rbac';
 import type { Caller } from '../auth/caller';
 import type { Needs } from '../deps';
@@ -52,29 +53,7 @@ export function installmentRoutes(deps: Needs<'db'>): AnyRoute[] {
       async handler(ctx, { params }) {
         const organizationId = await readableAccount(db, ctx.state.caller as Caller, params.accountId);
         const rows = await accountInstallments(db, organizationId, params.accountId);
-        const components = (principal: number, interest: number, penalties: number) => ({
-          principal,
-          interest,
-          penalties,
-          total: principal + interest + penalties,
-        });
-        ctx.body = {
-          data: rows.map((row) => {
-            const amount = [Number(row.principal), Number(row.interest), Number(row.penalties)] as const;
-            const paid = [Number(row.principal_paid), Number(row.interest_paid), Number(row.penalties_paid)] as const;
-            return {
-              id: row.id,
-              loan_id: row.loan_id,
-              position: row.position,
-              due_date: row.due_date,
-              amount: components(...amount),
-              paid: components(...paid),
-              outstanding: components(amount[0] - paid[0], amount[1] - paid[1], amount[2] - paid[2]),
-              currency: row.currency,
-              status: row.status,
-            };
-          }),
-        };
+        ctx.body = { data: rows.map(installmentView) };
       },
     }),
   ];

@@ -1,6 +1,4 @@
 import { z } from 'zod';
-import type { LoanApplicationRow } from '../../db/loans/applications';
-import { weeklyBasisPoints } from '../../domain/loans/terms';
 
 /**
  * The loan application resource (spec 2) in the three field sets the spec lists: organization
@@ -86,73 +84,4 @@ export const AppliedLoan = z
   })
   .meta({ id: 'LoanApplicationApplied' });
 
-const tenureWeeks = (row: LoanApplicationRow) =>
-  row.tenure_unit === 'WEEKS' ? row.tenure_duration : Math.ceil(row.tenure_duration / 7);
-
-function commonView(row: LoanApplicationRow) {
-  return {
-    id: row.id,
-    resource_id: row.resource_id,
-    status: row.status,
-    account_id: row.account_id,
-    loan_product_type: row.terms.productType,
-    loan_amount: Number(row.loan_amount),
-    tenure: { duration: row.tenure_duration, unit: row.tenure_unit },
-    currency: row.currency,
-    expires_at: row.expires_at.toISOString(),
-  };
-}
-
-const termsRange = (row: LoanApplicationRow) => ({
-  min_loan_amount: row.terms.minAmount,
-  max_loan_amount: Math.min(Number(row.loan_amount), row.terms.maxAmount),
-});
-const penaltyTerms = (row: LoanApplicationRow) => {
-  const p = row.terms.penalty;
-  return {
-    rate_basis_points: p.rateBasisPoints,
-    calculation_basis: p.calculationBasis,
-    type: p.type,
-    period_days: p.periodDays,
-    trigger: p.trigger,
-    grace_period_days: p.gracePeriodDays,
-  };
-};
-const rate = (r: LoanApplicationRow['terms']['interest']) => ({
-  basis_points: r.basisPoints,
-  period_value: r.periodValue,
-  period_unit: r.periodUnit,
-});
-
-export function organizationOfferView(row: LoanApplicationRow): z.infer<typeof OrganizationOffer> {
-  return {
-    ...commonView(row),
-    interest_rate: rate(row.terms.interest),
-    standard_interest_rate: rate(row.terms.standardInterest),
-    terms_range: termsRange(row),
-    penalty_terms: { ...penaltyTerms(row), max_charge_days: row.terms.penalty.maxChargeDays },
-    ...(row.terms.creditLimit !== undefined && { credit_limit: row.terms.creditLimit }),
-  };
-}
-
-export function partnerAOfferView(row: LoanApplicationRow): z.infer<typeof PartnerAOffer> {
-  return {
-    ...commonView(row),
-    tenure_weeks: tenureWeeks(row),
-    weekly_interest_rate_basis_points: weeklyBasisPoints(row.terms.interest),
-    terms_range: termsRange(row),
-    penalty_terms: penaltyTerms(row),
-  };
-}
-
-export function appliedView(row: LoanApplicationRow): z.infer<typeof AppliedLoan> {
-  return {
-    ...commonView(row),
-    tenure_weeks: tenureWeeks(row),
-    weekly_interest_rate_basis_points: weeklyBasisPoints(row.terms.interest),
-    collateral_amount: Number(row.collateral_amount ?? 0),
-    collateral_percentage_basis_points: row.terms.collateralBasisPoints,
-    collateral_hold_id: row.collateral_hold_id,
-    total_repayment_amount: Number(row.total_repayment_amount ?? 0),
-  };
-}
+export { appliedView, organizationOfferView, partnerAOfferView } from '../../domain/loans/views';

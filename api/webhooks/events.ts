@@ -5,7 +5,7 @@ import { findEndpoint, listEndpoints, type WebhookEndpointRow } from '../../db/w
 import { findEvent, listEvents, type WebhookEventRow } from '../../db/webhooks/events';
 import { forEachConcurrently } from '../../domain/concurrency';
 import { ErrorCode, ServiceError, SubCode } from '../../domain/errors';
-import { eventView } from '../../domain/webhooks/events';
+import { eventView, renderSettings } from '../../domain/webhooks/events';
 import type { Needs } from '../deps';
 import { type AnyRoute, defineRoute } from '../route';
 import { MANAGER, organizationOf, TAG } from './endpoints';
@@ -59,8 +59,12 @@ const subscribed = (endpoint: WebhookEndpointRow, event: WebhookEventRow) =>
  * resends: one event (to one endpoint, or to every endpoint subscribed to it) or an endpoint's
  * events since a time. A resend is the delivery's run started again: same event, same webhook-id.
  */
-export function webhookEventRoutes(deps: Needs<'db' | 'clock'>, workflows: WebhookWorkflows): AnyRoute[] {
+export function webhookEventRoutes(
+  deps: Needs<'db' | 'clock', 'PUBLIC_BASE_URL' | 'KYC_MAX_RESUBMISSIONS'>,
+  workflows: WebhookWorkflows,
+): AnyRoute[] {
   const { db } = deps;
+  const settings = renderSettings(deps.config);
   const common = { tags: TAG, extension: true as const, auth: MANAGER };
 
   async function eventOf(ctx: Context, id: string) {
@@ -124,7 +128,10 @@ export function webhookEventRoutes(deps: Needs<'db' | 'clock'>, workflows: Webho
         if (query.type) params.set('type', query.type);
         if (query.since) params.set('since', query.since);
         if (last) params.set('after', encodePosition(last.occurred_at, last.id));
-        ctx.body = { data: page.rows.map(eventView), links: { next: page.more ? `${ctx.path}?${params}` : null } };
+        ctx.body = {
+          data: page.rows.map((event) => eventView(event, settings)),
+          links: { next: page.more ? `${ctx.path}?${params}` : null },
+        };
       },
     }),
     defineRoute({
@@ -137,7 +144,7 @@ export function webhookEventRoutes(deps: Needs<'db' | 'clock'>, workflows: Webho
       responses: { 200: { description: 'The event', schema: WebhookEvent } },
       errors: { NOT_FOUND: 'no such event in the caller’s organization' },
       async handler(ctx, { params }) {
-        ctx.body = eventView(await eventOf(ctx, params.id));
+        ctx.body = eventView(await eventOf(ctx, params.id), settings);
       },
     }),
     defineRoute({

@@ -87,8 +87,9 @@ export async function up(knex: Knex): Promise<void> {
     t.unique(['delivery_id', 'run_id', 'attempt']);
   });
 
-  // The outbox's writers: one trigger per resource whose state changes are events. NOTIFY is sent
-  // at commit only, so the dispatcher never hears of a change that rolled back.
+  // The outbox's writers: one trigger per resource whose state changes are events; a snapshot keeps
+  // what its event renders, nothing more (no phone number, no callback token). NOTIFY is sent at
+  // commit only, so the dispatcher never hears of a change that rolled back.
   await knex.raw(`
     create function webhook_emit(organization text, event_type text, resource text, snapshot jsonb) returns void
     language plpgsql as $$
@@ -104,7 +105,11 @@ export async function up(knex: Knex): Promise<void> {
       if new.status in ('POSTED', 'FAILED') and (tg_op = 'INSERT' or old.status is distinct from new.status) then
         perform webhook_emit(new.organization_id,
           case new.status when 'POSTED' then 'transaction.posted' else 'transaction.failed' end,
-          new.id::text, to_jsonb(new) - 'callback_token');
+          new.id::text, jsonb_build_object('id', new.id, 'resource_id', new.resource_id, 'status', new.status,
+            'mobilemoney_transaction_id', new.mobilemoney_transaction_id, 'amount', new.amount,
+            'fee_amount', new.fee_amount, 'currency', new.currency, 'failure_reason', new.failure_reason,
+            'transacted_at', new.transacted_at, 'confirmed_at', new.confirmed_at, 'posted_at', new.posted_at,
+            'failed_at', new.failed_at, 'details', new.details));
       end if;
       return null;
     end $$`);

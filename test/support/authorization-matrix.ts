@@ -46,6 +46,7 @@ export const ORGANIZATION_KEY_PERMISSIONS = [
   Permission.ACCOUNTS_READ,
   Permission.LOANS_WRITE,
   Permission.LOANS_SERVICE,
+  Permission.WEBHOOKS_MANAGE,
 ];
 const orgGrants = (permissions: string[]) => permissions.map((p) => `${p}:${Scope.ORG}`);
 
@@ -190,6 +191,8 @@ const INSTALLMENTS: Rule = { ...READER, scope: 'ownOrOrg', staff: Permission.LOA
 const OPERATOR = { auth: OPERATORS, permission: Permission.LOANS_SERVICE, scope: 'org' } as const;
 const SELF = { auth: USER, waitingList: 'refused' } as const;
 const AGENTS = { auth: USER, permission: Permission.AGENTS_READ, waitingList: 'refused' } as const;
+/** Webhooks (extension): the organization's admins and keys holding webhooks.manage, for their organization. */
+const WEBHOOKS = { auth: OPERATORS, permission: Permission.WEBHOOKS_MANAGE } as const;
 
 /**
  * Every route's rule, keyed `METHOD /template` as in /openapi.json. The expiry sweep comes before
@@ -292,6 +295,19 @@ export const RULES: Record<string, Rule> = {
   'GET /v1/agents/{userId}/customers': { ...AGENTS, scope: 'subtree', success: [200] },
   'POST /v1/agents/{userId}/customers': { ...AGENTS, scope: 'below', success: [200, 201] },
   'POST /v1/agents/{userId}/customers/{customerUserId}/unassign': { ...AGENTS, scope: 'below', success: [200] },
+
+  'POST /v1/webhooks/endpoints': { ...WEBHOOKS, scope: 'caller', success: [201] },
+  'GET /v1/webhooks/endpoints': { ...WEBHOOKS, scope: 'caller', success: [200] },
+  'GET /v1/webhooks/endpoints/{id}': { ...WEBHOOKS, scope: 'org', success: [200] },
+  'PATCH /v1/webhooks/endpoints/{id}': { ...WEBHOOKS, scope: 'org', success: [200] },
+  'DELETE /v1/webhooks/endpoints/{id}': { ...WEBHOOKS, scope: 'org', success: [204] },
+  'POST /v1/webhooks/endpoints/{id}/secret/rotate': { ...WEBHOOKS, scope: 'org', success: [200] },
+  'GET /v1/webhooks/events': { ...WEBHOOKS, scope: 'caller', success: [200] },
+  'GET /v1/webhooks/events/{id}': { ...WEBHOOKS, scope: 'org', success: [200] },
+  'GET /v1/webhooks/events/{id}/deliveries': { ...WEBHOOKS, scope: 'org', success: [200] },
+  'GET /v1/webhooks/endpoints/{id}/deliveries': { ...WEBHOOKS, scope: 'org', success: [200] },
+  'POST /v1/webhooks/events/{id}/resend': { ...WEBHOOKS, scope: 'org', success: [202] },
+  'POST /v1/webhooks/endpoints/{id}/resend': { ...WEBHOOKS, scope: 'org', success: [202] },
 };
 
 // ---------------------------------------------------------------------------------------------

@@ -20,10 +20,19 @@ export const webhookSettings = {
   WEBHOOK_DISABLE_AFTER: duration('5d'),
   /** After a rotation, messages are signed with the old secret too for this long. */
   WEBHOOK_SECRET_GRACE: duration('24h'),
+  /**
+   * The task queue of delivery runs and their attempts (TEMPORAL_TASK_QUEUE-webhooks unless set):
+   * the worker serves it with WEBHOOK_ACTIVITY_SLOTS slots of its own, so receivers, however slow,
+   * never take the slots money and identity steps run in.
+   */
+  WEBHOOK_TASK_QUEUE: z.string().min(1).optional(),
+  WEBHOOK_ACTIVITY_SLOTS: positiveInt(32),
   /** Deliveries in flight to one endpoint from one worker; more wait, so a slow receiver holds up only its own. */
   WEBHOOK_ENDPOINT_CONCURRENCY: positiveInt(4),
   /** Endpoints one organization may register. */
   WEBHOOK_ENDPOINTS_MAX: positiveInt(16),
-  /** How long the dispatcher listens for committed events before its schedule starts the next one. */
+  /** How long one dispatcher run lasts before its schedule starts the next one. */
   WEBHOOK_DISPATCH_INTERVAL: duration('1m'),
+  /** How often the dispatcher looks for committed events (one index probe): an event waits half this on average. */
+  WEBHOOK_DISPATCH_POLL: duration('200ms'),
 };

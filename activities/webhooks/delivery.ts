@@ -3,12 +3,13 @@ import { findDelivery, finishDelivery, recordAttempt } from '../../db/webhooks/d
 import { endpointAnswered, endpointFailed, findEndpoint } from '../../db/webhooks/endpoints';
 import { findEvent } from '../../db/webhooks/events';
 import { eventView, renderSettings } from '../../domain/webhooks/events';
-import { verdictOf } from '../../domain/webhooks/verdicts';
+import { backoffMs, verdictOf } from '../../domain/webhooks/verdicts';
 import { WebhookFailure, type WebhookDeliveryInput } from '../../workflows/webhooks/messages';
 import type { Needs } from '../deps';
+import type { DeliveryOutcome } from '../../providers/webhooks/client';
 import { EndpointSlots } from './slots';
 
-/** How long a delivery waits for a free slot at a busy endpoint before trying again. */
+/** How long a delivery waits for a free slot at a busy endpoint before trying again (plus up to as much again). */
 const BUSY_ENDPOINT_WAIT_MS = 1_000;
 
 /**
@@ -20,7 +21,11 @@ const BUSY_ENDPOINT_WAIT_MS = 1_000;
 export function createWebhookDeliveryActivities(
   deps: Needs<
     'db' | 'clock' | 'providers',
-    'WEBHOOK_DISABLE_AFTER' | 'WEBHOOK_ENDPOINT_CONCURRENCY' | 'PUBLIC_BASE_URL' | 'KYC_MAX_RESUBMISSIONS'
+    | 'WEBHOOK_DISABLE_AFTER'
+    | 'WEBHOOK_ENDPOINT_CONCURRENCY'
+    | 'WEBHOOK_RETRY_MAX_INTERVAL'
+    | 'PUBLIC_BASE_URL'
+    | 'KYC_MAX_RESUBMISSIONS'
   >,
 ) {
   const { db, clock, config } = deps;
@@ -38,64 +43,69 @@ export function createWebhookDeliveryActivities(
       ]);
       if (!delivery || !endpoint || !event) throw unavailable('the endpoint, the event or the delivery was deleted');
       if (!endpoint.enabled) throw unavailable(`the endpoint is disabled: ${endpoint.disabled_reason ?? 'no reason'}`);
+      if (!endpoint.event_types.includes(event.type))
+        throw unavailable(`the endpoint no longer subscribes to ${event.type}`);
+      // Everything that can throw comes before a slot is taken: a slot is always given back.
+      const body = JSON.stringify(eventView(event, settings));
+      const now = clock.now();
+      const secrets = [endpoint.secret];
+      if (endpoint.previous_secret && endpoint.previous_secret_expires_at && endpoint.previous_secret_expires_at > now)
+        secrets.push(endpoint.previous_secret);
       const release = slots.take(endpoint.id);
       if (!release)
         throw ApplicationFailure.create({
           message: 'the endpoint has its most deliveries in flight',
           type: 'WEBHOOK_ENDPOINT_BUSY',
-          nextRetryDelay: BUSY_ENDPOINT_WAIT_MS,
+          nextRetryDelay: BUSY_ENDPOINT_WAIT_MS * (1 + Math.random()),
         });
-      const now = clock.now();
-      const secrets = [endpoint.secret];
-      if (endpoint.previous_secret && endpoint.previous_secret_expires_at && endpoint.previous_secret_expires_at > now)
-        secrets.push(endpoint.previous_secret);
-      const outcome = await deps.providers.webhooks
-        .deliver({
+      let outcome: DeliveryOutcome;
+      try {
+        outcome = await deps.providers.webhooks.deliver({
           url: endpoint.url,
           id: event.id,
           timestampSeconds: Math.floor(now.getTime() / 1000),
-          body: JSON.stringify(eventView(event, settings)),
+          body,
           secrets,
-        })
-        .finally(release);
+        });
+      } finally {
+        release();
+      }
       const info = Context.current().info;
-      const answered = outcome.kind === 'answered';
-      await recordAttempt(db, organizationId, {
+      await recordAttempt(db, organizationId, input.generation, {
         delivery_id: delivery.id,
         run_id: info.workflowExecution?.runId ?? 'unknown',
         attempt: info.attempt,
         attempted_at: now,
-        status_code: answered ? outcome.status : null,
         duration_ms: outcome.durationMs,
-        error: answered ? null : `${outcome.error}: ${outcome.detail}`,
-        response_body: answered ? outcome.body.replace(/\0/g, '') : null,
+        ...(outcome.kind === 'answered'
+          ? { status_code: outcome.status, error: null, response_body: outcome.body.replace(/\0/g, '') }
+          : { status_code: null, error: `${outcome.error}: ${outcome.detail}`, response_body: null }),
       });
       const verdict = verdictOf(outcome, now);
       if (verdict.kind === 'delivered') {
-        await finishDelivery(db, organizationId, delivery.id, 'SUCCEEDED', clock.now());
+        await finishDelivery(db, organizationId, delivery.id, input.generation, 'SUCCEEDED', clock.now());
         await endpointAnswered(db, organizationId, endpoint.id);
         return;
       }
-      const disableBefore = new Date(now.getTime() - config.WEBHOOK_DISABLE_AFTER);
-      await endpointFailed(
-        db,
-        organizationId,
-        endpoint.id,
-        now,
-        disableBefore,
-        `failing since before ${disableBefore.toISOString()}; last: ${verdict.reason}`,
-      );
+      await endpointFailed(db, organizationId, endpoint.id, now, {
+        disableAfterMs: config.WEBHOOK_DISABLE_AFTER,
+        // Failures further apart than the longest retry wait are not one run of failures.
+        quietMs: 2 * config.WEBHOOK_RETRY_MAX_INTERVAL,
+        reason: verdict.reason,
+      });
       if (verdict.kind === 'give-up') throw ApplicationFailure.nonRetryable(verdict.reason, verdict.type);
+      // A Retry-After is honoured, never sooner than the backoff would have waited.
+      const backoff = backoffMs(input.retry, info.attempt);
       throw ApplicationFailure.create({
         message: verdict.reason,
         type: 'WEBHOOK_NOT_DELIVERED',
-        ...(verdict.afterMs !== undefined ? { nextRetryDelay: verdict.afterMs } : {}),
+        ...(verdict.afterMs !== undefined ? { nextRetryDelay: Math.max(verdict.afterMs, backoff) } : {}),
       });
     },
 
     /** The delivery ended without a 2xx: FAILED, with why. */
     async failWebhookDelivery(input: WebhookDeliveryInput, reason: string): Promise<void> {
-      await finishDelivery(db, input.organizationId, input.deliveryId, 'FAILED', clock.now(), reason);
+      await finishDelivery(db, input.organizationId, input.deliveryId, input.generation, 'FAILED', clock.now(), reason);
     },
   };
 }

@@ -2,17 +2,18 @@ import { Context } from '@temporalio/activity';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import { dispatchEvents, markStarted, unstartedDeliveries } from '../../db/webhooks/events';
 import { forEachConcurrently } from '../../domain/concurrency';
-import { webhookDeliveryStart, webhookRetryOf } from '../../workflows/webhooks/messages';
+import { webhookDeliveryStart, webhookRetryOf, webhookTaskQueue } from '../../workflows/webhooks/messages';
 import type { Needs } from '../deps';
 
-/** Events taken, and delivery runs started, per round. */
+/** Events taken, and delivery runs started, per batch; a round is at most ROUND_BATCHES of each. */
 const BATCH = 100;
-/** Even with no notification, a round this often (one could be missed while a connection was lost). */
-const POLL_MS = 5_000;
+const ROUND_BATCHES = 10;
 
 type Deps = Needs<
-  'db' | 'clock' | 'temporal' | 'logger',
+  'db' | 'clock' | 'temporal',
   | 'TEMPORAL_TASK_QUEUE'
+  | 'WEBHOOK_TASK_QUEUE'
+  | 'WEBHOOK_DISPATCH_POLL'
   | 'WEBHOOK_RETRY_INITIAL'
   | 'WEBHOOK_RETRY_MAX_INTERVAL'
   | 'WEBHOOK_RETRY_WINDOW'
@@ -21,25 +22,30 @@ type Deps = Needs<
 
 /**
  * The outbox's relay: committed events get their deliveries (one per subscribed endpoint) and
- * each delivery its run. Woken by the NOTIFY the event triggers send at commit, and every
- * POLL_MS regardless. A run is started with REJECT_DUPLICATE: a round repeated after a crash
- * never sends a delivered event again (resends are the API's, which allows it).
+ * each delivery its run, polled every WEBHOOK_DISPATCH_POLL (a probe of a partial index that
+ * holds only what waits). A run is started with REJECT_DUPLICATE: a round repeated after a crash
+ * never sends a delivered event again (resends are the API's, which allows it). It heartbeats per
+ * batch, so a busy round is never taken for a lost one.
  */
 export function createWebhookDispatchActivities(deps: Deps) {
   const { db, clock, temporal, config } = deps;
   const retry = webhookRetryOf(config);
+  const activityTaskQueue = webhookTaskQueue(config);
 
-  async function startRuns(): Promise<number> {
+  async function startRuns(heartbeat: () => void): Promise<number> {
     let started = 0;
-    for (;;) {
+    for (let batch = 0; batch < ROUND_BATCHES; batch++) {
+      heartbeat();
       const deliveries = await unstartedDeliveries(db, BATCH);
-      if (deliveries.length === 0) return started;
+      if (deliveries.length === 0) break;
       await forEachConcurrently(deliveries, 16, async (d) => {
         const input = {
           organizationId: d.organization_id,
           deliveryId: d.id,
+          generation: d.generation,
           eventId: d.event_id,
           endpointId: d.endpoint_id,
+          activityTaskQueue,
           retry,
         };
         try {
@@ -58,62 +64,34 @@ export function createWebhookDispatchActivities(deps: Deps) {
       );
       started += deliveries.length;
     }
+    return started;
   }
 
-  async function round(): Promise<{ events: number; started: number }> {
+  async function round(heartbeat: () => void): Promise<{ events: number; started: number }> {
     let events = 0;
-    for (let taken = BATCH; taken === BATCH; events += taken) taken = await dispatchEvents(db, BATCH, clock.now());
-    return { events, started: await startRuns() };
+    for (let batch = 0; batch < ROUND_BATCHES; batch++) {
+      heartbeat();
+      const taken = await dispatchEvents(db, BATCH, clock.now());
+      events += taken;
+      if (taken < BATCH) break;
+    }
+    return { events, started: await startRuns(heartbeat) };
   }
 
   return {
-    /** Dispatches for `listenMs`, then returns what it did; heartbeats while it listens. */
+    /** Dispatches for `listenMs`, then returns what it did. */
     async dispatchWebhookEvents(listenMs: number): Promise<{ events: number; started: number }> {
       const context = Context.current();
+      const heartbeat = () => context.heartbeat();
       const until = Date.now() + listenMs;
       const total = { events: 0, started: 0 };
-      const connection = (await db.client.acquireConnection()) as PgConnection;
-      let wake: (() => void) | undefined;
-      let notified = true;
-      const onNotification = () => {
-        notified = true;
-        wake?.();
-      };
-      connection.on('notification', onNotification);
-      try {
-        await connection.query('LISTEN webhook_events');
-        while (Date.now() < until) {
-          context.heartbeat();
-          if (notified) {
-            notified = false;
-            const done = await round();
-            total.events += done.events;
-            total.started += done.started;
-            continue;
-          }
-          await new Promise<void>((resolve) => {
-            const timer = setTimeout(resolve, Math.min(POLL_MS, Math.max(0, until - Date.now())));
-            wake = () => {
-              clearTimeout(timer);
-              resolve();
-            };
-          });
-          wake = undefined;
-          notified = true;
-          if (context.cancellationSignal.aborted) throw context.cancellationSignal.reason;
-        }
-        return total;
-      } finally {
-        connection.removeListener('notification', onNotification);
-        await connection.query('UNLISTEN webhook_events').catch(() => {});
-        await db.client.releaseConnection(connection);
+      while (Date.now() < until) {
+        const done = await round(heartbeat);
+        total.events += done.events;
+        total.started += done.started;
+        if (done.events === 0 && done.started === 0) await context.sleep(config.WEBHOOK_DISPATCH_POLL);
       }
+      return total;
     },
   };
-}
-
-interface PgConnection {
-  query(sql: string): Promise<unknown>;
-  on(event: 'notification', listener: () => void): void;
-  removeListener(event: 'notification', listener: () => void): void;
 }

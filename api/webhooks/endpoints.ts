@@ -14,6 +14,7 @@ import { Permission } from '../../domain/rbac';
 import { hostRefusal } from '../../providers/webhooks/addresses';
 import { newSecret } from '../../providers/webhooks/signature';
 import type { Needs } from '../deps';
+import { IdempotencyKeyHeader } from '../middleware/idempotency';
 import { type AnyRoute, defineRoute, type RouteAuth } from '../route';
 import { endpointView, EventTypeName, WebhookEndpoint, WebhookEndpointWithSecret } from './views';
 
@@ -88,8 +89,10 @@ export function webhookEndpointRoutes(deps: EndpointDeps): AnyRoute[] {
       path: '/v1/webhooks/endpoints',
       operationId: 'createWebhookEndpoint',
       summary: 'Register a webhook endpoint',
-      description: `Events of the listed types are posted to the URL, signed per Standard Webhooks with the secret answered here (only here). At most WEBHOOK_ENDPOINTS_MAX (${config.WEBHOOK_ENDPOINTS_MAX}) per organization.`,
+      description: `Events of the listed types are posted to the URL, signed per Standard Webhooks with the secret answered here (only here; Cache-Control: no-store). At most WEBHOOK_ENDPOINTS_MAX (${config.WEBHOOK_ENDPOINTS_MAX}) per organization. Honours Idempotency-Key: a retry answers the same endpoint and secret.`,
+      idempotent: true,
       request: {
+        headers: IdempotencyKeyHeader,
         body: z.strictObject({
           url: Url,
           event_types: EventTypes,
@@ -214,8 +217,9 @@ function rotateRoute(deps: EndpointDeps): AnyRoute {
     operationId: 'rotateWebhookEndpointSecret',
     summary: 'Rotate an endpoint’s signing secret',
     description:
-      'Answers the new secret (only here). Until previous_secret_expires_at (WEBHOOK_SECRET_GRACE) each message carries a signature by either secret, so a receiver can switch without losing one.',
-    request: { params: EndpointParams },
+      'Answers the new secret (only here; Cache-Control: no-store). Until previous_secret_expires_at (WEBHOOK_SECRET_GRACE) each message carries a signature by either secret, so a receiver can switch without losing one. Honours Idempotency-Key: a retried rotation answers the same secret instead of rotating again (which would end the grace of the secret before).',
+    idempotent: true,
+    request: { params: EndpointParams, headers: IdempotencyKeyHeader },
     responses: { 200: { description: 'The endpoint and its new secret', schema: WebhookEndpointWithSecret } },
     errors: { NOT_FOUND: 'no such endpoint in the caller’s organization' },
     async handler(ctx, { params }) {
@@ -223,6 +227,7 @@ function rotateRoute(deps: EndpointDeps): AnyRoute {
       const graceUntil = new Date(now.getTime() + config.WEBHOOK_SECRET_GRACE);
       const row = await rotateSecret(db, organizationOf(ctx), params.id, newSecret(), graceUntil, now);
       if (!row) throw new ServiceError(ErrorCode.NOT_FOUND, NO_ENDPOINT);
+      ctx.set('Cache-Control', 'no-store');
       ctx.body = { ...endpointView(row), secret: row.secret };
     },
   });

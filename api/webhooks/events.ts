@@ -2,7 +2,7 @@ import type { Context } from 'koa';
 import { z } from 'zod';
 import { type DeliveryStatus, listDeliveries, pendingDelivery } from '../../db/webhooks/deliveries';
 import { findEndpoint, listEndpoints, type WebhookEndpointRow } from '../../db/webhooks/endpoints';
-import { findEvent, listEvents, type WebhookEventRow } from '../../db/webhooks/events';
+import { findEvent, listEvents, markStarted, type WebhookEventRow } from '../../db/webhooks/events';
 import { forEachConcurrently } from '../../domain/concurrency';
 import { ErrorCode, ServiceError, SubCode } from '../../domain/errors';
 import { eventView, renderSettings } from '../../domain/webhooks/events';
@@ -195,7 +195,14 @@ function resendRoutes(
     const sent: z.infer<typeof WebhookDelivery>[] = [];
     await forEachConcurrently(pairs, 16, async ({ event, endpoint }) => {
       const delivery = await pendingDelivery(db, organizationId, event.id, endpoint.id, clock.now());
-      await workflows.resend({ organizationId, deliveryId: delivery.id, eventId: event.id, endpointId: endpoint.id });
+      await workflows.resend({
+        organizationId,
+        deliveryId: delivery.id,
+        generation: delivery.generation,
+        eventId: event.id,
+        endpointId: endpoint.id,
+      });
+      await markStarted(db, [delivery.id], clock.now());
       sent.push(deliveryView(delivery));
     });
     return { data: sent };
@@ -208,7 +215,7 @@ function resendRoutes(
       operationId: 'resendWebhookEvent',
       summary: 'Send an event again',
       description:
-        'To the endpoint named, or to every enabled endpoint subscribed to its type. A delivery still being tried is left to its run.',
+        'To the endpoint named, or to every enabled endpoint subscribed to its type, now: a delivery still waiting out its backoff is tried again at once (an attempt already under way may still arrive, under the same webhook-id).',
       request: { params: IdParams, body: z.strictObject({ endpoint_id: z.uuid().optional() }).optional() },
       responses: { 202: { description: 'The deliveries started again', schema: Resent } },
       errors: {

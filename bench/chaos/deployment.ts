@@ -187,6 +187,8 @@ export async function startChaosDeployment(options: {
       KYC_PROVIDER_CA: kyc.certificate,
       KYC_UPLOAD_HOSTS: 'localhost',
       ...CHAOS_TIMINGS,
+      // The suites' webhook receiver simulator listens on loopback.
+      WEBHOOK_ALLOWED_ADDRESSES: 'loopback',
       // Behind the proxy, the client's address is the one X-Forwarded-For carries (as npm run cluster).
       ...(cluster ? { TRUST_PROXY: 'true', TRUST_PROXY_HOPS: '1' } : {}),
       ...options.env,

@@ -16,6 +16,7 @@ import { type ChaosDeployment, type SuiteOptions, startChaosDeployment, suiteOpt
 import { replayEveryHistory, replayFigures } from './replay';
 import { reconcileWithProvider } from './provider-ledger';
 import { below, seeded, sleep } from './random';
+import { startWebhookAudit } from './webhook-audit';
 
 /**
  * The worker crash suite (issue 19, item 1). The service runs in its deployment shape (API,
@@ -30,13 +31,17 @@ import { below, seeded, sleep } from './random';
  * per kind what was started, completed, refused and lost, then what a risk team asks: double
  * postings, payouts sent twice at the provider, holds left behind, postings or allocations that
  * do not match, loans whose ledger and schedule disagree, the ledger's total. Every one of those
- * is expected to be 0.
+ * is expected to be 0. A webhook receiver subscribed to every event counts lost events, a state
+ * change delivered under two webhook-ids, and deliveries of states that never committed (0 each).
  *
  * Sizes (environment, full / --bounded): CHAOS_PUSHES 200/24 (a quarter on credit accounts),
  * CHAOS_PAYOUTS 50/6, CHAOS_KYC 50/5, CHAOS_LOANS 20/3, CHAOS_REPAYMENTS 20/3 (at most one per
  * loan), CHAOS_ACTIVATIONS 20/3, CHAOS_WORKERS 3/2, CHAOS_KILLS 20/4, CHAOS_SPREAD_MS 120000/20000,
  * CHAOS_DEADLINE_MS (after the spread) 600000/120000; CHAOS_SEED.
  */
+
+/** How long the webhook audit waits, once every operation ended, for the last events to arrive. */
+const WEBHOOK_WAIT_MS = 60_000;
 
 type Kind =
   'stk-push current' | 'stk-push credit' | 'send-money' | 'kyc' | 'loan + payout' | 'repayment' | 'activation';
@@ -134,6 +139,7 @@ export async function runWorkerCrash(options: SuiteOptions): Promise<boolean> {
       cluster: options.cluster,
       cleanups,
     });
+    const webhooks = await startWebhookAudit(deployment.db, deployment.organizationId, cleanups);
     const up = Date.now();
     const next = seeded(size.seed);
     const pick = <T>(items: readonly T[]) => items[below(next, items.length)]!;
@@ -327,6 +333,7 @@ export async function runWorkerCrash(options: SuiteOptions): Promise<boolean> {
       { name: 'ledger total', value: report.ledgerTotal, expectZero: true },
       { name: 'workers SIGKILLed', value: killed },
       { name: 'worker processes started', value: deployment.workers.started },
+      ...(await webhooks.figures(WEBHOOK_WAIT_MS)),
       ...replayFigures(await replayEveryHistory(deployment.temporal)),
     ];
     const ok = printFigures('  figures:', figures);

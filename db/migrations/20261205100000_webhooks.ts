@@ -21,6 +21,7 @@ export async function up(knex: Knex): Promise<void> {
     t.timestamp('previous_secret_expires_at', { useTz: true });
     /** The first failed attempt of the current run of failures; cleared by a success. */
     t.timestamp('failing_since', { useTz: true });
+    t.timestamp('last_failed_at', { useTz: true });
     t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
     t.timestamp('updated_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
     t.index(['organization_id', 'created_at', 'id']);
@@ -61,6 +62,8 @@ export async function up(knex: Knex): Promise<void> {
     t.text('last_error');
     /** Set once its workflow was started; the dispatcher starts the ones still without. */
     t.timestamp('workflow_started_at', { useTz: true });
+    /** Counts resends: only the run of the current generation may end it (a replaced run's late step may not). */
+    t.integer('generation').notNullable().defaultTo(0);
     t.timestamp('completed_at', { useTz: true });
     t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
     t.timestamp('updated_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
@@ -80,6 +83,7 @@ export async function up(knex: Knex): Promise<void> {
     t.timestamp('attempted_at', { useTz: true }).notNullable();
     t.integer('status_code');
     t.integer('duration_ms').notNullable();
+    t.text('organization_id').notNullable().references('organizations.id');
     /** Why it failed in our words (timeout, connection refused, address refused...), not the receiver's. */
     t.text('error');
     /** The start of the receiver's answer, for operators. */
@@ -88,8 +92,8 @@ export async function up(knex: Knex): Promise<void> {
   });
 
   // The outbox's writers: one trigger per resource whose state changes are events; a snapshot keeps
-  // what its event renders, nothing more (no phone number, no callback token). NOTIFY is sent at
-  // commit only, so the dispatcher never hears of a change that rolled back.
+  // what its event renders, nothing more (no phone number, no callback token). No NOTIFY: it
+  // would serialise every notifying commit on one lock; the dispatcher polls a partial index.
   await knex.raw(`
     create function webhook_emit(organization text, event_type text, resource text, snapshot jsonb) returns void
     language plpgsql as $$
@@ -97,7 +101,6 @@ export async function up(knex: Knex): Promise<void> {
       insert into webhook_events (organization_id, type, resource_id, change_key, snapshot)
       values (organization, event_type, resource, resource || '@' || txid_current(), snapshot)
       on conflict (type, change_key) do nothing;
-      perform pg_notify('webhook_events', '');
     end $$`);
   await knex.raw(`
     create function webhook_transaction_events() returns trigger language plpgsql as $$

@@ -8,6 +8,7 @@ export interface WebhookDeliveryRow {
   event_id: string;
   endpoint_id: string;
   status: DeliveryStatus;
+  generation: number;
   attempts: number;
   last_status_code: number | null;
   last_error: string | null;
@@ -18,6 +19,7 @@ export interface WebhookDeliveryRow {
 }
 
 export interface WebhookAttemptRow {
+  organization_id: string;
   delivery_id: string;
   run_id: string;
   attempt: number;
@@ -33,7 +35,8 @@ export const findDelivery = (db: Knex, organizationId: string, id: string) =>
 
 /**
  * The delivery of an event to an endpoint, PENDING again (a resend) or new (an event from before
- * the endpoint subscribed); its workflow is started by the caller.
+ * the endpoint subscribed); the caller starts its run, then marks it started (markStarted), so a
+ * start that failed leaves it to the dispatcher.
  */
 export async function pendingDelivery(
   db: Knex,
@@ -43,9 +46,15 @@ export async function pendingDelivery(
   now: Date,
 ): Promise<WebhookDeliveryRow> {
   const [row] = await db('webhook_deliveries')
-    .insert({ organization_id: organizationId, event_id: eventId, endpoint_id: endpointId, workflow_started_at: now })
+    .insert({ organization_id: organizationId, event_id: eventId, endpoint_id: endpointId })
     .onConflict(['event_id', 'endpoint_id'])
-    .merge({ status: 'PENDING', completed_at: null, workflow_started_at: now, updated_at: now })
+    .merge({
+      status: 'PENDING',
+      completed_at: null,
+      workflow_started_at: null,
+      generation: db.raw('webhook_deliveries.generation + 1'),
+      updated_at: now,
+    })
     .returning<WebhookDeliveryRow[]>('*');
   return row!;
 }
@@ -54,16 +63,21 @@ export async function pendingDelivery(
  * One attempt recorded, once however often its step runs (its run and attempt number are its key),
  * and the delivery's tally brought up to date.
  */
-export async function recordAttempt(db: Knex, organizationId: string, attempt: WebhookAttemptRow): Promise<void> {
+export async function recordAttempt(
+  db: Knex,
+  organizationId: string,
+  generation: number,
+  attempt: Omit<WebhookAttemptRow, 'organization_id'>,
+): Promise<void> {
   await db.transaction(async (trx) => {
     const inserted = await trx('webhook_attempts')
-      .insert(attempt)
+      .insert({ ...attempt, organization_id: organizationId })
       .onConflict(['delivery_id', 'run_id', 'attempt'])
       .ignore()
       .returning('id');
     if (inserted.length === 0) return;
     await trx('webhook_deliveries')
-      .where({ organization_id: organizationId, id: attempt.delivery_id })
+      .where({ organization_id: organizationId, id: attempt.delivery_id, generation })
       .update({
         attempts: trx.raw('attempts + 1'),
         last_status_code: attempt.status_code,
@@ -73,19 +87,26 @@ export async function recordAttempt(db: Knex, organizationId: string, attempt: W
   });
 }
 
-/** The delivery ended: SUCCEEDED (a 2xx) or FAILED (given up: another answer, the window over, the endpoint gone). */
+/**
+ * The delivery ended: SUCCEEDED (a 2xx) or FAILED (given up: another answer, the window over, the
+ * endpoint gone), by the run of its current generation only (a resend's replaced run ends nothing).
+ */
 export async function finishDelivery(
   db: Knex,
   organizationId: string,
   id: string,
+  generation: number,
   status: Exclude<DeliveryStatus, 'PENDING'>,
   now: Date,
   error?: string,
 ): Promise<void> {
   await db('webhook_deliveries')
-    .where({ organization_id: organizationId, id })
+    .where({ organization_id: organizationId, id, generation })
     .update({ status, completed_at: now, updated_at: now, ...(error ? { last_error: error } : {}) });
 }
+
+/** The attempts a listed delivery shows: its most recent (a delivery retried for days has dozens). */
+export const ATTEMPTS_SHOWN = 20;
 
 export interface DeliveryPosition {
   createdAt: Date;
@@ -116,13 +137,23 @@ export async function listDeliveries(
   const attempts =
     shown.length === 0
       ? []
-      : await db('webhook_attempts')
-          .whereIn(
-            'delivery_id',
-            shown.map((r) => r.id),
+      : await db
+          .select<WebhookAttemptRow[]>('*')
+          .from(
+            db('webhook_attempts')
+              .where({ organization_id: organizationId })
+              .whereIn(
+                'delivery_id',
+                shown.map((r) => r.id),
+              )
+              .select(
+                '*',
+                db.raw('row_number() over (partition by delivery_id order by attempted_at desc, id desc) as recent'),
+              )
+              .as('a'),
           )
-          .orderBy([{ column: 'attempted_at' }, { column: 'id' }])
-          .select<WebhookAttemptRow[]>('*');
+          .where('recent', '<=', ATTEMPTS_SHOWN)
+          .orderBy([{ column: 'attempted_at' }, { column: 'id' }]);
   return {
     rows: shown.map((row) => ({ ...row, attempt_list: attempts.filter((a) => a.delivery_id === row.id) })),
     more: rows.length > page.size,

@@ -13,6 +13,7 @@ export interface WebhookEndpointRow {
   previous_secret: string | null;
   previous_secret_expires_at: Date | null;
   failing_since: Date | null;
+  last_failed_at: Date | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -63,7 +64,8 @@ export async function updateEndpoint(
     .where({ organization_id: organizationId, id })
     .update({
       ...changes,
-      ...(changes.enabled === true ? { disabled_reason: null, failing_since: null } : {}),
+      ...(changes.enabled === true || changes.url !== undefined ? { failing_since: null, last_failed_at: null } : {}),
+      ...(changes.enabled === true ? { disabled_reason: null } : {}),
       ...(changes.enabled === false ? { disabled_reason: 'disabled by the organization' } : {}),
       updated_at: now,
     })
@@ -104,22 +106,32 @@ export async function endpointAnswered(db: Knex, organizationId: string, id: str
 }
 
 /**
- * An attempt failed: the run of failures starts now unless it started before; an endpoint
- * failing since before `disableBefore` is disabled with `reason`. Answers whether it was disabled.
+ * An attempt failed: the endpoint's run of failures goes on, or starts now (none yet, or the last
+ * failure was more than `quietMs` ago: deliveries retry at least that often, so a gap means the
+ * failures were not one run); an endpoint failing for more than `disableAfterMs` is disabled with
+ * the reason. One statement: a success committed meanwhile is not undone by a stale count.
  */
 export async function endpointFailed(
   db: Knex,
   organizationId: string,
   id: string,
   now: Date,
-  disableBefore: Date,
-  reason: string,
-): Promise<boolean> {
-  const endpoint = { organization_id: organizationId, id };
-  await db('webhook_endpoints').where(endpoint).whereNull('failing_since').update({ failing_since: now });
-  const disabled = await db('webhook_endpoints')
-    .where({ ...endpoint, enabled: true })
-    .where('failing_since', '<', disableBefore)
-    .update({ enabled: false, disabled_reason: reason, updated_at: now });
-  return disabled > 0;
+  rule: { disableAfterMs: number; quietMs: number; reason: string },
+): Promise<void> {
+  const quietSince = new Date(now.getTime() - rule.quietMs);
+  const disableBefore = new Date(now.getTime() - rule.disableAfterMs);
+  await db.raw(
+    `update webhook_endpoints e
+        set failing_since = run.since, last_failed_at = :now,
+            enabled = e.enabled and run.since >= :disableBefore,
+            disabled_reason = case when e.enabled and run.since < :disableBefore
+              then 'failing since ' || to_char(run.since at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') || '; last: ' || :reason
+              else e.disabled_reason end,
+            updated_at = case when e.enabled and run.since < :disableBefore then :now else e.updated_at end
+       from (select case when failing_since is null or last_failed_at < :quietSince then cast(:now as timestamptz)
+                         else failing_since end as since
+               from webhook_endpoints where organization_id = :organizationId and id = :id) run
+      where e.organization_id = :organizationId and e.id = :id`,
+    { now, disableBefore, quietSince, reason: rule.reason, organizationId, id },
+  );
 }

@@ -14,6 +14,7 @@ export interface WebhookEventRow {
 /** A delivery whose workflow is to be started. */
 export interface UnstartedDelivery {
   id: string;
+  generation: number;
   organization_id: string;
   event_id: string;
   endpoint_id: string;
@@ -58,8 +59,9 @@ export const unstartedDeliveries = (db: Knex, limit: number) =>
     .whereNull('workflow_started_at')
     .orderBy('created_at')
     .limit(limit)
-    .select<UnstartedDelivery[]>('id', 'organization_id', 'event_id', 'endpoint_id');
+    .select<UnstartedDelivery[]>('id', 'generation', 'organization_id', 'event_id', 'endpoint_id');
 
+/** Deliveries whose run was started (or found already there). */
 export async function markStarted(db: Knex, ids: readonly string[], now: Date): Promise<void> {
   if (ids.length > 0) await db('webhook_deliveries').whereIn('id', ids).update({ workflow_started_at: now });
 }

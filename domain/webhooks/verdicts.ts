@@ -39,3 +39,8 @@ export function verdictOf(outcome: AttemptOutcome, now: Date): Verdict {
   }
   return { kind: 'give-up', reason: `answered ${status}`, type: 'WEBHOOK_REFUSED' };
 }
+
+/** The wait the retry policy itself puts after attempt `attempt` (1-based): doubling from the first, capped. */
+export function backoffMs(retry: { initialMs: number; maximumMs: number }, attempt: number): number {
+  return Math.min(retry.initialMs * 2 ** Math.max(0, attempt - 1), retry.maximumMs);
+}

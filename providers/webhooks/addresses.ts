@@ -27,6 +27,13 @@ const ALWAYS = blockList([
   ['224.0.0.0', 4, 'ipv4'],
   ['240.0.0.0', 4, 'ipv4'],
   ['::', 128, 'ipv6'],
+  // IPv4 inside IPv6 (compatible, SIIT, NAT64 local use, 6to4, Teredo): where a translator sits, they reach IPv4 hosts.
+  ['::', 96, 'ipv6'],
+  ['::ffff:0:0:0', 96, 'ipv6'],
+  ['64:ff9b:1::', 48, 'ipv6'],
+  ['2002::', 16, 'ipv6'],
+  ['2001::', 32, 'ipv6'],
+  ['fec0::', 10, 'ipv6'],
   ['fe80::', 10, 'ipv6'],
   ['ff00::', 8, 'ipv6'],
   ['2001:db8::', 32, 'ipv6'],
@@ -80,22 +87,33 @@ export function checkedLookup(allowed: AllowedAddresses): LookupFunction {
     lookup(hostname, { ...options, all: true }, (error, addresses) => {
       if (error) return callback(error, '', 0);
       const list = addresses as unknown as { address: string; family: number }[];
-      const refused = list.map((a) => addressRefusal(a.address, allowed)).find((r) => r !== undefined);
-      if (refused) return callback(new AddressRefused(`${hostname}: ${refused}`), '', 0);
+      // Which address, and why, stays ours: a name's internal address is not told to whoever named it.
+      if (list.some((a) => addressRefusal(a.address, allowed) !== undefined))
+        return callback(new AddressRefused(`${hostname} resolves to an address webhooks may not reach`), '', 0);
       if (options.all) return (callback as unknown as (e: null, a: typeof list) => void)(null, list);
       callback(null, list[0]!.address, list[0]!.family);
     });
   };
 }
 
-/** Every address of `hostname` (or the literal IP itself), each checked; why one is refused, or undefined. */
-export async function hostRefusal(hostname: string, allowed: AllowedAddresses): Promise<string | undefined> {
+/**
+ * Every address of `hostname` (or the literal IP itself), each checked; why one is refused, or
+ * undefined. A name that does not resolve, or not within `timeoutMs`, is refused with the same
+ * words as one resolving to a refused address: the answer tells nothing of our network.
+ */
+export async function hostRefusal(
+  hostname: string,
+  allowed: AllowedAddresses,
+  timeoutMs = 5_000,
+): Promise<string | undefined> {
   const host = hostname.replace(/^\[|\]$/g, '');
   if (isIP(host)) return addressRefusal(host, allowed);
+  const refusal = `${host} must resolve to addresses webhooks may reach`;
   return new Promise((resolve) => {
+    const timer = setTimeout(() => resolve(refusal), timeoutMs);
     checkedLookup(allowed)(host, { all: true }, (error) => {
-      if (!error) return resolve(undefined);
-      resolve(error instanceof AddressRefused ? error.message : `${host} does not resolve`);
+      clearTimeout(timer);
+      resolve(error ? refusal : undefined);
     });
   });
 }

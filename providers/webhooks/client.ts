@@ -3,12 +3,12 @@ import https from 'node:https';
 import { type AllowedAddresses, AddressRefused, checkedLookup, hostRefusal } from './addresses';
 import { signedHeaders } from './signature';
 
-/** What a receiver answered (its body cut to RESPONSE_KEPT bytes), or why nothing was answered. */
+/** What a receiver answered (the start of its body), or why nothing was answered. */
 export type DeliveryOutcome =
   | { kind: 'answered'; status: number; retryAfter?: string; body: string; durationMs: number }
   | { kind: 'unanswered'; error: 'timeout' | 'connection' | 'address'; detail: string; durationMs: number };
 
-/** How much of a receiver's answer is kept for operators. */
+/** How much of a receiver's answer is read (and kept for operators); the rest is not waited for. */
 const RESPONSE_KEPT = 1024;
 
 export interface WebhookMessage {
@@ -25,6 +25,10 @@ export interface WebhookMessage {
  * checked at connection time (checkedLookup), and a literal IP before; redirects are not
  * followed (the answer is what counts). One socket per delivery: endpoints are many, and a
  * pooled socket to a receiver would outlive the address check that let it open.
+ *
+ * Whatever the receiver does, the promise settles by the deadline: the status line decides the
+ * outcome and at most RESPONSE_KEPT bytes of the body are read (a 2xx with an endless body is
+ * still a 2xx), an Upgrade (101) or a socket closed mid-answer settles at once.
  */
 export function createWebhookClient(options: { allowed: AllowedAddresses; timeoutMs: number; userAgent: string }) {
   const lookup = checkedLookup(options.allowed);
@@ -43,39 +47,40 @@ export function createWebhookClient(options: { allowed: AllowedAddresses; timeou
         ...signedHeaders(message.secrets, message.id, message.timestampSeconds, message.body),
       };
       return new Promise((resolve) => {
+        let settled = false;
+        let answer: { status: number; retryAfter?: string; kept: Buffer[]; size: number } | undefined;
         const transport = target.protocol === 'https:' ? https : http;
         const req = transport.request(target, { method: 'POST', headers, lookup, agent: false }, (res) => {
-          const kept: Buffer[] = [];
-          let size = 0;
+          const retryAfter = res.headers['retry-after'];
+          answer = { status: res.statusCode ?? 0, ...(retryAfter ? { retryAfter } : {}), kept: [], size: 0 };
+          const reading = answer;
           res.on('data', (chunk: Buffer) => {
-            if (size < RESPONSE_KEPT) kept.push(chunk.subarray(0, RESPONSE_KEPT - size));
-            size += chunk.length;
+            reading.kept.push(chunk.subarray(0, RESPONSE_KEPT - reading.size));
+            reading.size += chunk.length;
+            if (reading.size >= RESPONSE_KEPT) finish();
           });
-          res.on('end', () => {
-            clearTimeout(timer);
-            const retryAfter = res.headers['retry-after'];
-            resolve({
+          res.on('end', () => finish());
+          res.on('error', () => finish());
+          res.on('close', () => finish());
+        });
+        const timer = setTimeout(() => finish(new Error('timeout')), options.timeoutMs);
+
+        /** Settles once: the answer when its status line came, else why none came; the socket goes. */
+        function finish(error?: Error) {
+          if (settled) return;
+          settled = true;
+          clearTimeout(timer);
+          req.destroy();
+          if (answer) {
+            const { kept, ...rest } = answer;
+            return resolve({
               kind: 'answered',
-              status: res.statusCode ?? 0,
-              ...(retryAfter ? { retryAfter } : {}),
+              ...rest,
               body: Buffer.concat(kept).toString('utf8'),
               durationMs: elapsed(),
             });
-          });
-          res.on('error', (error) => settle(error));
-          // Destroyed mid-answer (the deadline): no 'end' comes.
-          res.on('close', () => {
-            if (!res.complete) settle(new Error('answer cut short'));
-          });
-        });
-        const timer = setTimeout(() => {
-          timedOut = true;
-          req.destroy();
-        }, options.timeoutMs);
-        let timedOut = false;
-        function settle(error: Error) {
-          clearTimeout(timer);
-          if (timedOut)
+          }
+          if (error?.message === 'timeout')
             return resolve({
               kind: 'unanswered',
               error: 'timeout',
@@ -84,10 +89,20 @@ export function createWebhookClient(options: { allowed: AllowedAddresses; timeou
             });
           if (error instanceof AddressRefused)
             return resolve({ kind: 'unanswered', error: 'address', detail: error.message, durationMs: elapsed() });
-          const code = (error as NodeJS.ErrnoException).code;
-          resolve({ kind: 'unanswered', error: 'connection', detail: code ?? error.message, durationMs: elapsed() });
+          const code = (error as NodeJS.ErrnoException | undefined)?.code;
+          resolve({
+            kind: 'unanswered',
+            error: 'connection',
+            detail: code ?? error?.message ?? 'closed without an answer',
+            durationMs: elapsed(),
+          });
         }
-        req.on('error', settle);
+        req.on('error', (error) => finish(error));
+        req.on('upgrade', (_res, socket) => {
+          socket.destroy();
+          finish(new Error('answered 101 Switching Protocols'));
+        });
+        req.on('close', () => finish(new Error('closed without an answer')));
         req.end(message.body);
       });
     },

@@ -37,12 +37,12 @@ async function endpointIn(world: World, org: Org) {
 }
 type Endpoint = Awaited<ReturnType<typeof endpointIn>>;
 
-/** A transactions row as the trigger snapshots it (what transactionView renders), its dates ISO strings. */
-function failedTransactionSnapshot(): Record<keyof TransactionFields, unknown> {
+/** A FAILED transactions row as the trigger snapshots it (what transactionView renders), its dates ISO strings. */
+function failedTransaction(id: string, resourceId: string): Record<keyof TransactionFields, unknown> {
   const now = new Date().toISOString();
   return {
-    id: randomUUID(),
-    resource_id: `trx_${randomBytes(12).toString('base64url')}`,
+    id,
+    resource_id: resourceId,
     status: 'FAILED',
     mobilemoney_transaction_id: null,
     amount: 10_000,
@@ -59,22 +59,20 @@ function failedTransactionSnapshot(): Record<keyof TransactionFields, unknown> {
 
 /** A transaction.failed event in the outbox, as the trigger writes one (the dispatcher is told, as at a commit). */
 async function eventIn(world: World, org: Org) {
-  const snapshot = failedTransactionSnapshot();
+  const transaction = randomUUID();
+  const resource = `trx_${randomBytes(12).toString('base64url')}`;
   const [made] = await db()('webhook_events')
     .insert({
       organization_id: world.organizations[org],
       type: EVENT_TYPE,
-      resource_id: snapshot.id,
-      snapshot,
+      resource_id: transaction,
+      // As webhook_emit keys a change: the resource and the committing transaction.
+      change_key: db().raw(`? || '@' || txid_current()`, [transaction]),
+      snapshot: failedTransaction(transaction, resource),
     })
     .returning<{ id: string; occurred_at: Date }[]>(['id', 'occurred_at']);
   await db().raw(`select pg_notify('webhook_events', '')`);
-  return {
-    id: made!.id,
-    occurredAt: made!.occurred_at,
-    transaction: snapshot.id as string,
-    resource: snapshot.resource_id as string,
-  };
+  return { id: made!.id, occurredAt: made!.occurred_at, transaction, resource };
 }
 type Event = Awaited<ReturnType<typeof eventIn>>;
 
@@ -111,7 +109,7 @@ const eventTarget = (org: Org, event: Event, extra: string[] = []): Instance => 
   secrets: [event.transaction, event.resource, ...extra],
 });
 
-/** What every webhook route's fixture ends with: the matrix organizations' endpoints gone (at most WEBHOOK_ENDPOINTS_MAX each). */
+/** Each route's fixture ends with the organizations' endpoints gone (each holds at most WEBHOOK_ENDPOINTS_MAX). */
 const cleanupOf = (world: World) => async () => {
   await db()('webhook_endpoints').whereIn('organization_id', Object.values(world.organizations)).delete();
 };

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import type { Worker, WorkflowBundle } from '@temporalio/worker';
+import type { WorkflowBundle } from '@temporalio/worker';
 import { buildApp } from '../../api/app';
 import type { AnyRoute } from '../../api/route';
 import { generateServiceSigningKey, loadServiceKeys } from '../../api/auth/service-keys';
@@ -28,7 +28,7 @@ import { createProviders } from '../../providers';
 import { bundleWorkflows } from '../../worker/bundle';
 import { installRuntime } from '../../worker/runtime';
 import { ensureSchedules } from '../../worker/schedules/index';
-import { createWorker } from '../../worker/worker';
+import { createWorker, type ServiceWorker } from '../../worker/worker';
 import { freePort } from './ports';
 import { createTestActivities } from './test-activities';
 import { testRoutes } from './test-routes';
@@ -52,7 +52,7 @@ export interface Harness {
   workflowBundle: WorkflowBundle;
   /** The same bundle in a file, for the worker processes tests spawn (WORKFLOW_BUNDLE_PATH): up seconds sooner. */
   workflowBundlePath: string;
-  worker: Worker;
+  worker: ServiceWorker;
   api: RunningApi;
   baseUrl: string;
   deps: AppDeps;

@@ -47,6 +47,26 @@ describe('webhook endpoints', () => {
     assert.ok(Math.abs(graceMs - harness().config.WEBHOOK_SECRET_GRACE) < 60_000);
   });
 
+  it('a rotation retried under its Idempotency-Key answers the same secret, not a third one', async () => {
+    const headers = { ...(await adminHeaders()), 'Idempotency-Key': randomUUID() };
+    const endpoint = await registerEndpoint(['transaction.posted']);
+    made.push(endpoint);
+    const path = `/v1/webhooks/endpoints/${endpoint.id}/secret/rotate`;
+    const first = await call('POST', path, { headers });
+    const again = await call('POST', path, { headers });
+    assert.equal(first.status, 200, first.text);
+    assert.equal(again.body.secret, first.body.secret);
+    assert.equal(first.headers.get('cache-control'), 'no-store');
+    const row = await harness().db('webhook_endpoints').where({ id: endpoint.id }).first();
+    assert.equal(row.previous_secret, endpoint.secret, 'the original secret keeps its grace');
+  });
+
+  it('a platform key manages no organization’s webhooks (403)', async () => {
+    const { key } = await createApiKey(harness().db, { platform: true, permissions: ['webhooks.manage'] });
+    const reply = await call('GET', '/v1/webhooks/endpoints', { headers: { Authorization: `Bearer ${key}` } });
+    assert.equal(reply.status, 403, reply.text);
+  });
+
   it('another organization’s endpoint is 404, and a caller without webhooks.manage is 403', async () => {
     const endpoint = await registerEndpoint(['transaction.posted']);
     made.push(endpoint);

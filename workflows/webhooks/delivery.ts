@@ -11,6 +11,7 @@ import { WebhookFailure, type WebhookDeliveryInput, type WebhookDeliveryResult }
 export async function webhookDelivery(input: WebhookDeliveryInput): Promise<WebhookDeliveryResult> {
   const { retry } = input;
   const { attemptWebhookDelivery } = proxyActivities<WebhookActivities>({
+    taskQueue: input.activityTaskQueue,
     startToCloseTimeout: retry.attemptMs,
     scheduleToCloseTimeout: retry.windowMs,
     retry: {

@@ -13,8 +13,12 @@ export interface WebhookRetry {
 }
 
 export interface WebhookDeliveryInput {
+  /** Where its attempts run: the webhook worker's own queue (see worker/worker.ts). */
+  activityTaskQueue: string;
   organizationId: string;
   deliveryId: string;
+  /** The delivery's generation (resends count up): only its run may end it. */
+  generation: number;
   eventId: string;
   endpointId: string;
   retry: WebhookRetry;
@@ -51,6 +55,10 @@ export function webhookRetryOf(config: {
     attemptMs: config.WEBHOOK_TIMEOUT + 15_000,
   };
 }
+
+/** The task queue of webhook attempts: WEBHOOK_TASK_QUEUE, or the service's with `-webhooks`. */
+export const webhookTaskQueue = (config: { WEBHOOK_TASK_QUEUE?: string; TEMPORAL_TASK_QUEUE: string }) =>
+  config.WEBHOOK_TASK_QUEUE ?? `${config.TEMPORAL_TASK_QUEUE}-webhooks`;
 
 /** How a delivery's run is started (by the dispatcher, or a resend): its id, input and search attributes. */
 export function webhookDeliveryStart(input: WebhookDeliveryInput, taskQueue: string) {

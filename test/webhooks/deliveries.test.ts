@@ -1,6 +1,8 @@
 import { strict as assert } from 'node:assert';
 import { randomUUID } from 'node:crypto';
+import { workflowIds } from '../../workflows/ids';
 import { harness } from '../support/harness';
+import { recordHistory } from '../support/histories';
 import { call } from '../support/http';
 import { type Customer, insertStkPushTransaction, newCustomer, pushAccepted, settled, until } from '../support/money';
 import {
@@ -81,6 +83,7 @@ describe('webhook deliveries', () => {
       delivery.attempts.map((a: { status_code: number }) => a.status_code),
       [500, 500, 204],
     );
+    await recordHistory(workflowIds.webhookDelivery(got[0]!.webhookId!, hook.id), 'webhookDelivery-retried-delivered');
   });
 
   it('a 429 waits its Retry-After before the next attempt', async () => {
@@ -107,6 +110,7 @@ describe('webhook deliveries', () => {
     });
     assert.equal(delivery.last_error, 'answered 410');
     assert.equal(receivedAbout(hook.name, id).length, 1, 'not retried');
+    await recordHistory(workflowIds.webhookDelivery(delivery.event_id, hook.id), 'webhookDelivery-refused');
   });
 
   it('an endpoint failing for longer than WEBHOOK_DISABLE_AFTER is disabled, with the reason', async () => {
@@ -141,6 +145,7 @@ describe('webhook deliveries', () => {
     const [, again] = await awaitReceived(hook.name, id, 2);
     assert.equal(again!.webhookId, first!.webhookId);
     assert.equal(again!.verified, true);
+    await recordHistory(workflowIds.webhookDelivery(first!.webhookId!, hook.id), 'webhookDelivery-resent');
   });
 
   it('an endpoint’s events since a time are sent again, only the types it subscribes to', async () => {
@@ -201,5 +206,20 @@ describe('webhook deliveries', () => {
     });
     assert.match(delivery.last_error, /address refused/);
     assert.equal(delivery.attempts[0].status_code, null);
+  });
+
+  it('a dispatcher run relays for its interval, then ends (its schedule starts the next)', async () => {
+    const hook = await endpoint(['transaction.failed']);
+    const workflowId = `webhook-dispatch-test-${randomUUID()}`;
+    const run = harness().client.workflow.start('webhookDispatch', {
+      taskQueue: harness().taskQueue,
+      workflowId,
+      args: [{ listenMs: 1_500 }],
+    });
+    const id = await failedTransaction(customer);
+    await awaitReceived(hook.name, id);
+    const result = await (await run).result();
+    assert.equal(typeof result.events, 'number');
+    await recordHistory(workflowId, 'webhookDispatch');
   });
 });

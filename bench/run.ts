@@ -17,6 +17,7 @@ const BENCHMARKS = [
   'otp.ts',
   'presign.ts',
   'agents.ts',
+  'webhooks.ts',
 ];
 
 let failed = 0;

@@ -56,6 +56,8 @@ export interface RecordedDelivery {
 export interface RunningWebhookReceiver {
   url: string;
   deliveries(): RecordedDelivery[];
+  /** Hears each delivery as it is recorded (benchmarks time arrivals by it). */
+  onDelivery(listener: (delivery: RecordedDelivery) => void): void;
   /** Registers (or replaces) a receiver's secrets (`whsec_` + base64); throws on one that is not. */
   register(name: string, secrets: string[]): void;
   close(): Promise<void>;
@@ -123,6 +125,7 @@ export async function startWebhookReceiver(options: WebhookReceiverOptions = {})
   const timers = new SimulatorTimers();
   let deliveries: RecordedDelivery[] = [];
   const receivers = new Map<string, Webhook[]>();
+  const listeners: ((delivery: RecordedDelivery) => void)[] = [];
   /** A receiver's own fault mode, over the simulator's (tests sharing one receiver do not meet each other's). */
   const receiverModes = new Map<string, SimulatorMode>();
   /** Slow answers being held: released on reset, so no sender waits on a forgotten mode. */
@@ -230,6 +233,7 @@ export async function startWebhookReceiver(options: WebhookReceiverOptions = {})
       receivedAt: new Date().toISOString(),
     };
     deliveries.push(delivery);
+    for (const listener of listeners) listener(delivery);
     if (!verified) {
       ctx.status = 400;
       ctx.body = { error: 'signature' };
@@ -255,6 +259,7 @@ export async function startWebhookReceiver(options: WebhookReceiverOptions = {})
   return {
     url: server.url,
     deliveries: () => deliveries.map((d) => ({ ...d })),
+    onDelivery: (listener) => void listeners.push(listener),
     register: (name, secrets) => void receivers.set(name, verifiers(secrets)),
     close: () => server.close(),
   };

@@ -1,0 +1,147 @@
+import { randomUUID } from 'node:crypto';
+import { insertEndpoint } from '../db/webhooks/endpoints';
+import { newSecret } from '../providers/webhooks/signature';
+import { type RecordedDelivery, startWebhookReceiver } from '../simulators/webhook-receiver';
+import { workflowIds } from '../workflows/ids';
+import { startChaosDeployment } from './chaos/deployment';
+import { line, type Loop, mapBounded, openLoop } from './lib';
+import { seedBorrowers } from './seed';
+
+/**
+ * `npm run bench:webhooks` (issue 33): from a state change committed to its delivery verified at
+ * the receiver. STK pushes at a fixed rate on the deployment shape (API, worker, simulators, each
+ * a process; the receiver simulator, verifying with standardwebhooks, in this one), first with no
+ * endpoint (the same path without delivery: API call to POSTED), then with one subscribed to
+ * transaction.posted: API call to POSTED, API call to the delivery verified, and the event's
+ * timestamp (its commit) to the delivery verified. BENCH_SECONDS (20), BENCH_RATE (10/s).
+ */
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 20);
+const RATE = Number(process.env.BENCH_RATE ?? 10);
+const CUSTOMERS = 64;
+
+const percentiles = (values: number[]) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const at = (p: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? NaN;
+  return { p50: at(0.5), p99: at(0.99) };
+};
+
+async function main() {
+  const cleanups: (() => Promise<unknown>)[] = [];
+  try {
+    const deployment = await startChaosDeployment({
+      workers: 1,
+      taskQueue: 'bench-webhooks',
+      env: { STK_PUSH_CALLBACK_WAIT: '20s', RATE_LIMIT_CALLBACK_POINTS: '1000000000' },
+      cleanups,
+    });
+    const receiver = await startWebhookReceiver();
+    cleanups.push(() => receiver.close());
+    const arrivals = new Map<string, (delivery: RecordedDelivery) => void>();
+    receiver.onDelivery((delivery) => {
+      const id = (delivery.body as { data?: { id?: string } } | null)?.data?.id;
+      if (id && delivery.verified) arrivals.get(id)?.(delivery);
+    });
+
+    const customers = Array.from({ length: CUSTOMERS }, (_, i) => ({
+      id: randomUUID(),
+      current: randomUUID(),
+      credit: randomUUID(),
+      phone: `+25471${String(i).padStart(6, '0')}0`, // last digit 0: the simulator's "paid"
+    }));
+    await seedBorrowers(deployment.db, deployment.organizationId, customers, 0);
+    const tokens = await mapBounded(customers, (c) => deployment.token(c.id));
+    const push = async (i: number): Promise<string> => {
+      const c = customers[i % CUSTOMERS]!;
+      const response = await fetch(`${deployment.apiUrl}/v1/transactions/mobilemoney/stk-push`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${tokens[i % CUSTOMERS]}`, 'content-type': 'application/json' },
+        body: JSON.stringify({
+          account_id: c.current,
+          amount: { value: 10_000, currency: 'KES' },
+          mobile_number: c.phone,
+        }),
+      });
+      const body = (await response.json()) as { id: string };
+      if (response.status !== 201) throw new Error(`stk-push answered ${response.status}`);
+      return body.id;
+    };
+    const posted = async (id: string) => {
+      const result = (await deployment.temporal.workflow.getHandle(workflowIds.stkPush(id)).result()) as {
+        status: string;
+      };
+      if (result.status !== 'POSTED') throw new Error(`push ended ${result.status}`);
+    };
+
+    // The same path without delivery: no endpoint, so no delivery run (the event is still written).
+    await openLoop(RATE, 3, async (i) => posted(await push(i))); // warm up
+    const without = await openLoop(RATE, SECONDS, async (i) => posted(await push(i)));
+
+    const endpoint = await insertEndpoint(
+      deployment.db,
+      deployment.organizationId,
+      {
+        id: randomUUID(),
+        url: `${receiver.url}/webhooks/bench`,
+        description: 'bench',
+        event_types: ['transaction.posted'],
+        enabled: true,
+        secret: newSecret(),
+      },
+      Number.MAX_SAFE_INTEGER,
+    );
+    receiver.register('bench', [endpoint!.secret]);
+    const commitToDelivered: number[] = [];
+    const callToPosted: number[] = [];
+    const pushAndDeliver = async (i: number) => {
+      const started = performance.now();
+      const at = Date.now();
+      let id = '';
+      const arrived = new Promise<RecordedDelivery>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error('no delivery within 60 s')), 60_000);
+        void push(i).then((pushed) => {
+          id = pushed;
+          arrivals.set(id, (delivery) => {
+            clearTimeout(timer);
+            resolve(delivery);
+          });
+        }, reject);
+      });
+      const delivery = await arrived;
+      arrivals.delete(id);
+      const event = delivery.body as { timestamp: string; data: { posted_at: string } };
+      commitToDelivered.push(Date.parse(delivery.receivedAt) - Date.parse(event.timestamp));
+      callToPosted.push(Date.parse(event.data.posted_at) - at);
+      return performance.now() - started;
+    };
+    await openLoop(RATE, 3, async (i) => void (await pushAndDeliver(i + 1_000_000))); // warm up
+    commitToDelivered.length = 0;
+    callToPosted.length = 0;
+    const withDelivery: Loop = await openLoop(RATE, SECONDS, async (i) => void (await pushAndDeliver(i)));
+
+    const commit = percentiles(commitToDelivered);
+    const posting = percentiles(callToPosted);
+    console.log(`\nWebhooks: STK pushes at a fixed ${RATE}/s for ${SECONDS} s, deployment shape (1 API, 1 worker)`);
+    console.log(line('API call to POSTED, no endpoint (the path without delivery)', without, 'pushes'));
+    console.log(line('API call to the delivery verified at the receiver', withDelivery, 'pushes'));
+    console.log(
+      `  ${'API call to POSTED (posted_at), with the endpoint'.padEnd(58)}        p50 ${posting.p50.toFixed(0)} ms  p99 ${posting.p99.toFixed(0)} ms`,
+    );
+    console.log(
+      `  ${'commit (event timestamp) to the delivery verified'.padEnd(58)}        p50 ${commit.p50.toFixed(0)} ms  p99 ${commit.p99.toFixed(0)} ms`,
+    );
+    console.log(
+      `  delivered p50 / POSTED p50 without delivery: ${(withDelivery.p50 / without.p50).toFixed(2)}; ` +
+        `p99: ${(withDelivery.p99 / without.p99).toFixed(2)}`,
+    );
+  } finally {
+    for (const cleanup of cleanups.reverse()) await cleanup().catch(() => {});
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (error) => {
+    console.error(error);
+    process.exit(1);
+  },
+);

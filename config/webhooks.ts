@@ -33,6 +33,6 @@ export const webhookSettings = {
   WEBHOOK_ENDPOINTS_MAX: positiveInt(16),
   /** How long one dispatcher run lasts before its schedule starts the next one. */
   WEBHOOK_DISPATCH_INTERVAL: duration('1m'),
-  /** How often the dispatcher looks for committed events (one index probe): an event waits half this on average. */
-  WEBHOOK_DISPATCH_POLL: duration('200ms'),
+  /** How often the dispatcher looks for committed events (one statement on a partial index): an event waits half this on average. */
+  WEBHOOK_DISPATCH_POLL: duration('100ms'),
 };

@@ -22,8 +22,9 @@ type Deps = Needs<
 
 /**
  * The outbox's relay: committed events get their deliveries (one per subscribed endpoint) and
- * each delivery its run, polled every WEBHOOK_DISPATCH_POLL (a probe of a partial index that
- * holds only what waits). A run is started with REJECT_DUPLICATE: a round repeated after a crash
+ * each delivery its run, polled every WEBHOOK_DISPATCH_POLL (one statement over a partial index
+ * that holds only what waits; deliveries still to start are looked for after events were taken,
+ * and every few seconds). A run is started with REJECT_DUPLICATE: a round repeated after a crash
  * never sends a delivered event again (resends are the API's, which allows it). It heartbeats per
  * batch, so a busy round is never taken for a lost one.
  */
@@ -67,6 +68,9 @@ export function createWebhookDispatchActivities(deps: Deps) {
     return started;
   }
 
+  /** Starts are looked for after events were taken, and this often regardless (one lost to a crash). */
+  const SWEEP_MS = 5_000;
+  let swept = 0;
   async function round(heartbeat: () => void): Promise<{ events: number; started: number }> {
     let events = 0;
     for (let batch = 0; batch < ROUND_BATCHES; batch++) {
@@ -75,6 +79,8 @@ export function createWebhookDispatchActivities(deps: Deps) {
       events += taken;
       if (taken < BATCH) break;
     }
+    if (events === 0 && Date.now() - swept < SWEEP_MS) return { events, started: 0 };
+    swept = Date.now();
     return { events, started: await startRuns(heartbeat) };
   }
 

@@ -30,6 +30,8 @@ const devSettings = {
   OBJECT_STORE_BIN: z.string().min(1).optional(),
   /** Port of the invoice-extraction provider simulator under npm start. */
   EXTRACTION_SIMULATOR_PORT: port(3108),
+  /** Port of the webhook receiver simulator npm start registers for the demo organization. */
+  WEBHOOK_RECEIVER_PORT: port(3109),
   /** `npm run cluster`: API processes (behind its proxy on PORT, themselves on PORT+1…) and worker processes. */
   CLUSTER_API_INSTANCES: positiveInt(2),
   CLUSTER_WORKER_INSTANCES: positiveInt(2),

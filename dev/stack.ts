@@ -56,6 +56,7 @@ export async function startProviders(config: DevConfig, say: Say, stops: Stops) 
     emailPort: config.EMAIL_SIMULATOR_PORT,
     bankPort: config.BANK_SIMULATOR_PORT,
     extractionPort: config.EXTRACTION_SIMULATOR_PORT,
+    webhookReceiverPort: config.WEBHOOK_RECEIVER_PORT,
     objectStore: {
       port: config.OBJECT_STORE_PORT,
       dataDir: path.join(config.DATA_DIR, 'object-store'),

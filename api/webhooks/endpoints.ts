@@ -55,7 +55,10 @@ type EndpointDeps = Needs<
 >;
 
 /** The URL's scheme, credentials and every address its host resolves to, or INVALID_PARAMS naming body.url. */
-async function checkUrl(config: EndpointDeps['config'], url: string): Promise<void> {
+export async function checkUrl(
+  config: Pick<EndpointDeps['config'], 'NODE_ENV' | 'WEBHOOK_ALLOWED_ADDRESSES'>,
+  url: string,
+): Promise<void> {
   const target = new URL(url);
   const refuse = (reason: string) => {
     throw new ServiceError(ErrorCode.INVALID_PARAMS, 'Invalid parameters', [

@@ -85,7 +85,7 @@ export function webhookEventRoutes(
     const after = positionOf(query.after);
     const page = await listDeliveries(db, organizationOf(ctx), of, {
       size: query.size,
-      ...(after ? { after: { createdAt: after.at, id: after.id } } : {}),
+      ...(after ? { after } : {}),
       ...(query.status ? { status: query.status } : {}),
     });
     const last = page.rows.at(-1);
@@ -121,7 +121,7 @@ export function webhookEventRoutes(
           db,
           organizationOf(ctx),
           { ...(query.type ? { type: query.type } : {}), ...(query.since ? { since: new Date(query.since) } : {}) },
-          { size: query.size, ...(after ? { after: { occurredAt: after.at, id: after.id } } : {}) },
+          { size: query.size, ...(after ? { after } : {}) },
         );
         const last = page.rows.at(-1);
         const params = new URLSearchParams({ size: String(query.size) });

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { newestFirst } from './pages';
 
 export type DeliveryStatus = 'PENDING' | 'SUCCEEDED' | 'FAILED';
 
@@ -109,7 +110,7 @@ export async function finishDelivery(
 export const ATTEMPTS_SHOWN = 20;
 
 export interface DeliveryPosition {
-  createdAt: Date;
+  at: Date;
   id: string;
 }
 
@@ -125,15 +126,7 @@ export async function listDeliveries(
     ...('endpointId' in of ? { endpoint_id: of.endpointId } : { event_id: of.eventId }),
   });
   if (page.status) q.where({ status: page.status });
-  if (page.after) q.whereRaw('(created_at, id) < (?, ?)', [page.after.createdAt, page.after.id]);
-  const rows = await q
-    .orderBy([
-      { column: 'created_at', order: 'desc' },
-      { column: 'id', order: 'desc' },
-    ])
-    .limit(page.size + 1)
-    .select<WebhookDeliveryRow[]>('*');
-  const shown = rows.slice(0, page.size);
+  const { rows: shown, more } = await newestFirst<WebhookDeliveryRow>(q, 'created_at', page.size, page.after);
   const attempts =
     shown.length === 0
       ? []
@@ -156,6 +149,6 @@ export async function listDeliveries(
           .orderBy([{ column: 'attempted_at' }, { column: 'id' }]);
   return {
     rows: shown.map((row) => ({ ...row, attempt_list: attempts.filter((a) => a.delivery_id === row.id) })),
-    more: rows.length > page.size,
+    more,
   };
 }

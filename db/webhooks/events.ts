@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { newestFirst } from './pages';
 
 /** An event of the outbox (written by the triggers of the webhooks migration). */
 export interface WebhookEventRow {
@@ -64,7 +65,7 @@ export const findEvent = (db: Knex, organizationId: string, id: string) =>
   db('webhook_events').where({ organization_id: organizationId, id }).first<WebhookEventRow | undefined>();
 
 export interface EventPosition {
-  occurredAt: Date;
+  at: Date;
   id: string;
 }
 
@@ -79,13 +80,5 @@ export async function listEvents(
   if (filter.type) q.where({ type: filter.type });
   if (filter.types) q.whereIn('type', filter.types);
   if (filter.since) q.where('occurred_at', '>=', filter.since);
-  if (page.after) q.whereRaw('(occurred_at, id) < (?, ?)', [page.after.occurredAt, page.after.id]);
-  const rows = await q
-    .orderBy([
-      { column: 'occurred_at', order: 'desc' },
-      { column: 'id', order: 'desc' },
-    ])
-    .limit(page.size + 1)
-    .select<WebhookEventRow[]>('*');
-  return { rows: rows.slice(0, page.size), more: rows.length > page.size };
+  return newestFirst<WebhookEventRow>(q, 'occurred_at', page.size, page.after);
 }

@@ -86,6 +86,27 @@ describe('webhook deliveries', () => {
     await recordHistory(workflowIds.webhookDelivery(got[0]!.webhookId!, hook.id), 'webhookDelivery-retried-delivered');
   });
 
+  it('a slow receiver holds back only its own deliveries, at most WEBHOOK_ENDPOINT_CONCURRENCY at a time', async () => {
+    const slow = await endpoint(['transaction.failed']);
+    const quick = await endpoint(['transaction.failed']);
+    await receiverControl(`/receivers/${slow.name}/mode`, 'PATCH', { answer: 'slow', slowMs: 1_800 });
+    const ids: string[] = [];
+    for (let i = 0; i < 6; i++) ids.push(await failedTransaction(customer));
+    const arrived = async (name: string) => {
+      const times: number[] = [];
+      for (const id of ids) times.push(Date.parse((await awaitReceived(name, id))[0]!.receivedAt));
+      return times.sort((a, b) => a - b);
+    };
+    const [slowTimes, quickTimes] = await Promise.all([arrived(slow.name), arrived(quick.name)]);
+    const slots = harness().config.WEBHOOK_ENDPOINT_CONCURRENCY;
+    assert.ok(slots < ids.length);
+    assert.ok(
+      slowTimes[slots]! - slowTimes[0]! >= 1_000,
+      'the slow receiver’s next delivery waited for a slot to come free',
+    );
+    assert.ok(quickTimes.at(-1)! < slowTimes[slots]!, 'the other endpoint’s deliveries did not wait behind it');
+  });
+
   it('a 429 waits its Retry-After before the next attempt', async () => {
     const hook = await endpoint(['transaction.failed']);
     await receiverControl(`/receivers/${hook.name}/mode`, 'PATCH', {

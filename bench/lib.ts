@@ -87,6 +87,16 @@ export async function compare(options: {
 const QUIET = { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' };
 
 /**
+ * Under `npm run bench:profile` (BENCH_PROFILE_DIR set), a started process writes its CPU profile
+ * at exit into a folder of its own there, named after it (node refuses --cpu-prof in NODE_OPTIONS:
+ * processes are started as `node <flags> --import tsx <script>`).
+ */
+const profileArgs = (name: string): string[] =>
+  process.env.BENCH_PROFILE_DIR
+    ? ['--cpu-prof', `--cpu-prof-dir=${path.join(process.env.BENCH_PROFILE_DIR, name)}`]
+    : [];
+
+/**
  * Starts a bench server script in its own process (the load generator must not share the
  * server's event loop) and resolves with the JSON line it prints once listening.
  */
@@ -95,11 +105,12 @@ export async function startServer<T>(
   env: NodeJS.ProcessEnv = {},
 ): Promise<{ info: T; child: ChildProcess }> {
   const root = path.resolve(__dirname, '..');
-  const child = spawn(path.join(root, 'node_modules/.bin/tsx'), [path.join(__dirname, 'servers', script)], {
-    cwd: root,
-    env: { ...process.env, ...QUIET, LOG_LEVEL: 'silent', ...env },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  const name = `server-${path.basename(script, '.ts')}`;
+  const child = spawn(
+    process.execPath,
+    [...profileArgs(name), '--import', 'tsx', path.join(__dirname, 'servers', script)],
+    { cwd: root, env: { ...process.env, ...QUIET, LOG_LEVEL: 'silent', ...env }, stdio: ['ignore', 'pipe', 'inherit'] },
+  );
   const info = await new Promise<T>((resolve, reject) => {
     let buffered = '';
     const onData = (chunk: Buffer) => {
@@ -144,7 +155,11 @@ export async function startService(
   serviceNodeArgs: string[] = [],
 ): Promise<ChildProcess> {
   const root = path.resolve(__dirname, '..');
-  const nodeArgs = [...serviceNodeArgs, ...(process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean)];
+  const nodeArgs = [
+    ...serviceNodeArgs,
+    ...(process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean),
+    ...profileArgs(path.basename(path.dirname(entry))), // api/server.ts: api; worker/main.ts: worker
+  ];
   const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', path.join(root, entry)], {
     cwd: root,
     env: { ...process.env, ...QUIET, LOG_LEVEL: 'info', ...env },

@@ -28,6 +28,9 @@ const SECRET_FIELDS = [
   'smileid-token',
   // The SMS gateway's key header.
   'apiKey',
+  // Webhook endpoints' signing secrets.
+  'secret',
+  'previous_secret',
 ];
 /**
  * Secret field names at the top level and one level down under the usual containers. Explicit

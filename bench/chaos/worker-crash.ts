@@ -308,7 +308,15 @@ export async function runWorkerCrash(options: SuiteOptions): Promise<boolean> {
     const figures: Figure[] = [
       { name: 'started', value: all('final') + all('lost') },
       { name: 'completed', value: all('final') },
-      { name: 'lost', value: all('lost'), expectZero: true },
+      {
+        name: 'lost',
+        value: all('lost'),
+        expectZero: true,
+        detail: operations
+          .filter((o) => o.state === 'lost')
+          .map((o) => `${o.kind} last seen ${o.outcome} after ${o.seconds.toFixed(0)} s`)
+          .join('; '),
+      },
       { name: 'refused by the API', value: all('refused'), expectZero: true },
       { name: 'not started (their loan did not complete)', value: all('not started'), expectZero: true },
       { name: "errors of the suite's own client", value: all('error'), expectZero: true },

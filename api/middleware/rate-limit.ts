@@ -51,8 +51,10 @@ function memoryBudget(keyPrefix: string, points: number, duration: number): Budg
 interface KeyState {
   /** Points the shared store held at the last sync. */
   consumed: number;
-  /** Points this instance spent since then. */
+  /** Points this instance spent since then, not yet being written. */
   pending: number;
+  /** Points being written to the store now (counted until the store's answer includes them). */
+  sending: number;
   resetAt: number;
   syncedAt: number;
   syncing?: Promise<void>;
@@ -93,6 +95,7 @@ function sharedBudget(
       const spent = state.pending;
       const window = state.resetAt;
       state.pending -= spent;
+      state.sending = spent;
       try {
         const res = spent > 0 ? await store.penalty(storeKey(key), spent) : await store.get(storeKey(key));
         if (res) adopt(state, res.consumedPoints, res.msBeforeNext);
@@ -107,6 +110,7 @@ function sharedBudget(
         state.syncedAt = Date.now();
         unavailable(error);
       } finally {
+        state.sending = 0;
         state.syncing = undefined;
       }
     })();
@@ -129,12 +133,15 @@ function sharedBudget(
   async function current(key: string): Promise<KeyState> {
     let state = keys.get(key);
     if (!state) {
-      state = { consumed: 0, pending: 0, resetAt: Date.now() + windowMs, syncedAt: 0 };
+      state = { consumed: 0, pending: 0, sending: 0, resetAt: Date.now() + windowMs, syncedAt: 0 };
       keys.set(key, state);
     }
-    // A view older than one interval is read again before deciding: busy keys are synced by
-    // the flush anyway, and a key seen now and then costs one read, not a row lock.
-    if (Date.now() - state.syncedAt > syncMs || state.syncing) await sync(key, state);
+    // A key new to this instance waits for the shared count once; a view older than one
+    // interval is read again before deciding (a key seen now and then costs one read, not a row
+    // lock). A busy key's view is kept fresh by the flush in the background: a request that finds
+    // its sync under way decides from the local view rather than waiting for the store.
+    const stale = Date.now() - state.syncedAt > syncMs;
+    if (state.syncedAt === 0 || (stale && !state.syncing)) await sync(key, state);
     const now = Date.now();
     if (state.resetAt <= now) {
       // The window is over: what was counted in it no longer matters, written or not; the
@@ -150,7 +157,7 @@ function sharedBudget(
     points,
     async take(key) {
       const state = await current(key);
-      const used = state.consumed + state.pending;
+      const used = state.consumed + state.sending + state.pending;
       const msBeforeReset = state.resetAt - Date.now();
       if (used >= points) return { allowed: false, remaining: 0, msBeforeReset };
       state.pending += 1;
@@ -158,7 +165,7 @@ function sharedBudget(
     },
     async spent(key) {
       const state = await current(key);
-      const used = state.consumed + state.pending;
+      const used = state.consumed + state.sending + state.pending;
       return {
         allowed: used < points,
         remaining: Math.max(0, points - used),

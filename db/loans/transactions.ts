@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import type { TransactionRow } from '../mobile-money/transactions';
+import { preparedRows } from '../prepared';
 
 /**
  * The lending account's transaction events and their allocation records, read for the two
@@ -53,31 +54,49 @@ export interface Page<T> {
   newer: boolean;
 }
 
-/** One keyset page of `base` (already filtered) by seq, newest first, with both neighbours known. */
+/**
+ * One keyset page of `base` (already filtered) by seq, newest first, with both neighbours known,
+ * in one statement: the page (one index range, `size + 1` rows: the extra one tells whether the
+ * far side goes on), and an EXISTS probe one row past its near end. `extra` adds columns read per
+ * page row (the outer query sees the page as `page`). Round trips, not rows, are what a page
+ * costs here: a socket write is the largest share of a request's CPU (see README, Benchmarks).
+ */
 async function keysetPage<T extends { seq: string }>(
+  db: Knex,
   base: () => Knex.QueryBuilder,
   seqColumn: string,
   page: PageQuery,
   select: (q: Knex.QueryBuilder) => Knex.QueryBuilder,
+  extra: (string | Knex.Raw)[] = [],
 ): Promise<Page<T>> {
   const towardsNewer = page.before !== undefined;
   const q = base();
   if (page.after !== undefined) q.where(seqColumn, '<', page.after.toString());
   if (page.before !== undefined) q.where(seqColumn, '>', page.before.toString());
-  const fetched: T[] = await select(q.orderBy(seqColumn, towardsNewer ? 'asc' : 'desc').limit(page.size + 1));
+  // The near neighbour: the first row past the page's near end, walked from there in the index
+  // (ordered with a limit: as a bare EXISTS the planner, not knowing the bound, may scan the table).
+  const near = towardsNewer ? '<' : '>';
+  const probe = base()
+    .whereRaw(`${seqColumn} ${near} (select ${towardsNewer ? 'min' : 'max'}(seq) from page)`)
+    .orderBy(seqColumn, towardsNewer ? 'desc' : 'asc')
+    .limit(1)
+    .select(db.raw('1'));
+  // Prepared: planning this statement costs about as much as running it, and its plan (index
+  // ranges on the account's or installment's seq) does not hang on the values.
+  const fetched = await preparedRows<T & { near: boolean }>(
+    db,
+    db
+      .with('page', select(q.orderBy(seqColumn, towardsNewer ? 'asc' : 'desc').limit(page.size + 1)))
+      .from('page')
+      .select('page.*', db.raw('(?) is not null as near', [probe]), ...extra)
+      .orderBy('page.seq', towardsNewer ? 'asc' : 'desc'),
+  );
   const more = fetched.length > page.size;
-  const rows = fetched.slice(0, page.size);
+  const nearExists = fetched[0]?.near ?? false;
+  const rows: T[] = fetched.slice(0, page.size).map(({ near: _, ...row }) => row as unknown as T);
   if (towardsNewer) rows.reverse();
   if (rows.length === 0) return { rows, older: false, newer: false };
-  // The other neighbour: one probe past the page's far end, ordered so it walks the index from there.
-  const probe = async (op: '<' | '>', seq: string) =>
-    (await base()
-      .where(seqColumn, op, seq)
-      .orderBy(seqColumn, op === '>' ? 'asc' : 'desc')
-      .first(seqColumn)) !== undefined;
-  const older = towardsNewer ? await probe('<', rows.at(-1)!.seq) : more;
-  const newer = towardsNewer ? more : await probe('>', rows[0]!.seq);
-  return { rows, older, newer };
+  return towardsNewer ? { rows, older: nearExists, newer: more } : { rows, older: more, newer: nearExists };
 }
 
 /** The push's fields the Transaction view reads (never the whole row: it holds the callback token). */
@@ -112,28 +131,26 @@ export async function accountEventsPage(
   accountId: string,
   page: PageQuery,
 ): Promise<Page<EventRow & { allocations: AllocationRow[] }>> {
-  const result = await keysetPage<EventRow>(
+  const result = await keysetPage<EventRow & { allocations: (AllocationRow & { allocated_at: string })[] }>(
+    db,
     () => db('loan_transactions as e').where({ 'e.organization_id': organizationId, 'e.account_id': accountId }),
     'e.seq',
     page,
     (q) => q.leftJoin('transactions as t', 't.id', 'e.transaction_id').select(eventColumns(db)),
+    [
+      db.raw(
+        `coalesce((select json_agg(a order by a.loan_id, a.position) from installment_allocations a
+                    where a.organization_id = ? and a.event_id = page.id), '[]'::json) as allocations`,
+        [organizationId],
+      ),
+    ],
   );
-  const allocations: AllocationRow[] =
-    result.rows.length === 0
-      ? []
-      : await db('installment_allocations')
-          .where({ organization_id: organizationId })
-          .whereIn(
-            'event_id',
-            result.rows.map((r) => r.id),
-          )
-          .orderBy([{ column: 'loan_id' }, { column: 'position' }]);
   return {
     ...result,
     rows: result.rows.map((row) => ({
       ...row,
       push: reviveDates(row.push),
-      allocations: allocations.filter((a) => a.event_id === row.id),
+      allocations: row.allocations.map((a) => ({ ...a, allocated_at: new Date(a.allocated_at) })),
     })),
   };
 }
@@ -146,6 +163,7 @@ export async function installmentAllocationsPage(
   page: PageQuery,
 ): Promise<Page<AllocationRow & { event: EventRow }>> {
   const result = await keysetPage<AllocationRow & { event: Record<string, unknown>; push: unknown }>(
+    db,
     () =>
       db('installment_allocations as a').where({
         'a.organization_id': organizationId,

@@ -291,7 +291,8 @@ export const missedFigures: string[] = [];
 /** Prints a suite's figures, one a line, each expected zero marked ok or NOT 0; true when all held. */
 export function printFigures(title: string, figures: readonly Figure[]): boolean {
   console.log(`\n${title}`);
-  for (const f of figures) if (f.expectZero && f.value !== 0) missedFigures.push(`${f.name}: ${f.value}${f.detail ? ` [${f.detail}]` : ''}`);
+  for (const f of figures)
+    if (f.expectZero && f.value !== 0) missedFigures.push(`${f.name}: ${f.value}${f.detail ? ` [${f.detail}]` : ''}`);
   const width = Math.max(...figures.map((f) => f.name.length));
   for (const f of figures) {
     const verdict = f.expectZero ? (f.value === 0 ? '  (0 expected) ok' : '  (0 expected) NOT 0') : '';

@@ -37,6 +37,12 @@ export const platformSettings = {
   WORKER_METRICS_PORT: port(9464),
   WORKER_SHUTDOWN_GRACE: duration('30s'),
   /**
+   * Whether the worker ensures the service's Temporal Schedules as it starts (pointing them at its
+   * TEMPORAL_TASK_QUEUE). Off for a worker on a queue of its own beside the service's (a test's),
+   * which would otherwise draw the periodic runs to a queue that goes away with it.
+   */
+  WORKER_SCHEDULES: flag(true),
+  /**
    * A workflow bundle built beforehand (`npm run bundle`, e.g. when the image is built): the worker
    * loads it instead of bundling at start, a few seconds sooner. Unset: it bundles the checkout's.
    */

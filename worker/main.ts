@@ -28,7 +28,7 @@ async function main() {
   const connection = await NativeConnection.connect({ address: options.address });
   const clientConnection = await Connection.connect(options);
   const temporal = new Client({ connection: clientConnection, namespace: config.TEMPORAL_NAMESPACE });
-  await ensureSchedules(temporal, config);
+  if (config.WORKER_SCHEDULES) await ensureSchedules(temporal, config);
   const worker = await createWorker(
     {
       connection,

@@ -6,15 +6,13 @@ import { harness } from '../support/harness';
 import { call } from '../support/http';
 import { until } from '../support/money';
 import { freePort } from '../support/ports';
-import { restoreSchedules, spawnService } from '../support/processes';
+import { spawnService } from '../support/processes';
 
 /**
  * The deployment shape, at debug level: the API and a worker as their own processes, their
  * output read whole after every self-service flow ran through them.
  */
 describe('spec 4.7 logs: no one-time code, link token, provider key or phone number ever appears in a log line', () => {
-  after(restoreSchedules);
-
   it('activation (wrong and right codes), e-mail verification and phone change through a debug-level API and worker: their logs hold the ids, never a code, token, key or number', async function () {
     this.timeout(180_000);
     const signingKey = JSON.stringify(await generateServiceSigningKey());

@@ -11,7 +11,7 @@ import { call } from '../support/http';
 import { applicantHeaders } from '../support/kyc';
 import { ledgerMismatches, loanRunInput, newBorrower, repayAll, takeLoan } from '../support/loans';
 import { journalKinds, until } from '../support/money';
-import { restoreSchedules, spawnWorker } from '../support/processes';
+import { spawnWorker } from '../support/processes';
 
 const operator = () => applicantHeaders(DEMO.users.internal);
 
@@ -31,8 +31,6 @@ async function replays(loanId: string) {
 }
 
 describe('every loan history replays, whatever the interleaving of its Updates, signals and timers', () => {
-  after(restoreSchedules);
-
   it('five waivers at once and a worker restart: the run replays, the next waiver is answered, a repayment is allocated and closes the loan', async function () {
     this.timeout(180_000);
     const { client, db } = harness();

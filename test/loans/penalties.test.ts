@@ -12,7 +12,7 @@ import { recordHistory } from '../support/histories';
 import { call } from '../support/http';
 import { ledgerMismatches, newBorrower, repay, takeLoan, testProduct } from '../support/loans';
 import { money, payerNumber, settled, stkPush, until } from '../support/money';
-import { restoreSchedules, spawnWorker } from '../support/processes';
+import { spawnWorker } from '../support/processes';
 
 /** Test days are one second long (LOAN_DAY_LENGTH): a bullet loan due on day `tenure`. */
 const bulletProduct = (penalty: { grace: number; period: number; maxDays: number; bps?: number }, tenure = 2) =>
@@ -28,8 +28,6 @@ const bulletProduct = (penalty: { grace: number; period: number; maxDays: number
 const chargesOf = (loanId: string) => harness().db('loan_penalty_charges').where({ loan_id: loanId }).orderBy('period');
 
 describe('spec 2 penalty_terms: AFTER_LOAN_END + grace, RECURRING every period_days, on PRINCIPAL_AND_ARREARS, up to max_charge_days', () => {
-  after(restoreSchedules);
-
   it('charges after the grace days, once per period, on what was outstanding then, and stops at the cap; payments pay penalties first', async function () {
     this.timeout(60_000);
     const product = await bulletProduct({ grace: 2, period: 1, maxDays: 3 });

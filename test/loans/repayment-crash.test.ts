@@ -6,11 +6,9 @@ import { workflowIds } from '../../workflows/ids';
 import { harness } from '../support/harness';
 import { allocated, ledgerMismatches, loanRunInput, newBorrower, takeLoan } from '../support/loans';
 import { journalKinds, money, payerNumber, stkPush, until } from '../support/money';
-import { restoreSchedules, spawnWorker } from '../support/processes';
+import { spawnWorker } from '../support/processes';
 
 describe('durability: the worker dies between a repayment’s posting and its allocation', () => {
-  after(restoreSchedules);
-
   it('killed as the push is POSTED: a new worker allocates the repayment once, to the cent', async function () {
     this.timeout(150_000);
     const { client, db } = harness();

@@ -12,7 +12,7 @@ import { harness } from '../support/harness';
 import { recordHistory } from '../support/histories';
 import { applyPartnerB, loanOf, newBorrower } from '../support/loans';
 import { balanceOf, journalKinds, until } from '../support/money';
-import { restoreSchedules, spawnWorker } from '../support/processes';
+import { spawnWorker } from '../support/processes';
 
 /** A signing key for a spawned worker's service tokens. */
 const signingKey = async () => JSON.stringify(await generateServiceSigningKey());
@@ -60,8 +60,6 @@ async function killed(worker: Awaited<ReturnType<typeof spawnWorker>>) {
 }
 
 describe('durability: the worker process dies in the middle of taking a loan offer', () => {
-  after(restoreSchedules);
-
   it('killed once the loan was made, before the update answered: a new worker finishes, the collateral is held once and the principal disbursed once', async function () {
     this.timeout(150_000);
     const { client, db } = harness();
@@ -200,8 +198,6 @@ const untilHistory = (workflowId: string, what: string, found: (event: HistoryEv
   );
 
 describe('durability: taking an offer whose Update was lost after its first step committed', () => {
-  after(restoreSchedules);
-
   it('the same keyed apply again finishes the acceptance (the same Update, every step finding its own work): 200 DISBURSED, never an ACCEPTED loan left undisbursed', async function () {
     this.timeout(60_000);
     const { client } = harness();
@@ -221,7 +217,6 @@ describe('durability: taking an offer whose Update was lost after its first step
 });
 
 describe('durability: a loan acceptance whose Update died is finished exactly once, retried or not', () => {
-  after(restoreSchedules);
   /** The offers are open for 15 s: taken within it, their runs reach the expiry within the test. */
   const OPEN_MS = 15_000;
 

@@ -8,7 +8,7 @@ import type { SendMoneyInput, StkPushInput } from '../../workflows/mobile-money/
 import { OrganizationId } from '../../workflows/search-attributes';
 import { harness } from '../support/harness';
 import { recordHistory } from '../support/histories';
-import { restoreSchedules, spawnWorker } from '../support/processes';
+import { spawnWorker } from '../support/processes';
 import {
   balanceOf,
   callbacksRecorded,
@@ -33,7 +33,6 @@ describe('durability: the worker process dies in the middle of a push', () => {
   before(async () => {
     signingKey = JSON.stringify(await generateServiceSigningKey());
   });
-  after(restoreSchedules);
   afterEach(resetSimulator);
 
   it('a worker killed after the push was accepted, the callback arriving while no worker runs, and a new worker: exactly one posting', async function () {

@@ -2,7 +2,6 @@ import { once } from 'node:events';
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { currentAccountSettings, mobileMoneySettings } from '../../dev/simulators';
-import { ensureSchedules } from '../../worker/schedules/index';
 import { harness } from './harness';
 import { freePort } from './ports';
 
@@ -23,6 +22,8 @@ export function spawnService(entry: string, extraEnv: Record<string, string>) {
       TEMPORAL_ADDRESS: env.address,
       PUBLIC_BASE_URL: config.PUBLIC_BASE_URL!,
       LOG_LEVEL: 'info',
+      // The harness's worker owns the schedules: a spawned one must not draw them to its queue.
+      WORKER_SCHEDULES: 'false',
       AUTH_JWKS_URL: config.AUTH_JWKS_URL!,
       AUTH_ISSUER: config.AUTH_ISSUER!,
       KYC_PROVIDER_URL: config.KYC_PROVIDER_URL!,
@@ -76,7 +77,6 @@ export function spawnService(entry: string, extraEnv: Record<string, string>) {
   };
 }
 
-/** A spawned worker points the service's schedules at its own task queue: point them back. */
 /** worker/main.ts as its own process on a task queue of its own (a test kills and restarts it). */
 export async function spawnWorker(taskQueue: string, signingKey: string) {
   const worker = spawnService('worker/main.ts', {
@@ -88,5 +88,3 @@ export async function spawnWorker(taskQueue: string, signingKey: string) {
   });
   return { ...worker, running: (timeoutMs = 60_000) => worker.waitFor(/worker running/, timeoutMs) };
 }
-
-export const restoreSchedules = () => ensureSchedules(harness().client, harness().config);

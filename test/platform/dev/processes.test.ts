@@ -1,7 +1,7 @@
 import { strict as assert } from 'node:assert';
 import { generateServiceSigningKey } from '../../../api/auth/service-keys';
 import { freePort } from '../../support/ports';
-import { restoreSchedules, spawnService } from '../../support/processes';
+import { spawnService } from '../../support/processes';
 
 let signingKey = '';
 before(async () => {
@@ -9,8 +9,6 @@ before(async () => {
 });
 
 describe('production entry points: npm run api and npm run worker', () => {
-  after(restoreSchedules);
-
   it('the worker runs against an existing Temporal and Postgres and stops gracefully on SIGTERM', async function () {
     this.timeout(90_000);
     const metricsPort = await freePort();

@@ -40,6 +40,9 @@ function overQuota(refused: OverQuota): ServiceError {
   );
 }
 
+/** A presigned URL's validity as signed: whole seconds, at least one. */
+const urlTtlSeconds = (ttlMs: number) => Math.max(1, Math.round(ttlMs / 1000));
+
 const PresignRequest = (maxBytes: number) =>
   z.strictObject({
     document_type: z.enum(DOCUMENT_TYPES).meta({ description: 'INVOICE (the only type so far)' }),
@@ -85,6 +88,7 @@ export function uploadRoutes(
   const { db, config, clock, providers } = deps;
   const createDocument = documentWriter(db, {
     pending: config.UPLOAD_QUOTA_PENDING,
+    urlTtlMs: urlTtlSeconds(config.UPLOAD_URL_TTL) * 1000,
     bytes: config.UPLOAD_QUOTA_BYTES,
     windowMs: config.UPLOAD_QUOTA_WINDOW,
   });
@@ -127,7 +131,7 @@ export function uploadRoutes(
         const merchantDigest = createHash('sha256').update(params.merchantId).digest('hex').slice(0, 32);
         const key = uploadKey(organizationId, merchantDigest, id);
         const now = clock.now();
-        const expiresInSeconds = Math.max(1, Math.round(config.UPLOAD_URL_TTL / 1000));
+        const expiresInSeconds = urlTtlSeconds(config.UPLOAD_URL_TTL);
         const { url, expiresAt, headers } = await providers.storage.presignPut({
           key,
           contentType: body.content_type,

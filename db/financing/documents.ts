@@ -16,6 +16,11 @@ export interface FinancingDocumentRow {
   created_at: Date;
   upload_expires_at: Date;
   uploaded_at: Date | null;
+  /** The merchant's running totals up to this document (see the presign totals migration). */
+  presigned_count: string;
+  presigned_bytes: string;
+  /** An invoice registered it (set by a trigger on the invoice). */
+  registered: boolean;
 }
 
 type NewDocument = Pick<
@@ -27,6 +32,8 @@ type NewDocument = Pick<
 export interface PresignQuota {
   /** Uploads presigned and still pending: the URL still valid, no invoice registered on the document. */
   pending: number;
+  /** How long a presigned URL is valid (UPLOAD_URL_TTL): an upload is pending that long at most. */
+  urlTtlMs: number;
   /** Bytes presigned in the last `windowMs`. */
   bytes: number;
   windowMs: number;
@@ -72,7 +79,7 @@ export function documentWriter(
           await trx.raw('select pg_advisory_xact_lock(hashtextextended(?, 0))', [key]);
           const { organization_id: organizationId, merchant_id: merchantId } = group[0]!.row;
           const now = group[0]!.now;
-          const usage = await presignUsage(trx, organizationId, merchantId, now, quota.windowMs);
+          const usage = await presignUsage(trx, organizationId, merchantId, now, quota);
           for (const presign of group) {
             const over: OverQuota['over'] = [];
             if (usage.pending >= quota.pending) over.push('PENDING');
@@ -98,27 +105,39 @@ export function documentWriter(
   };
 }
 
-/** The merchant's pending uploads and the bytes presigned in the window, as of `now`. */
+/**
+ * The merchant's pending uploads and the bytes presigned in the window, as of `now`, from the
+ * running totals (migration 20261206100000): what was presigned since a moment is the latest
+ * total less the total at that moment, each one index step, however long the merchant's history.
+ * Pending: presigned within the URL's validity, less those registered since (a partial index).
+ * This equals "URL still valid, not registered" while UPLOAD_URL_TTL stays as it was; after a
+ * change, the current TTL is the one counted.
+ */
 async function presignUsage(
   db: Knex.Transaction,
   organizationId: string,
   merchantId: string,
   now: Date,
-  windowMs: number,
+  quota: PresignQuota,
 ): Promise<{ pending: number; bytes: number }> {
-  const [pending] = await pendingUploads(db, organizationId, merchantId, now).select(db.raw('count(*)::int as count'));
-  const [bytes] = await db('financing_documents')
-    .where({ organization_id: organizationId, merchant_id: merchantId })
-    .where('created_at', '>', new Date(now.getTime() - windowMs))
-    .select(db.raw('coalesce(sum(size_bytes), 0)::bigint as total'));
-  return { pending: (pending as { count: number }).count, bytes: Number((bytes as { total: string }).total) };
+  const validSince = new Date(now.getTime() - quota.urlTtlMs);
+  const windowSince = new Date(now.getTime() - quota.windowMs);
+  /** The merchant's running total of `column` as of its latest document, or as of a moment (a named binding). */
+  const total = (column: 'presigned_count' | 'presigned_bytes', asOf?: 'validSince' | 'windowSince') =>
+    `coalesce((select ${column} from financing_documents
+                where organization_id = :organizationId and merchant_id = :merchantId
+                      ${asOf ? `and created_at <= :${asOf}` : ''}
+                order by created_at desc, presigned_count desc limit 1), 0)`;
+  const { rows } = await db.raw<{ rows: { pending: string; bytes: string }[] }>(
+    `select ${total('presigned_count')} - ${total('presigned_count', 'validSince')}
+            - (select count(*) from financing_documents
+                where organization_id = :organizationId and merchant_id = :merchantId
+                  and registered and created_at > :validSince) as pending,
+            ${total('presigned_bytes')} - ${total('presigned_bytes', 'windowSince')} as bytes`,
+    { organizationId, merchantId, validSince, windowSince },
+  );
+  return { pending: Number(rows[0]!.pending), bytes: Number(rows[0]!.bytes) };
 }
-
-const pendingUploads = (db: Knex.Transaction, organizationId: string, merchantId: string, now: Date) =>
-  db('financing_documents as d')
-    .where({ 'd.organization_id': organizationId, 'd.merchant_id': merchantId })
-    .where('d.upload_expires_at', '>', now)
-    .whereNotExists(db('financing_invoices as i').select(db.raw('1')).whereRaw('i.document_id = d.id'));
 
 /**
  * When a refused presign would fit: the oldest pending URL expires; enough of the oldest bytes
@@ -132,11 +151,17 @@ async function retryAfter(
 ): Promise<number> {
   const waits: number[] = [];
   if (over.includes('PENDING')) {
-    const [first] = await pendingUploads(db, row.organization_id, row.merchant_id, now).min({
-      at: 'd.upload_expires_at',
-    });
-    const at = (first as { at: Date | null }).at;
-    waits.push(at ? at.getTime() - now.getTime() : quota.windowMs);
+    // The oldest pending upload (as counted: presigned within the URL's validity, not registered)
+    // leaves the count when that validity ends.
+    const oldest: { created_at: Date } | undefined = await db('financing_documents')
+      .where({ organization_id: row.organization_id, merchant_id: row.merchant_id, registered: false })
+      .where('created_at', '>', new Date(now.getTime() - quota.urlTtlMs))
+      .orderBy([
+        { column: 'created_at', order: 'asc' },
+        { column: 'presigned_count', order: 'asc' },
+      ])
+      .first('created_at');
+    waits.push(oldest ? oldest.created_at.getTime() + quota.urlTtlMs - now.getTime() : quota.urlTtlMs);
   }
   if (over.includes('BYTES')) {
     const since = new Date(now.getTime() - quota.windowMs);

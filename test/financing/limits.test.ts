@@ -157,6 +157,34 @@ describe('attack run: the financing routes bound what one merchant token can mak
     assert.equal((await presign(api.url, merchantId, 3_000)).status, 201);
   });
 
+  it("presign quota from running totals: each document carries its merchant's count and bytes presigned so far; a presign stamped before the last one (an instance whose clock is behind) is recorded at the last one's time, so the totals stay in time order and the window still moves on", async () => {
+    const quota = { UPLOAD_QUOTA_BYTES: 10_000, UPLOAD_QUOTA_WINDOW: 60_000 };
+    const [ahead, behind] = [await apiWith(quota), await apiWith(quota)];
+    ahead.advance(5_000);
+    const merchantId = await newMerchant();
+    assert.equal((await presign(ahead.url, merchantId, 3_000)).status, 201);
+    assert.equal((await presign(behind.url, merchantId, 4_000)).status, 201);
+    const rows = await harness()
+      .db('financing_documents')
+      .where({ merchant_id: merchantId })
+      .orderBy('presigned_count')
+      .select('presigned_count', 'presigned_bytes', 'created_at');
+    assert.deepEqual(
+      rows.map((r) => [Number(r.presigned_count), Number(r.presigned_bytes)]),
+      [
+        [1, 3_000],
+        [2, 7_000],
+      ],
+    );
+    assert.equal(rows[1].created_at.getTime(), rows[0].created_at.getTime(), 'not earlier than the last');
+    assertTooMany(await presign(behind.url, merchantId, 3_001), 66);
+    // 60 s on the behind clock: the second document, recorded 5 s later than stamped, is still in the window.
+    behind.advance(60_000);
+    assertTooMany(await presign(behind.url, merchantId, 6_001), 66);
+    behind.advance(6_000);
+    assert.equal((await presign(behind.url, merchantId, 10_000)).status, 201);
+  });
+
   it('stored content check: registering a document whose bytes are not its declared content type (HTML declared image/png or application/pdf), or whose stored size is not the presigned one, is 400 INVALID_PARAMS naming body.document_id, and nothing is registered or analysed; one uploaded after its registration ends FAILED unanalysed', async () => {
     const merchantId = await newMerchant();
     const target = { merchantId };

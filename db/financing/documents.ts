@@ -46,7 +46,7 @@ export interface OverQuota {
 }
 
 interface Presign {
-  row: Record<string, unknown> & { organization_id: string; merchant_id: string; size_bytes: number };
+  row: Record<string, unknown> & { id: string; organization_id: string; merchant_id: string; size_bytes: number };
   now: Date;
   /** Set by the write that held it: undefined when recorded. */
   refused?: OverQuota;
@@ -54,48 +54,40 @@ interface Presign {
 
 /**
  * Records documents presigned for upload, awaiting it, within each merchant's quota, with group
- * commit: documents presigned at the same moment are decided and inserted together, one
- * transaction and one commit (presigning is otherwise bound by a commit per upload). The
- * transaction takes each merchant's advisory lock first, so presigns of one merchant (from any API
- * instance) are counted one after another and can never pass the quota together. Each call
- * settles once its own row is committed, or answers why it was refused (nothing is recorded).
+ * commit: documents presigned at the same moment are decided and inserted together by one call
+ * of `financing_presign` (migration 20261206100000), one round trip and one commit. It takes each
+ * merchant's advisory lock first, so presigns of one merchant (from any API instance) are counted
+ * one after another and can never pass the quota together; the count reads the merchant's running
+ * totals (each a step in an index), never its history: pending is what was presigned within the
+ * URL's validity less what was registered since (equal to "URL still valid, not registered" while
+ * UPLOAD_URL_TTL stays as it was). Each call settles once its own row is committed, or answers why
+ * it was refused (nothing is recorded) and when it would fit.
  */
 export function documentWriter(
   db: Knex,
   quota: PresignQuota,
 ): (organizationId: string, document: NewDocument, now: Date) => Promise<OverQuota | undefined> {
   const write = groupCommits<Presign>(
-    (presigns) =>
-      db.transaction(async (trx) => {
-        const byMerchant = new Map<string, Presign[]>();
-        for (const presign of presigns) {
-          presign.refused = undefined;
-          const key = `financing-presign:${presign.row.organization_id}:${presign.row.merchant_id}`;
-          byMerchant.set(key, [...(byMerchant.get(key) ?? []), presign]);
-        }
-        const admitted: Presign['row'][] = [];
-        const refused: { presign: Presign; over: OverQuota['over'] }[] = [];
-        for (const [key, group] of [...byMerchant].sort(([a], [b]) => a.localeCompare(b))) {
-          await trx.raw('select pg_advisory_xact_lock(hashtextextended(?, 0))', [key]);
-          const { organization_id: organizationId, merchant_id: merchantId } = group[0]!.row;
-          const now = group[0]!.now;
-          const usage = await presignUsage(trx, organizationId, merchantId, now, quota);
-          for (const presign of group) {
-            const over: OverQuota['over'] = [];
-            if (usage.pending >= quota.pending) over.push('PENDING');
-            if (usage.bytes + presign.row.size_bytes > quota.bytes) over.push('BYTES');
-            if (over.length > 0) refused.push({ presign, over });
-            else {
-              usage.pending += 1;
-              usage.bytes += presign.row.size_bytes;
-              admitted.push(presign.row);
-            }
-          }
-        }
-        if (admitted.length > 0) await trx('financing_documents').insert(admitted);
-        for (const { presign, over } of refused)
-          presign.refused = { over, retryAfterMs: await retryAfter(trx, presign, over, quota) };
-      }),
+    async (presigns) => {
+      const { rows } = await db.raw<{ rows: { document_id: string; refused_by: OverQuota['over'] }[] }>(
+        'select document_id, refused_by from financing_presign(?::jsonb, ?, ?, ?, ?)',
+        [
+          JSON.stringify(presigns.map((presign) => presign.row)),
+          quota.pending,
+          quota.bytes,
+          quota.windowMs,
+          quota.urlTtlMs,
+        ],
+      );
+      const refusals = new Map(rows.map((row) => [row.document_id, row.refused_by]));
+      for (const presign of presigns) {
+        const over = refusals.get(presign.row.id);
+        // Never taken for recorded: a document the function did not answer fails its presign.
+        if (!over) throw new Error('financing_presign did not answer for a document of its batch');
+        presign.refused =
+          over.length > 0 ? { over, retryAfterMs: await retryAfter(db, presign, over, quota) } : undefined;
+      }
+    },
     { maxBatch: 64, maxInFlight: 2 },
   );
   return async (organizationId, document, now) => {
@@ -106,45 +98,11 @@ export function documentWriter(
 }
 
 /**
- * The merchant's pending uploads and the bytes presigned in the window, as of `now`, from the
- * running totals (migration 20261206100000): what was presigned since a moment is the latest
- * total less the total at that moment, each one index step, however long the merchant's history.
- * Pending: presigned within the URL's validity, less those registered since (a partial index).
- * This equals "URL still valid, not registered" while UPLOAD_URL_TTL stays as it was; after a
- * change, the current TTL is the one counted.
- */
-async function presignUsage(
-  db: Knex.Transaction,
-  organizationId: string,
-  merchantId: string,
-  now: Date,
-  quota: PresignQuota,
-): Promise<{ pending: number; bytes: number }> {
-  const validSince = new Date(now.getTime() - quota.urlTtlMs);
-  const windowSince = new Date(now.getTime() - quota.windowMs);
-  /** The merchant's running total of `column` as of its latest document, or as of a moment (a named binding). */
-  const total = (column: 'presigned_count' | 'presigned_bytes', asOf?: 'validSince' | 'windowSince') =>
-    `coalesce((select ${column} from financing_documents
-                where organization_id = :organizationId and merchant_id = :merchantId
-                      ${asOf ? `and created_at <= :${asOf}` : ''}
-                order by created_at desc, presigned_count desc limit 1), 0)`;
-  const { rows } = await db.raw<{ rows: { pending: string; bytes: string }[] }>(
-    `select ${total('presigned_count')} - ${total('presigned_count', 'validSince')}
-            - (select count(*) from financing_documents
-                where organization_id = :organizationId and merchant_id = :merchantId
-                  and registered and created_at > :validSince) as pending,
-            ${total('presigned_bytes')} - ${total('presigned_bytes', 'windowSince')} as bytes`,
-    { organizationId, merchantId, validSince, windowSince },
-  );
-  return { pending: Number(rows[0]!.pending), bytes: Number(rows[0]!.bytes) };
-}
-
-/**
  * When a refused presign would fit: the oldest pending URL expires; enough of the oldest bytes
  * leave the window for this size (the whole window when even that is not enough).
  */
 async function retryAfter(
-  db: Knex.Transaction,
+  db: Knex,
   { row, now }: Presign,
   over: OverQuota['over'],
   quota: PresignQuota,

@@ -11,6 +11,78 @@ import type { Knex } from 'knex';
  * set by a trigger on the invoice that registers the document, so the documents registered while
  * their URLs were valid are a short range of a partial index (not an anti-join per document).
  */
+/**
+ * One batch of presigns, decided and recorded in one call (one round trip, its own transaction):
+ * for each merchant in turn (in key order, so two batches never wait on each other in a cycle),
+ * its advisory lock, then its usage read from the totals (each statement of the function reads
+ * what was committed before it, the lock's previous holder included), then each of its presigns
+ * in the batch's order, recorded when it fits. `p_rows`: the documents as JSON, `created_at`
+ * the moment each was asked for (the merchant's first one is the moment its usage is read at).
+ * Answers every document with what refused it (empty when recorded): PENDING, BYTES.
+ */
+const PRESIGN_FUNCTION = `create function financing_presign(
+    p_rows jsonb, p_pending bigint, p_bytes bigint, p_window_ms bigint, p_valid_ms bigint)
+  returns table (document_id uuid, refused_by text[])
+  language plpgsql as $$
+  #variable_conflict use_column
+  declare
+    m record;
+    r record;
+    v_now timestamptz;
+    v_pending bigint;
+    v_bytes bigint;
+  begin
+    for m in
+      select distinct x->>'organization_id' as org, x->>'merchant_id' as merchant
+        from jsonb_array_elements(p_rows) x
+       order by 1, 2
+    loop
+      perform pg_advisory_xact_lock(hashtextextended('financing-presign:' || m.org || ':' || m.merchant, 0));
+      v_now := null;
+      for r in
+        select d.* from jsonb_array_elements(p_rows) with ordinality x(doc, n),
+               jsonb_populate_record(null::financing_documents, x.doc) d
+         where d.organization_id = m.org and d.merchant_id = m.merchant
+         order by x.n
+      loop
+        if v_now is null then
+          v_now := r.created_at;
+          select coalesce((select f.presigned_count from financing_documents f
+                            where f.organization_id = m.org and f.merchant_id = m.merchant
+                            order by f.created_at desc, f.presigned_count desc limit 1), 0)
+                 - coalesce((select f.presigned_count from financing_documents f
+                              where f.organization_id = m.org and f.merchant_id = m.merchant
+                                and f.created_at <= v_now - p_valid_ms * interval '1 millisecond'
+                              order by f.created_at desc, f.presigned_count desc limit 1), 0)
+                 - (select count(*) from financing_documents f
+                     where f.organization_id = m.org and f.merchant_id = m.merchant and f.registered
+                       and f.created_at > v_now - p_valid_ms * interval '1 millisecond'),
+                 coalesce((select f.presigned_bytes from financing_documents f
+                            where f.organization_id = m.org and f.merchant_id = m.merchant
+                            order by f.created_at desc, f.presigned_count desc limit 1), 0)
+                 - coalesce((select f.presigned_bytes from financing_documents f
+                              where f.organization_id = m.org and f.merchant_id = m.merchant
+                                and f.created_at <= v_now - p_window_ms * interval '1 millisecond'
+                              order by f.created_at desc, f.presigned_count desc limit 1), 0)
+            into v_pending, v_bytes;
+        end if;
+        document_id := r.id;
+        refused_by := '{}';
+        if v_pending >= p_pending then refused_by := refused_by || 'PENDING'::text; end if;
+        if v_bytes + r.size_bytes > p_bytes then refused_by := refused_by || 'BYTES'::text; end if;
+        if cardinality(refused_by) = 0 then
+          insert into financing_documents (id, organization_id, merchant_id, document_type, content_type,
+                                           size_bytes, object_key, created_by, created_at, upload_expires_at)
+          values (r.id, r.organization_id, r.merchant_id, r.document_type, r.content_type,
+                  r.size_bytes, r.object_key, r.created_by, r.created_at, r.upload_expires_at);
+          v_pending := v_pending + 1;
+          v_bytes := v_bytes + r.size_bytes;
+        end if;
+        return next;
+      end loop;
+    end loop;
+  end $$`;
+
 export async function up(knex: Knex): Promise<void> {
   await knex.raw(`alter table financing_documents
     add column presigned_count bigint,
@@ -58,6 +130,7 @@ export async function up(knex: Knex): Promise<void> {
     end $$`);
   await knex.raw(`create trigger financing_documents_registered after insert on financing_invoices
     for each row execute function financing_documents_registered()`);
+  await knex.raw(PRESIGN_FUNCTION);
   // One index leads with (organization, merchant): with stale statistics (a table that grew since
   // its last analyze) the planner, estimating one row either way, took the pending-uploads index
   // and sorted every document of the merchant for each insert. The pending count reads the
@@ -71,6 +144,7 @@ export async function up(knex: Knex): Promise<void> {
 }
 
 export async function down(knex: Knex): Promise<void> {
+  await knex.raw('drop function financing_presign(jsonb, bigint, bigint, bigint, bigint)');
   await knex.raw('drop index financing_documents_registered');
   await knex.raw('drop index financing_documents_presigned');
   await knex.raw(`create index financing_documents_organization_id_merchant_id_created_at_index

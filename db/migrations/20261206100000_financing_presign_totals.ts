@@ -1,16 +1,27 @@
 import type { Knex } from 'knex';
 
 /**
- * The presign quota without reading the window (issue 34). Each document carries its merchant's
- * running totals, in `created_at` order: how many documents and how many bytes the merchant had
- * presigned up to and including this one. A BEFORE INSERT trigger sets them from the merchant's
- * latest row (and keeps `created_at` from going backwards, so totals and time agree); inserts of
- * one merchant are serialized by the presign writer's advisory lock. What was presigned between
- * two moments is then the difference of two totals, each one index step away:
- * `financing_documents_presigned` (organization, merchant, created_at, count). `registered` is
- * set by a trigger on the invoice that registers the document, so the documents registered while
- * their URLs were valid are a short range of a partial index (not an anti-join per document).
+ * A merchant's running totals as of a moment: those of its latest document presigned at or before
+ * it (`infinity`: its latest of all), zeros before its first; `as_of` is the moment asked about.
+ * The one lookup both the insert trigger and the presign count make: one step in
+ * `financing_documents_presigned`.
  */
+const TOTALS_FUNCTION = `create function financing_presign_totals(p_organization text, p_merchant text, p_as_of timestamptz,
+    out as_of timestamptz, out created_at timestamptz, out presigned_count bigint, out presigned_bytes bigint)
+  language plpgsql stable as $$
+  #variable_conflict use_column
+  begin
+    select f.created_at, f.presigned_count, f.presigned_bytes
+      into created_at, presigned_count, presigned_bytes
+      from financing_documents f
+     where f.organization_id = p_organization and f.merchant_id = p_merchant and f.created_at <= p_as_of
+     order by f.created_at desc, f.presigned_count desc
+     limit 1;
+    as_of := p_as_of;
+    presigned_count := coalesce(presigned_count, 0);
+    presigned_bytes := coalesce(presigned_bytes, 0);
+  end $$`;
+
 /**
  * One batch of presigns, decided and recorded in one call (one round trip, its own transaction):
  * for each merchant in turn (in key order, so two batches never wait on each other in a cycle),
@@ -29,6 +40,9 @@ const PRESIGN_FUNCTION = `create function financing_presign(
     m record;
     r record;
     v_now timestamptz;
+    latest record;
+    valid record;
+    windowed record;
     v_pending bigint;
     v_bytes bigint;
   begin
@@ -47,23 +61,14 @@ const PRESIGN_FUNCTION = `create function financing_presign(
       loop
         if v_now is null then
           v_now := r.created_at;
-          select coalesce((select f.presigned_count from financing_documents f
-                            where f.organization_id = m.org and f.merchant_id = m.merchant
-                            order by f.created_at desc, f.presigned_count desc limit 1), 0)
-                 - coalesce((select f.presigned_count from financing_documents f
-                              where f.organization_id = m.org and f.merchant_id = m.merchant
-                                and f.created_at <= v_now - p_valid_ms * interval '1 millisecond'
-                              order by f.created_at desc, f.presigned_count desc limit 1), 0)
+          latest := financing_presign_totals(m.org, m.merchant, 'infinity');
+          valid := financing_presign_totals(m.org, m.merchant, v_now - p_valid_ms * interval '1 millisecond');
+          windowed := financing_presign_totals(m.org, m.merchant, v_now - p_window_ms * interval '1 millisecond');
+          select latest.presigned_count - valid.presigned_count
                  - (select count(*) from financing_documents f
                      where f.organization_id = m.org and f.merchant_id = m.merchant and f.registered
-                       and f.created_at > v_now - p_valid_ms * interval '1 millisecond'),
-                 coalesce((select f.presigned_bytes from financing_documents f
-                            where f.organization_id = m.org and f.merchant_id = m.merchant
-                            order by f.created_at desc, f.presigned_count desc limit 1), 0)
-                 - coalesce((select f.presigned_bytes from financing_documents f
-                              where f.organization_id = m.org and f.merchant_id = m.merchant
-                                and f.created_at <= v_now - p_window_ms * interval '1 millisecond'
-                              order by f.created_at desc, f.presigned_count desc limit 1), 0)
+                       and f.created_at > valid.as_of),
+                 latest.presigned_bytes - windowed.presigned_bytes
             into v_pending, v_bytes;
         end if;
         document_id := r.id;
@@ -83,6 +88,17 @@ const PRESIGN_FUNCTION = `create function financing_presign(
     end loop;
   end $$`;
 
+/**
+ * The presign quota without reading the window (issue 34). Each document carries its merchant's
+ * running totals, in `created_at` order: how many documents and how many bytes the merchant had
+ * presigned up to and including this one. A BEFORE INSERT trigger sets them from the merchant's
+ * latest row (and keeps `created_at` from going backwards, so totals and time agree); inserts of
+ * one merchant are serialized by the presign writer's advisory lock. What was presigned between
+ * two moments is then the difference of two totals, each one index step away:
+ * `financing_documents_presigned` (organization, merchant, created_at, count). `registered` is
+ * set by a trigger on the invoice that registers the document, so the documents registered while
+ * their URLs were valid are a short range of a partial index (not an anti-join per document).
+ */
 export async function up(knex: Knex): Promise<void> {
   await knex.raw(`alter table financing_documents
     add column presigned_count bigint,
@@ -99,24 +115,16 @@ export async function up(knex: Knex): Promise<void> {
   await knex.raw(`alter table financing_documents
     alter column presigned_count set not null,
     alter column presigned_bytes set not null`);
+  await knex.raw(TOTALS_FUNCTION);
   await knex.raw(`create function financing_documents_presign_totals() returns trigger
     language plpgsql as $$
     declare
-      last record;
+      last record := financing_presign_totals(new.organization_id, new.merchant_id, 'infinity');
     begin
-      select created_at, presigned_count, presigned_bytes into last
-        from financing_documents
-       where organization_id = new.organization_id and merchant_id = new.merchant_id
-       order by created_at desc, presigned_count desc
-       limit 1;
-      if found then
-        new.created_at := greatest(new.created_at, last.created_at);
-        new.presigned_count := last.presigned_count + 1;
-        new.presigned_bytes := last.presigned_bytes + new.size_bytes;
-      else
-        new.presigned_count := 1;
-        new.presigned_bytes := new.size_bytes;
-      end if;
+      -- Never earlier than the merchant's last: totals and time agree.
+      new.created_at := greatest(new.created_at, last.created_at);
+      new.presigned_count := last.presigned_count + 1;
+      new.presigned_bytes := last.presigned_bytes + new.size_bytes;
       return new;
     end $$`);
   await knex.raw(`create trigger financing_documents_presign_totals before insert on financing_documents
@@ -155,6 +163,7 @@ export async function down(knex: Knex): Promise<void> {
   await knex.raw('drop function financing_documents_registered()');
   await knex.raw('drop trigger financing_documents_presign_totals on financing_documents');
   await knex.raw('drop function financing_documents_presign_totals()');
+  await knex.raw('drop function financing_presign_totals(text, text, timestamptz)');
   await knex.raw(`alter table financing_documents
     drop column registered,
     drop column presigned_bytes,

@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { createWriteStream, readdirSync, readFileSync } from 'node:fs';
+import { createWriteStream, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import autocannon from 'autocannon';
 
@@ -173,6 +173,7 @@ export async function startService(
       child.stdout!.off('data', onData);
       const logDir = process.env.BENCH_LOG_DIR;
       if (logDir) {
+        mkdirSync(logDir, { recursive: true });
         const log = createWriteStream(path.join(logDir, `${path.basename(entry, '.ts')}-${child.pid}.log`));
         log.write(buffered);
         child.stdout!.pipe(log);

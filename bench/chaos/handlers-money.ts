@@ -114,12 +114,21 @@ export const loanServicing: Scenario = {
           if (of('REPAYMENT').length !== m) problems.push(`${of('REPAYMENT').length} repayments allocated, not ${m}`);
           if (reversals.length !== m) problems.push(`${reversals.length} reversals recorded, not ${m}`);
           // What is owed: as before, less the waivers, plus the penalties its late days charged.
-          const charged = await db('loan_penalty_charges')
-            .where({ organization_id: organizationId, loan_id: loanId })
-            .sum({ total: 'amount' })
-            .first();
-          const penalties = Number(charged?.total ?? 0);
-          const now = await accountOutstanding(db, organizationId, borrower.credit);
+          // Both read in one snapshot: the run goes on charging (a period every 7 s here), and a
+          // charge landing between two separate reads would look like money owed from nowhere.
+          const { penalties, now } = await db.transaction(
+            async (trx) => {
+              const charged = await trx('loan_penalty_charges')
+                .where({ organization_id: organizationId, loan_id: loanId })
+                .sum({ total: 'amount' })
+                .first();
+              return {
+                penalties: Number(charged?.total ?? 0),
+                now: await accountOutstanding(trx, organizationId, borrower.credit),
+              };
+            },
+            { isolationLevel: 'repeatable read' },
+          );
           if (now !== owed - 2 * n * WAIVER + penalties)
             problems.push(`owes ${now}, not ${owed} - ${2 * n} waivers + ${penalties} penalties`);
           if ((await inconsistentLoans(db)).some((l) => l.loan_id === loanId)) problems.push('ledger ≠ schedule');

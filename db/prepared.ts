@@ -18,7 +18,7 @@ const MAX_SHAPES = 1_000;
  * each shape of the query is prepared once per connection. Not within a transaction: `db` is
  * the process's knex instance.
  */
-export async function preparedRows<T>(db: Knex, query: Knex.QueryBuilder): Promise<T[]> {
+export async function preparedRows<T>(db: Knex, query: Knex.QueryBuilder | Knex.Raw): Promise<T[]> {
   const { sql, bindings } = query.toSQL().toNative();
   let name = names.get(sql);
   if (name === undefined) {

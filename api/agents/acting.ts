@@ -11,8 +11,15 @@ import type { UserCaller } from '../auth/caller';
  * visible to the agents above it and to the admins.
  */
 export async function actingAs(db: Knex, caller: UserCaller): Promise<'admin' | 'agent'> {
-  if (allows(caller.grants, Permission.AGENTS_ADMIN, caller.organizationId, caller.organizationId)) return 'admin';
+  if (isAgentsAdmin(caller)) return 'admin';
   const self = await findAgent(db, caller.organizationId, caller.userId);
-  if (self?.status !== 'ACTIVE') throw new ServiceError(ErrorCode.FORBIDDEN, 'Only an ACTIVE agent acts as an agent');
+  if (self?.status !== 'ACTIVE') throw notActingAsAgent();
   return 'agent';
 }
+
+/** Whether the caller administers its organization's agents (`agents.admin`). */
+export const isAgentsAdmin = (caller: UserCaller) =>
+  allows(caller.grants, Permission.AGENTS_ADMIN, caller.organizationId, caller.organizationId);
+
+/** The refusal of a caller that is neither an admin nor an ACTIVE agent. */
+export const notActingAsAgent = () => new ServiceError(ErrorCode.FORBIDDEN, 'Only an ACTIVE agent acts as an agent');

@@ -1,17 +1,10 @@
 import { z } from 'zod';
-import {
-  AGENT_ROLES,
-  AGENT_STATUSES,
-  type AgentPosition,
-  type AgentRow,
-  type AgentViewer,
-  listAgents,
-} from '../../db/agents/agents';
+import { AGENT_ROLES, AGENT_STATUSES, type AgentPosition, type AgentViewer, agentPage } from '../../db/agents/agents';
 import { ErrorCode, ServiceError, SubCode } from '../../domain/errors';
 import { Permission } from '../../domain/rbac';
 import type { UserCaller } from '../auth/caller';
 import type { Needs } from '../deps';
-import { actingAs } from './acting';
+import { isAgentsAdmin, notActingAsAgent } from './acting';
 import { type AnyRoute, defineRoute, type RouteAuth } from '../route';
 
 /** Page sizes: greater than 0, 20 unless asked, at most 100 (as the installment lists). */
@@ -36,7 +29,7 @@ export const Agent = z
  * list's order). Anything else is refused, never read as a position.
  */
 const Position = z.tuple([z.string().min(1).max(500), z.uuid()]);
-const encodeCursor = (row: AgentRow) => Buffer.from(JSON.stringify([row.name, row.user_id])).toString('base64url');
+const encodeCursor = (end: AgentPosition) => Buffer.from(JSON.stringify([end.name, end.userId])).toString('base64url');
 function decodeCursor(cursor: string): AgentPosition | undefined {
   try {
     const parsed = Position.safeParse(JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')));
@@ -88,18 +81,6 @@ const Links = z
 
 const READER: RouteAuth = { schemes: ['user'], permission: Permission.AGENTS_READ, refuseWaitingList: true };
 
-const view = (row: AgentRow): z.infer<typeof Agent> => ({
-  user_id: row.user_id,
-  name: row.name,
-  email: row.email,
-  phone_number: row.phone_number,
-  role: row.role,
-  status: row.status,
-  territory: row.territory,
-  supervisor_user_id: row.supervisor_user_id,
-  resource_id: `agt_${row.user_id.replace(/-/g, '')}`,
-});
-
 /**
  * The agent network (spec 4.6). Who sees whom is the query itself: an admin (`agents.admin`)
  * every agent of the organization; anyone else the agents under it in the hierarchy (managers
@@ -145,11 +126,13 @@ export function agentRoutes(deps: Needs<'db'>): AnyRoute[] {
               sub_code: SubCode.INVALID_VALUE,
             },
           ]);
-        const admin = (await actingAs(db, caller)) === 'admin' && query.scope !== 'OWN';
-        const viewer: AgentViewer = admin
-          ? { kind: 'ORGANIZATION' }
-          : { kind: 'SUBTREE', userId: caller.userId, includeSelf: query.scope === 'OWN' };
-        const page = await listAgents(
+        // A caller who is no admin acts as an agent: the page's statement checks it is ACTIVE.
+        const asAdmin = isAgentsAdmin(caller);
+        const viewer: AgentViewer =
+          asAdmin && query.scope !== 'OWN'
+            ? { kind: 'ORGANIZATION' }
+            : { kind: 'SUBTREE', userId: caller.userId, includeSelf: query.scope === 'OWN' };
+        const page = await agentPage(
           db,
           caller.organizationId,
           viewer,
@@ -159,21 +142,23 @@ export function agentRoutes(deps: Needs<'db'>): AnyRoute[] {
             ...(query.after ? { after: position } : {}),
             ...(query.before ? { before: position } : {}),
           },
+          asAdmin ? undefined : caller.userId,
         );
-        const link = (key: 'after' | 'before', row: AgentRow) => {
+        if (!page.allowed) throw notActingAsAgent();
+        const link = (key: 'after' | 'before', end: AgentPosition) => {
           const params = new URLSearchParams({ size: String(query.size) });
           for (const name of ['role', 'status', 'territory', 'q', 'scope'] as const)
             if (query[name]) params.set(name, query[name]);
-          params.set(key, encodeCursor(row));
+          params.set(key, encodeCursor(end));
           return `${ctx.path}?${params}`;
         };
-        ctx.body = {
-          data: page.rows.map(view),
-          links: {
-            next: page.more ? link('after', page.rows.at(-1)!) : null,
-            prev: page.less ? link('before', page.rows[0]!) : null,
-          },
+        const links = {
+          next: page.more && page.last ? link('after', page.last) : null,
+          prev: page.less && page.first ? link('before', page.first) : null,
         };
+        // The rows as Postgres wrote them (the Agent schema's fields): not parsed and written again.
+        ctx.type = 'application/json';
+        ctx.body = `{"data":${page.data},"links":${JSON.stringify(links)}}`;
       },
     }),
   ];

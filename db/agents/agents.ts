@@ -100,8 +100,14 @@ export interface AgentPosition {
   userId: string;
 }
 
-export interface AgentPage {
-  rows: AgentRow[];
+export interface AgentPageText {
+  /** Whether the caller may list (an admin, or an ACTIVE agent); nothing was read otherwise. */
+  allowed: boolean;
+  /** The page's agents in name order: the JSON text of the API's Agent objects. */
+  data: string;
+  /** The page's first and last agent in name order (none on an empty page). */
+  first?: AgentPosition;
+  last?: AgentPosition;
   /** Whether rows lie past the page's last, and before its first. */
   more: boolean;
   less: boolean;
@@ -173,29 +179,67 @@ export function agentsQuery(
     .limit(page.size + 1);
 }
 
-/** One page of the agents `viewer` may see (agentsQuery), with whether rows lie beyond it either way. */
-export async function listAgents(
+/**
+ * One page of the agents `viewer` may see (agentsQuery), in one statement: Postgres writes the
+ * page's JSON (the API's Agent objects, in name order) and the ends its links start from, so the
+ * API passes the text on instead of parsing rows and serialising them again. `asAgent` (a caller
+ * who is no admin) must be an ACTIVE agent of the organization: otherwise nothing is read and the
+ * page says `allowed: false`.
+ */
+export async function agentPage(
   db: Knex,
   organizationId: string,
   viewer: AgentViewer,
   filters: AgentFilters,
   page: AgentPageRequest,
-): Promise<AgentPage> {
-  const query = agentsQuery(db, organizationId, viewer, filters, page);
+  asAgent?: string,
+): Promise<AgentPageText> {
+  const fetched = agentsQuery(db, organizationId, viewer, filters, page).whereRaw('(select allowed from me)');
+  const towardsStart = page.before !== undefined;
+  const order = towardsStart ? 'desc' : 'asc';
+  const gate = asAgent
+    ? db('agents').where({ organization_id: organizationId, user_id: asAgent, status: 'ACTIVE' }).select(db.raw('1'))
+    : undefined;
+  const statement = db.raw(
+    `with me as (select ${gate ? 'exists(?)' : 'true'} as allowed),
+       fetched as (?),
+       kept as (select f.*, row_number() over (order by f.name ${order}, f.user_id ${order}) as k from fetched f),
+       shown as (select user_id, name, email, phone_number, role, status, territory, supervisor_user_id,
+                        'agt_' || replace(user_id::text, '-', '') as resource_id
+                   from kept where k <= ?)
+     select (select allowed from me) as allowed,
+            (select count(*)::int from fetched) as fetched,
+            coalesce((select '[' || string_agg(row_to_json(v)::text, ',' order by v.name, v.user_id) || ']'
+                        from shown v), '[]') as data,
+            (select json_build_array(name, user_id) from shown order by name, user_id limit 1) as first,
+            (select json_build_array(name, user_id) from shown order by name desc, user_id desc limit 1) as last`,
+    [...(gate ? [gate] : []), fetched, page.size],
+  );
   // Prepared (planned once per connection) unless the best plan hangs on the search pattern: an
   // admin's search is either a trigram lookup (a rare pattern) or a walk of the organization in
   // name order (a common one). Under a viewer both are bounded by the viewer's own rows.
   const planEachTime = filters.q !== undefined && viewer.kind === 'ORGANIZATION';
-  const fetched = planEachTime ? ((await query) as AgentRow[]) : await preparedRows<AgentRow>(db, query);
-  const beyond = fetched.length > page.size;
-  const rows = fetched.slice(0, page.size);
-  const towardsStart = page.before !== undefined;
-  if (towardsStart) rows.reverse();
+  const [row] = planEachTime
+    ? ((await statement) as { rows: PageRow[] }).rows
+    : await preparedRows<PageRow>(db, statement);
+  const { allowed, data } = row!;
+  const shown = Math.min(row!.fetched, page.size);
+  const end = (pair: [string, string] | null) => (pair ? { name: pair[0], userId: pair[1] } : undefined);
+  const ends = { first: end(row!.first), last: end(row!.last) };
+  const beyond = row!.fetched > page.size;
   // Paging towards the end, rows lie before the page when it began after a position (and the
   // other way round): a cursor is only ever given out for a row that was there.
   return towardsStart
-    ? { rows, more: rows.length > 0, less: beyond }
-    : { rows, more: beyond, less: page.after !== undefined && rows.length > 0 };
+    ? { allowed, data, ...ends, more: shown > 0, less: beyond }
+    : { allowed, data, ...ends, more: beyond, less: page.after !== undefined && shown > 0 };
+}
+
+interface PageRow {
+  allowed: boolean;
+  fetched: number;
+  data: string;
+  first: [string, string] | null;
+  last: [string, string] | null;
 }
 
 /** An agent of the organization, or undefined. */

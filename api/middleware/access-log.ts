@@ -17,7 +17,9 @@ const CALLBACK_TOKENS = [
   /^(\/v1\/current-account\/callbacks\/sms\/delivery-reports\/)[^/]+/,
 ];
 const withoutSecrets = (path: string) =>
-  CALLBACK_TOKENS.reduce((masked, token) => masked.replace(token, '$1[token]'), path);
+  path.includes('/callbacks/')
+    ? CALLBACK_TOKENS.reduce((masked, token) => masked.replace(token, '$1[token]'), path)
+    : path;
 
 export function accessLog(logger: Logger, metrics: HttpMetrics): Middleware {
   return async (ctx, next) => {

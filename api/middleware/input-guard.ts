@@ -16,6 +16,9 @@ export const INPUT_LIMITS = {
   problems: 20,
 } as const;
 
+/** A path of printable ASCII with nothing percent-encoded, every segment within the limit. */
+const PLAIN_PATH = new RegExp(`^(?:/[\\x21-\\x24\\x26-\\x2e\\x30-\\x7e]{0,${INPUT_LIMITS.pathSegment}})*/?$`);
+
 /** Keys that would reach an object's prototype if anything ever merged a body into an object. */
 const RESERVED_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
 
@@ -32,6 +35,8 @@ const named = (part: string, name: string) => (unstorableText(name) || name.leng
  */
 export function requestGuard(): Middleware {
   return async (ctx, next) => {
+    // Most requests are plain: nothing encoded, nothing past the limit, no query. They pass as they are.
+    if (PLAIN_PATH.test(ctx.path) && ctx.querystring === '') return next();
     const problems: InvalidParam[] = [];
     ctx.path.split('/').forEach((raw, index) => {
       if (raw === '') return;

@@ -68,6 +68,9 @@ interface KeyState {
  * they admit within one interval. A write per request instead serializes every request of an
  * organization on one row lock (the auth benchmark measured a third of the throughput).
  */
+/** At most one "store unavailable" warning per budget this often (it counts the failures it stands for). */
+const UNAVAILABLE_WARNING_EVERY_MS = 10_000;
+
 /** Store keys fit the store's varchar(255): long ones (financing issuer and subject) are hashed. */
 const storeKey = (key: string) =>
   key.length <= 200 ? key : `sha256:${createHash('sha256').update(key).digest('hex')}`;
@@ -82,7 +85,17 @@ function sharedBudget(
   const keys = new Map<string, KeyState>();
   let flushing: Promise<void> | undefined;
 
-  const unavailable = (error: unknown) => logger.warn({ err: error }, 'rate-limit store unavailable; counting locally');
+  // One warning per interval while the store is down, not one per key: an outage would otherwise
+  // write a line for every caller, organization and address in use, each interval.
+  let warnedAt = 0;
+  let unwarned = 0;
+  const unavailable = (error: unknown) => {
+    unwarned += 1;
+    if (Date.now() - warnedAt < Math.max(syncMs, UNAVAILABLE_WARNING_EVERY_MS)) return;
+    logger.warn({ err: error, failed_syncs: unwarned }, 'rate-limit store unavailable; counting locally');
+    warnedAt = Date.now();
+    unwarned = 0;
+  };
   const adopt = (state: KeyState, consumed: number, msBeforeNext: number) => {
     state.consumed = consumed;
     state.resetAt = Date.now() + msBeforeNext;

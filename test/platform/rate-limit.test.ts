@@ -1,6 +1,12 @@
 import { strict as assert } from 'node:assert';
+import { Writable } from 'node:stream';
+import type { Context } from 'koa';
 import { buildApp } from '../../api/app';
+import { createRateLimiter } from '../../api/middleware/rate-limit';
 import { type RunningApi, startApi } from '../../api/server';
+import { createLogger } from '../../config/logger';
+import { createDb } from '../../db/knex';
+import { ErrorCode, type ServiceError } from '../../domain/errors';
 import { DEMO } from '../../db/seeds/demo';
 import { harness } from '../support/harness';
 import { call } from '../support/http';
@@ -121,6 +127,42 @@ describe('spec 8: rate limits (429 TOO_MANY_REQUESTS with Retry-After)', () => {
     await new Promise((resolve) => setTimeout(resolve, 200));
     for (const instance of instances)
       assert.equal((await call('GET', ROUTE, { baseUrl: instance.url, headers })).status, 429);
+  });
+
+  it('while the shared store is unreachable, budgets count locally and one warning stands for every failed sync', async () => {
+    const lines: string[] = [];
+    const sink = new Writable({
+      write(chunk, _encoding, done) {
+        lines.push(...String(chunk).split('\n').filter(Boolean));
+        done();
+      },
+    });
+    // Nothing listens on port 1: every sync fails at once.
+    const quiet = { warn: () => undefined, error: () => undefined };
+    const deadStore = createDb('postgres://postgres@127.0.0.1:1/none', 1, quiet);
+    const limiter = createRateLimiter(
+      { ...harness().deps.config, RATE_LIMIT_MEMORY: false, RATE_LIMIT_CALLER_POINTS: 2, RATE_LIMIT_SYNC_INTERVAL: 50 },
+      deadStore,
+      createLogger('warn', sink),
+    );
+    const ctx = { set: () => undefined } as unknown as Context;
+    try {
+      // Forty callers of one organization, each new to the instance: forty failed syncs.
+      for (let i = 0; i < 40; i++) await limiter.consume(ctx, `caller:test-${i}`, 'org-outage');
+      await assert.rejects(
+        (async () => {
+          for (let i = 0; i < 3; i++) await limiter.consume(ctx, 'caller:test-0', 'org-outage');
+        })(),
+        (error: ServiceError) => error.code === ErrorCode.TOO_MANY_REQUESTS,
+        'the local count still refuses a caller over its budget',
+      );
+      const warnings = lines.map((l) => JSON.parse(l) as { msg: string; failed_syncs: number });
+      assert.ok(warnings.length >= 1 && warnings.length <= 2, `${warnings.length} warnings (one per budget at most)`);
+      assert.ok(warnings.every((w) => w.msg === 'rate-limit store unavailable; counting locally'));
+    } finally {
+      await limiter.close().catch(() => undefined);
+      await deadStore.destroy();
+    }
   });
 
   it('health and metrics endpoints are not rate limited', async () => {

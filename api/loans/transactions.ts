@@ -15,7 +15,7 @@ import type { Caller } from '../auth/caller';
 import type { Needs } from '../deps';
 import { Transaction, transactionView } from '../mobile-money/views';
 import { type AnyRoute, defineRoute, type RouteAuth } from '../route';
-import { readableAccount } from './accounts';
+import { notReadable, readableAccount, readableAccountGate } from './accounts';
 
 /** Page sizes (spec 8): greater than 0, 20 unless asked, at most 100. */
 export const PAGE_SIZE = { default: 20, max: 100 } as const;
@@ -178,6 +178,27 @@ export function installmentTransactionRoutes(deps: Needs<'db'>): AnyRoute[] {
     return { size: query.size, after: position('after'), before: position('before') };
   }
 
+  /**
+   * The page asked for; a query this list refuses (400) is answered only once the account (and
+   * the installment) is known readable, as the reads in the page's statement would have: another
+   * tenant's account stays 404 whatever the query.
+   */
+  async function pageOrNotFound(
+    caller: Caller,
+    accountId: string,
+    installmentId: string | undefined,
+    page: () => ReturnType<typeof pageOf>,
+  ) {
+    try {
+      return page();
+    } catch (error) {
+      const organizationId = await readableAccount(db, caller, accountId);
+      if (installmentId && !(await findAccountInstallment(db, organizationId, accountId, installmentId)))
+        throw notReadable('installment');
+      throw error;
+    }
+  }
+
   return [
     defineRoute({
       method: 'get',
@@ -202,9 +223,12 @@ export function installmentTransactionRoutes(deps: Needs<'db'>): AnyRoute[] {
       },
       errors: LIST_ERRORS,
       async handler(ctx, { params, query }) {
-        const organizationId = await readableAccount(db, ctx.state.caller as Caller, params.accountId);
+        const caller = ctx.state.caller as Caller;
+        const gate = readableAccountGate(caller, params.accountId);
         const scope = `account:${params.accountId}`;
-        const page = await accountEventsPage(db, organizationId, params.accountId, pageOf(query, scope));
+        const position = await pageOrNotFound(caller, params.accountId, undefined, () => pageOf(query, scope));
+        const page = await accountEventsPage(db, caller.organizationId!, params.accountId, position, gate);
+        if ('refused' in page) throw notReadable(page.refused);
         ctx.body = {
           data: page.rows.map((event) => ({
             transaction: eventTransaction(event),
@@ -235,11 +259,12 @@ export function installmentTransactionRoutes(deps: Needs<'db'>): AnyRoute[] {
       },
       errors: LIST_ERRORS,
       async handler(ctx, { params, query }) {
-        const organizationId = await readableAccount(db, ctx.state.caller as Caller, params.accountId);
-        if (!(await findAccountInstallment(db, organizationId, params.accountId, params.id)))
-          throw new ServiceError(ErrorCode.NOT_FOUND, 'No such installment');
+        const caller = ctx.state.caller as Caller;
+        const gate = readableAccountGate(caller, params.accountId, params.id);
         const scope = `installment:${params.id}`;
-        const page = await installmentAllocationsPage(db, organizationId, params.id, pageOf(query, scope));
+        const position = await pageOrNotFound(caller, params.accountId, params.id, () => pageOf(query, scope));
+        const page = await installmentAllocationsPage(db, caller.organizationId!, params.id, position, gate);
+        if ('refused' in page) throw notReadable(page.refused);
         ctx.body = {
           data: page.rows.map((row) => ({ transaction: eventTransaction(row.event), allocation: allocationView(row) })),
           links: links(ctx.path, scope, query.size, page),

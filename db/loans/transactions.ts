@@ -55,6 +55,42 @@ export interface Page<T> {
 }
 
 /**
+ * What the caller must be allowed before a page is read, checked in the page's own statement: an
+ * SQL expression naming what is missing ('account', 'installment'), null when nothing is.
+ */
+export interface Gate {
+  sql: string;
+  bindings: readonly Knex.Value[];
+}
+/** A page not read: what the gate found missing. */
+export interface Refused {
+  refused: string;
+}
+
+/**
+ * Whether `accountId` is the organization's and readable by the caller (`ownerId`: only that
+ * user's; undefined: any of the organization's), then whether `installmentId` is the account's.
+ */
+export function accountGate(organizationId: string, accountId: string, ownerId?: string, installmentId?: string): Gate {
+  const account = `not exists (select 1 from accounts where organization_id = ? and id = ? and (?::uuid is null or user_id = ?::uuid))`;
+  const installment = `(?::uuid is not null and not exists
+    (select 1 from installments where organization_id = ? and account_id = ? and id = ?::uuid))`;
+  return {
+    sql: `case when ${account} then 'account' when ${installment} then 'installment' end`,
+    bindings: [
+      organizationId,
+      accountId,
+      ownerId ?? null,
+      ownerId ?? null,
+      installmentId ?? null,
+      organizationId,
+      accountId,
+      installmentId ?? null,
+    ],
+  };
+}
+
+/**
  * One keyset page of `base` (already filtered) by seq, newest first, with both neighbours known,
  * in one statement: the page (one index range, `size + 1` rows: the extra one tells whether the
  * far side goes on), and an EXISTS probe one row past its near end. `extra` adds columns read per
@@ -67,8 +103,9 @@ async function keysetPage<T extends { seq: string }>(
   seqColumn: string,
   page: PageQuery,
   select: (q: Knex.QueryBuilder) => Knex.QueryBuilder,
+  gate: Gate,
   extra: (string | Knex.Raw)[] = [],
-): Promise<Page<T>> {
+): Promise<Page<T> | Refused> {
   const towardsNewer = page.before !== undefined;
   const q = base();
   if (page.after !== undefined) q.where(seqColumn, '<', page.after.toString());
@@ -83,17 +120,25 @@ async function keysetPage<T extends { seq: string }>(
     .select(db.raw('1'));
   // Prepared: planning this statement costs about as much as running it, and its plan (index
   // ranges on the account's or installment's seq) does not hang on the values.
-  const fetched = await preparedRows<T & { near: boolean }>(
+  // The gate's one row, joined to the page only when it refuses nothing: a refused read is one
+  // row of nulls, an empty page one row with no seq.
+  const fetched = await preparedRows<T & { near: boolean; refused: string | null }>(
     db,
     db
       .with('page', select(q.orderBy(seqColumn, towardsNewer ? 'asc' : 'desc').limit(page.size + 1)))
-      .from('page')
-      .select('page.*', db.raw('(?) is not null as near', [probe]), ...extra)
+      .from(db.raw(`(select ${gate.sql} as refused) as g`, gate.bindings))
+      .leftJoin('page', function () {
+        this.on(db.raw('g.refused is null'));
+      })
+      .select('g.refused', 'page.*', db.raw('(?) is not null as near', [probe]), ...extra)
       .orderBy('page.seq', towardsNewer ? 'asc' : 'desc'),
   );
-  const more = fetched.length > page.size;
-  const nearExists = fetched[0]?.near ?? false;
-  const rows: T[] = fetched.slice(0, page.size).map(({ near: _, ...row }) => row as unknown as T);
+  const refused = fetched[0]?.refused;
+  if (refused) return { refused };
+  const found = fetched.filter((row) => row.seq !== null);
+  const more = found.length > page.size;
+  const nearExists = found[0]?.near ?? false;
+  const rows: T[] = found.slice(0, page.size).map(({ near: _, refused: __, ...row }) => row as unknown as T);
   if (towardsNewer) rows.reverse();
   if (rows.length === 0) return { rows, older: false, newer: false };
   return towardsNewer ? { rows, older: nearExists, newer: more } : { rows, older: more, newer: nearExists };
@@ -130,13 +175,15 @@ export async function accountEventsPage(
   organizationId: string,
   accountId: string,
   page: PageQuery,
-): Promise<Page<EventRow & { allocations: AllocationRow[] }>> {
+  gate: Gate,
+): Promise<Page<EventRow & { allocations: AllocationRow[] }> | Refused> {
   const result = await keysetPage<EventRow & { allocations: (AllocationRow & { allocated_at: string })[] }>(
     db,
     () => db('loan_transactions as e').where({ 'e.organization_id': organizationId, 'e.account_id': accountId }),
     'e.seq',
     page,
     (q) => q.leftJoin('transactions as t', 't.id', 'e.transaction_id').select(eventColumns(db)),
+    gate,
     [
       db.raw(
         `coalesce((select json_agg(a order by a.loan_id, a.position) from installment_allocations a
@@ -145,6 +192,7 @@ export async function accountEventsPage(
       ),
     ],
   );
+  if ('refused' in result) return result;
   return {
     ...result,
     rows: result.rows.map((row) => ({
@@ -161,7 +209,8 @@ export async function installmentAllocationsPage(
   organizationId: string,
   installmentId: string,
   page: PageQuery,
-): Promise<Page<AllocationRow & { event: EventRow }>> {
+  gate: Gate,
+): Promise<Page<AllocationRow & { event: EventRow }> | Refused> {
   const result = await keysetPage<AllocationRow & { event: Record<string, unknown>; push: unknown }>(
     db,
     () =>
@@ -176,7 +225,9 @@ export async function installmentAllocationsPage(
         .join('loan_transactions as e', 'e.id', 'a.event_id')
         .leftJoin('transactions as t', 't.id', 'e.transaction_id')
         .select('a.*', db.raw(EVENT), db.raw(PUSH)),
+    gate,
   );
+  if ('refused' in result) return result;
   return {
     ...result,
     rows: result.rows.map((row) => {

@@ -211,6 +211,8 @@ describe('spec 4.3: installment transaction lists, keyset-paged', () => {
         404,
         `another organization: ${path}`,
       );
+      // Whatever the query: a cursor this list never gave out tells nothing of another's account.
+      assert.equal((await list(other.headers, `${path}?after=bm90LWEtY3Vyc29y`)).status, 404, `cursor: ${path}`);
     }
     const wrongAccount = await list(
       other.headers,

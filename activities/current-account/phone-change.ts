@@ -1,7 +1,7 @@
 import {
+  claimNumberForBank,
   completePhoneChange,
   findPhoneChangeAtBank,
-  phoneHeldByAnother,
   recordPhoneChangeStatus,
 } from '../../db/current-account/phone-changes';
 import type { BankDecision } from '../../workflows/current-account/messages';
@@ -27,8 +27,9 @@ export function createPhoneChangeActivities(deps: Needs<'db' | 'providers' | 'cl
     async changeNumberAtBank(input: { organizationId: string; changeId: string }): Promise<BankDecision> {
       const row = await findPhoneChangeAtBank(db, input.organizationId, input.changeId);
       if (!row?.bank_customer_id) return { status: 'REFUSED', code: 'CUSTOMER_NOT_FOUND' };
-      // Checked again before the bank is asked: a number another user took meanwhile never reaches it.
-      if (await phoneHeldByAnother(db, input.organizationId, row.user_id, row.new_phone_number))
+      // Claimed before the bank is asked: a number another user took meanwhile, or another user's
+      // change is taking at the bank, never reaches it from here.
+      if ((await claimNumberForBank(db, input.organizationId, input.changeId, row, clock.now())) === 'NUMBER_TAKEN')
         return { status: 'REFUSED', code: 'NUMBER_TAKEN' };
       const ids = { reference: input.changeId, bankCustomerId: row.bank_customer_id };
       return changeDecision(() =>

@@ -88,6 +88,40 @@ export async function phoneHeldByAnother(
   return row !== undefined;
 }
 
+/** The advisory lock of one number in an organization: its claims and completions take it. */
+const lockNumber = (trx: Knex.Transaction, organizationId: string, phone: string) =>
+  trx.raw('select pg_advisory_xact_lock(hashtextextended(?, 0))', [`phone:${organizationId}:${phone}`]);
+
+/**
+ * Before the bank is asked to move `phone` to this change's customer: the change claims the
+ * number, unless another user holds it or another user's change claimed it and is still
+ * PROCESSING (at the bank, or about to be). Under the number's lock, so two changes of one number
+ * never both reach the bank; a rerun of the same step finds its own claim and goes on.
+ */
+export async function claimNumberForBank(
+  db: Knex,
+  organizationId: string,
+  id: string,
+  change: { user_id: string; new_phone_number: string },
+  now: Date,
+): Promise<'CLAIMED' | 'NUMBER_TAKEN'> {
+  return db.transaction(async (trx) => {
+    await lockNumber(trx, organizationId, change.new_phone_number);
+    if (await phoneHeldByAnother(trx, organizationId, change.user_id, change.new_phone_number)) return 'NUMBER_TAKEN';
+    const rival = await trx('phone_changes')
+      .where({ organization_id: organizationId, new_phone_number: change.new_phone_number, status: 'PROCESSING' })
+      .whereNotNull('bank_requested_at')
+      .whereNot({ id })
+      .first('id');
+    if (rival) return 'NUMBER_TAKEN';
+    await trx('phone_changes')
+      .where({ organization_id: organizationId, id })
+      .whereNull('bank_requested_at')
+      .update({ bank_requested_at: now });
+    return 'CLAIMED';
+  });
+}
+
 /**
  * A new change, or the user's open one (`created` says which). Other users' changes of the same
  * number may be open beside it: whether the number is free is decided when the bank is asked and
@@ -173,9 +207,7 @@ export async function completePhoneChange(
     if (!change) return 'NOT_PROCESSING';
     if (change.status === 'COMPLETED') return 'COMPLETED';
     if (change.status !== 'PROCESSING') return 'NOT_PROCESSING';
-    await trx.raw('select pg_advisory_xact_lock(hashtextextended(?, 0))', [
-      `phone:${organizationId}:${change.new_phone_number}`,
-    ]);
+    await lockNumber(trx, organizationId, change.new_phone_number);
     if (await phoneHeldByAnother(trx, organizationId, change.user_id, change.new_phone_number)) {
       await trx('phone_changes')
         .where({ id })

@@ -146,6 +146,44 @@ describe('spec 4.7: mobile-number change (phone-change/<id>): the owner authoriz
     assert.equal(await phoneOf(holder.user.id), holder.phone, "the holder's number stays theirs");
   });
 
+  it('two users proving one new number: only the first reaches the bank; the second ends REJECTED NUMBER_TAKEN before it', async function () {
+    this.timeout(90_000);
+    const [first, second] = await Promise.all([activatedCustomer(), activatedCustomer()]);
+    const number = freshNumber();
+    const asked = (headers: Headers) =>
+      request(headers, {
+        new_mobile_country_code: '254',
+        new_mobile_number: number.national,
+        authorization_channel: 'OLD_MOBILE',
+      });
+    const [a, b] = await Promise.all([asked(first.headers), asked(second.headers)]);
+    assert.equal(a.status, 201, a.text);
+    assert.equal(b.status, 201, b.text);
+    const [aId, bId] = [a.body.id as string, b.body.id as string];
+    // Each owner authorizes; each change's code to the new number follows (the first's, then the second's).
+    assert.equal((await step(first.headers, aId, 'authorize', await codeSentTo(first.phone, 2))).status, 200);
+    const aCode = await codeSentTo(number.e164, 1);
+    assert.equal((await step(second.headers, bId, 'authorize', await codeSentTo(second.phone, 2))).status, 200);
+    const bCode = await codeSentTo(number.e164, 2);
+    // The bank takes its time over the first: it has not changed the number when the second is proven.
+    await bankControl('/mode', 'PATCH', {
+      mobileChange: 'pending',
+      decisionDelayMs: 4_000,
+      pendingDecision: 'approve',
+    });
+    const atBank = async () =>
+      (await bankControl<{ partnerReference: string }[]>('/mobile-number-changes')).map((c) => c.partnerReference);
+    assert.equal((await step(first.headers, aId, 'confirm', aCode)).status, 200);
+    await until('the first change at the bank', async () => ((await atBank()).includes(aId) ? true : undefined));
+    assert.equal((await step(second.headers, bId, 'confirm', bCode)).status, 200);
+    const rejected = await changeWhen(second.headers, bId, 'REJECTED');
+    assert.equal(rejected.rejection_reason, 'NUMBER_TAKEN');
+    await changeWhen(first.headers, aId, 'COMPLETED');
+    assert.ok(!(await atBank()).includes(bId), 'the second change never reached the bank');
+    assert.equal(await phoneOf(first.user.id), number.e164);
+    assert.equal(await phoneOf(second.user.id), second.phone);
+  });
+
   it('a number the bank finds taken ends REJECTED (NUMBER_TAKEN), the phone unchanged', async function () {
     this.timeout(60_000);
     const customer = await activatedCustomer();

@@ -35,4 +35,12 @@ export const webhookSettings = {
   WEBHOOK_DISPATCH_INTERVAL: duration('1m'),
   /** How often the dispatcher looks for committed events (one statement on a partial index): an event waits half this on average. */
   WEBHOOK_DISPATCH_POLL: duration('100ms'),
+  /**
+   * How long an event (with its deliveries and their attempts) is kept for inspection and resend;
+   * older ones are purged by the webhook-event-retention schedule once none of their deliveries
+   * is still PENDING.
+   */
+  WEBHOOK_EVENT_RETENTION: duration('90d'),
+  /** How often the webhook-event-retention schedule runs. */
+  WEBHOOK_EVENT_PURGE_INTERVAL: duration('1h'),
 };

@@ -31,4 +31,5 @@ export const scheduleIds = {
   idempotencyKeyPurge: 'idempotency-key-purge',
   repaymentReconciliation: 'repayment-reconciliation',
   webhookDispatch: 'webhook-dispatch',
+  webhookEventRetention: 'webhook-event-retention',
 };

@@ -17,3 +17,4 @@ export { phoneChange } from './current-account/phone-change';
 export { invoiceExtraction } from './financing/invoice-extraction';
 export { webhookDelivery } from './webhooks/delivery';
 export { webhookDispatch } from './webhooks/dispatch';
+export { webhookEventRetention } from './webhooks/event-retention';

@@ -1,11 +1,16 @@
 import type { Needs } from '../deps';
 import { createWebhookDeliveryActivities } from './delivery';
 import { createWebhookDispatchActivities } from './dispatch';
+import { createWebhookRetentionActivities } from './retention';
 
 type WebhookDeps = Parameters<typeof createWebhookDeliveryActivities>[0] &
   Parameters<typeof createWebhookDispatchActivities>[0];
 
-/** Outbound webhooks: the outbox's relay and each delivery's attempts. */
-export function createWebhookActivities(deps: WebhookDeps & Needs<'db'>) {
-  return { ...createWebhookDispatchActivities(deps), ...createWebhookDeliveryActivities(deps) };
+/** Outbound webhooks: the outbox's relay, each delivery's attempts, and the events' retention. */
+export function createWebhookActivities(deps: WebhookDeps & Needs<'db' | 'clock'>) {
+  return {
+    ...createWebhookDispatchActivities(deps),
+    ...createWebhookDeliveryActivities(deps),
+    ...createWebhookRetentionActivities(deps),
+  };
 }

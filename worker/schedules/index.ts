@@ -31,6 +31,9 @@ export async function ensureSchedules(client: Client, config: Config): Promise<v
       { retentionMs: config.CALLBACK_RETENTION },
     ]),
     every(scheduleIds.idempotencyKeyPurge, config.IDEMPOTENCY_PURGE_INTERVAL, 'idempotencyKeyPurge', []),
+    every(scheduleIds.webhookEventRetention, config.WEBHOOK_EVENT_PURGE_INTERVAL, 'webhookEventRetention', [
+      { retentionMs: config.WEBHOOK_EVENT_RETENTION },
+    ]),
     every(scheduleIds.repaymentReconciliation, config.REPAYMENT_RECONCILIATION_INTERVAL, 'repaymentReconciliation', [
       { graceMs: config.REPAYMENT_RECONCILIATION_GRACE, lookbackMs: config.REPAYMENT_RECONCILIATION_LOOKBACK },
     ]),

@@ -26,6 +26,11 @@ export interface WebhookDeliveryInput {
 
 export type WebhookDeliveryResult = { status: 'SUCCEEDED' } | { status: 'FAILED'; reason: string };
 
+export interface WebhookEventRetentionInput {
+  /** Events that occurred longer ago than this are deleted (none of their deliveries PENDING). */
+  retentionMs: number;
+}
+
 export interface WebhookDispatchInput {
   /** How long this run listens for committed events (its schedule's interval). */
   listenMs: number;

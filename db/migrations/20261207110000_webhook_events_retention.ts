@@ -1,0 +1,13 @@
+import type { Knex } from 'knex';
+
+/**
+ * The webhook-event-retention schedule walks events from the oldest, across organizations: an
+ * index on when they occurred (the list's index leads with the organization).
+ */
+export async function up(knex: Knex): Promise<void> {
+  await knex.raw('create index webhook_events_occurred_at on webhook_events (occurred_at)');
+}
+
+export async function down(knex: Knex): Promise<void> {
+  await knex.raw('drop index if exists webhook_events_occurred_at');
+}

@@ -349,6 +349,38 @@ describe('spec 4.3, hostile review: taking an offer re-checks the borrower, and 
     assert.equal((await take(borrower.headers, partnerA.body.id)).status, 400, 'and not later either');
   });
 
+  it('acceptances sent while another is being decided wait for it: refused for a short balance, none is told the offer was taken; then it can be', async () => {
+    const borrower = await newBorrower({ funds: 10_000 });
+    const offer = await offerFor(borrower.headers);
+    const terms = {
+      application_id: offer.body.id as string,
+      loan_amount: 200_000,
+      tenure: { duration: 2, unit: 'WEEKS' },
+      collateral_amount: 20_000,
+    };
+    const replies = await Promise.all(
+      Array.from({ length: 5 }, () => applyPartnerB(borrower.headers, terms, randomUUID())),
+    );
+    for (const reply of replies) {
+      assert.equal(reply.status, 400, reply.text);
+      assert.match(reply.body.description, /^INSUFFICIENT_FUNDS: /, 'refused for the balance, not as taken');
+    }
+    await fund(borrower.current, 20_000);
+    const [taken, late] = await Promise.all([
+      applyPartnerB(borrower.headers, terms, randomUUID()),
+      applyPartnerB(borrower.headers, terms, randomUUID()),
+    ]).then((both) => [...both].sort((a, b) => a.status - b.status));
+    assert.equal(taken!.status, 200, taken!.text);
+    assert.equal(late!.status, 400, late!.text);
+    assert.match(late!.body.description, /^OFFER_TAKEN: /);
+    const loans = await harness().db('loans').where({ application_id: terms.application_id });
+    assert.equal(loans.length, 1);
+    await recordHistory(
+      workflowIds.loanApplication(terms.application_id),
+      'loanApplication-acceptances-wait-their-turn',
+    );
+  });
+
   it('an API key taking an offer for a borrower put on the waiting list, or whose KYC was revoked, is refused', async () => {
     const { db } = harness();
     const { key } = await createApiKey(db, { organizationId: ORG, permissions: ['loans.write'] });

@@ -43,6 +43,9 @@ const PATCHES = {
 
 type Steps = typeof activities;
 
+/** The offer, as the offerState query answers it. */
+type OfferState = 'OPEN' | 'ACCEPTING' | 'ACCEPTED' | 'EXPIRED';
+
 /**
  * An offer's life (`loan-application/<id>`): open until `expiresAt`, unless the borrower takes it
  * first through the acceptOffer Update. The Update's validator refuses, before anything is
@@ -57,7 +60,7 @@ type Steps = typeof activities;
 export async function loanApplication(input: LoanOfferInput): Promise<string> {
   const ref = { organizationId: input.organizationId, applicationId: input.applicationId };
   const expiresMs = Date.parse(input.expiresAt);
-  let state: 'OPEN' | 'ACCEPTING' | 'ACCEPTED' | 'EXPIRED' = 'OPEN';
+  let state: OfferState = 'OPEN';
   let loanId: string | undefined;
   /** From the offer's close on, the close decides what became of it: Updates wait for `closed`. */
   let closing = false;
@@ -132,6 +135,17 @@ export async function loanApplication(input: LoanOfferInput): Promise<string> {
     async (taken) => {
       // The Update's id: a retried request (the same Idempotency-Key) finds the loan it made.
       const acceptedBy = currentUpdateInfo()?.id ?? '';
+      // Another acceptance is being decided: this one waits for its outcome rather than being told
+      // the offer was taken (a refused one, a short balance say, leaves the offer open). Several
+      // waiting: the first to resume decides next, the others wait again.
+      if (state === 'ACCEPTING') {
+        while (state === 'ACCEPTING' && !closing) await condition(() => state !== 'ACCEPTING' || closing);
+        const decided = state as OfferState; // changed by the other acceptance meanwhile
+        if (!closing && decided === 'ACCEPTED')
+          throw ApplicationFailure.nonRetryable('The offer has been taken already', LoanOfferError.TAKEN);
+        if (!closing && decided === 'EXPIRED')
+          throw ApplicationFailure.nonRetryable('The offer has expired', LoanOfferError.EXPIRED);
+      }
       // Past the offer's time only the close can tell: the loan when it finished this very acceptance.
       if (closing || Date.now() >= expiresMs) {
         await condition(() => closed !== undefined);
@@ -182,7 +196,8 @@ export async function loanApplication(input: LoanOfferInput): Promise<string> {
         if (Object.keys(taken).sort().join() !== 'collateralAmount,loanAmount,tenure')
           throw ApplicationFailure.nonRetryable('Unexpected acceptance fields', LoanOfferError.INVALID_TERMS);
         if (state === 'EXPIRED') throw ApplicationFailure.nonRetryable('The offer has expired', LoanOfferError.EXPIRED);
-        if (!closing && (state === 'ACCEPTING' || state === 'ACCEPTED'))
+        // One being decided (ACCEPTING) is waited for in the handler: it may yet be refused.
+        if (!closing && state === 'ACCEPTED')
           throw ApplicationFailure.nonRetryable('The offer has been taken already', LoanOfferError.TAKEN);
         // Past the offer's time the handler takes nothing: it answers what the close finds, which
         // may be this very acceptance (the same Update again, its first delivery lost).
@@ -210,7 +225,9 @@ export async function loanApplication(input: LoanOfferInput): Promise<string> {
       await closeOffer();
       break;
     }
-    await condition(() => state !== 'ACCEPTING');
+    // Acceptances waiting behind a refused one are decided in turn: ACCEPTING again is no outcome.
+    // (The handlers set `state`: read as the declared union, not as narrowed by this function.)
+    while ((state as OfferState) === 'ACCEPTING') await condition(() => state !== 'ACCEPTING');
     if (state !== 'OPEN') break; // taken (or found expired); a refused acceptance leaves the offer open
   }
   await condition(allHandlersFinished);

@@ -83,8 +83,12 @@ export function errorBody(
   return { code: error.code, description: error.message };
 }
 
-/** gRPC status codes of a Temporal server that does not answer: DEADLINE_EXCEEDED, UNAVAILABLE. */
-const TEMPORAL_UNAVAILABLE = new Set([4, 14]);
+/**
+ * gRPC status codes of a Temporal server that does not answer (DEADLINE_EXCEEDED, UNAVAILABLE) or
+ * will not take more now (RESOURCE_EXHAUSTED: a namespace's rate, or an execution's limit of
+ * Updates in flight): nothing was done, the same request later goes through.
+ */
+const TEMPORAL_UNAVAILABLE = new Set([4, 8, 14]);
 /** Seconds a client is told to wait before trying again while a dependency is down. */
 export const DEPENDENCY_RETRY_AFTER = 5;
 

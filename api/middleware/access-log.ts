@@ -12,12 +12,13 @@ import type { HttpMetrics } from '../metrics';
  * id; SMS delivery reports: the last segment): it never reaches a log line, whether or not a
  * route matched (a near-miss path or method logs it too).
  */
+/** Any case: the routers match a path's segments past its area whatever their case. */
 const CALLBACK_TOKENS = [
-  /^(\/v1\/transactions\/mobilemoney\/callbacks\/[^/]+\/[^/]+\/)[^/]+/,
-  /^(\/v1\/current-account\/callbacks\/sms\/delivery-reports\/)[^/]+/,
+  /^(\/v1\/transactions\/mobilemoney\/callbacks\/[^/]+\/[^/]+\/)[^/]+/i,
+  /^(\/v1\/current-account\/callbacks\/sms\/delivery-reports\/)[^/]+/i,
 ];
 const withoutSecrets = (path: string) =>
-  path.includes('/callbacks/')
+  /\/callbacks\//i.test(path)
     ? CALLBACK_TOKENS.reduce((masked, token) => masked.replace(token, '$1[token]'), path)
     : path;
 

@@ -60,6 +60,9 @@ interface KeyState {
   syncing?: Promise<void>;
 }
 
+/** At most one "store unavailable" warning per budget this often (it counts the failures it stands for). */
+const UNAVAILABLE_WARNING_EVERY_MS = 10_000;
+
 /**
  * A budget shared by every API instance through Postgres (rate-limiter-flexible's store), with
  * the writes batched: each instance decides from the shared count (never older than
@@ -68,9 +71,6 @@ interface KeyState {
  * they admit within one interval. A write per request instead serializes every request of an
  * organization on one row lock (the auth benchmark measured a third of the throughput).
  */
-/** At most one "store unavailable" warning per budget this often (it counts the failures it stands for). */
-const UNAVAILABLE_WARNING_EVERY_MS = 10_000;
-
 /** Store keys fit the store's varchar(255): long ones (financing issuer and subject) are hashed. */
 const storeKey = (key: string) =>
   key.length <= 200 ? key : `sha256:${createHash('sha256').update(key).digest('hex')}`;
@@ -96,6 +96,10 @@ function sharedBudget(
     warnedAt = Date.now();
     unwarned = 0;
   };
+  /** The store answered: an outage's unreported failures are not carried into the next one. */
+  const available = () => {
+    unwarned = 0;
+  };
   const adopt = (state: KeyState, consumed: number, msBeforeNext: number) => {
     state.consumed = consumed;
     state.resetAt = Date.now() + msBeforeNext;
@@ -111,6 +115,7 @@ function sharedBudget(
       state.sending = spent;
       try {
         const res = spent > 0 ? await store.penalty(storeKey(key), spent) : await store.get(storeKey(key));
+        available();
         if (res) adopt(state, res.consumedPoints, res.msBeforeNext);
         else {
           state.consumed = 0; // nothing stored: the shared window is over

@@ -92,11 +92,16 @@ export async function phoneHeldByAnother(
 const lockNumber = (trx: Knex.Transaction, organizationId: string, phone: string) =>
   trx.raw('select pg_advisory_xact_lock(hashtextextended(?, 0))', [`phone:${organizationId}:${phone}`]);
 
+/** Rejections that leave the bank's answer unknown: the bank may still change the number. */
+const UNDECIDED = ['BANK_NO_DECISION', 'BANK_UNAVAILABLE'];
+
 /**
  * Before the bank is asked to move `phone` to this change's customer: the change claims the
- * number, unless another user holds it or another user's change claimed it and is still
- * PROCESSING (at the bank, or about to be). Under the number's lock, so two changes of one number
- * never both reach the bank; a rerun of the same step finds its own claim and goes on.
+ * number, unless another user holds it or another user's change claimed it and the bank may
+ * still act on that one (PROCESSING, or REJECTED without the bank's answer: an operator releases
+ * such a claim once the bank says it did not change the number; see README). Under the number's
+ * lock, so two changes of one number never both reach the bank; a rerun of the same step finds
+ * its own claim and goes on.
  */
 export async function claimNumberForBank(
   db: Knex,
@@ -109,8 +114,13 @@ export async function claimNumberForBank(
     await lockNumber(trx, organizationId, change.new_phone_number);
     if (await phoneHeldByAnother(trx, organizationId, change.user_id, change.new_phone_number)) return 'NUMBER_TAKEN';
     const rival = await trx('phone_changes')
-      .where({ organization_id: organizationId, new_phone_number: change.new_phone_number, status: 'PROCESSING' })
+      .where({ organization_id: organizationId, new_phone_number: change.new_phone_number })
       .whereNotNull('bank_requested_at')
+      .where((claim) =>
+        claim
+          .where({ status: 'PROCESSING' })
+          .orWhere((undecided) => undecided.where({ status: 'REJECTED' }).whereIn('rejection_reason', UNDECIDED)),
+      )
       .whereNot({ id })
       .first('id');
     if (rival) return 'NUMBER_TAKEN';

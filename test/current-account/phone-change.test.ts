@@ -1,5 +1,6 @@
 import { strict as assert } from 'node:assert';
-import { randomInt } from 'node:crypto';
+import { randomInt, randomUUID } from 'node:crypto';
+import { claimNumberForBank } from '../../db/current-account/phone-changes';
 import { workflowIds } from '../../workflows/ids';
 import { activatedCustomer, bankControl, codeEmailedTo, codeSentTo, textsTo, wrong } from '../support/current-account';
 import { harness } from '../support/harness';
@@ -182,6 +183,51 @@ describe('spec 4.7: mobile-number change (phone-change/<id>): the owner authoriz
     assert.ok(!(await atBank()).includes(bId), 'the second change never reached the bank');
     assert.equal(await phoneOf(first.user.id), number.e164);
     assert.equal(await phoneOf(second.user.id), second.phone);
+  });
+
+  it('a claim holds while the bank may still act on it: PROCESSING, or REJECTED without its answer; a refusal or a release frees the number', async function () {
+    this.timeout(60_000);
+    const { db } = harness();
+    const [holder, claimant] = await Promise.all([activatedCustomer(), activatedCustomer()]);
+    const number = freshNumber().e164;
+    const changeOf = async (customer: typeof holder, fields: Record<string, unknown>) => {
+      const account = await db('accounts')
+        .where({ user_id: customer.user.id, type: 'CURRENT' })
+        .first('id', 'organization_id');
+      const id = randomUUID();
+      await db('phone_changes').insert({
+        id,
+        organization_id: account.organization_id,
+        user_id: customer.user.id,
+        account_id: account.id,
+        old_phone_number: customer.phone,
+        new_phone_number: number,
+        authorization_channel: 'OLD_MOBILE',
+        ...fields,
+      });
+      return { id, organizationId: account.organization_id as string };
+    };
+    const rival = await changeOf(holder, { status: 'PROCESSING', bank_requested_at: new Date() });
+    const mine = await changeOf(claimant, { status: 'PROCESSING' });
+    const claim = () =>
+      claimNumberForBank(
+        db,
+        mine.organizationId,
+        mine.id,
+        { user_id: claimant.user.id, new_phone_number: number },
+        new Date(),
+      );
+    const rivalIs = (fields: Record<string, unknown>) => db('phone_changes').where({ id: rival.id }).update(fields);
+    assert.equal(await claim(), 'NUMBER_TAKEN', 'the rival is at the bank');
+    await rivalIs({ status: 'REJECTED', rejection_reason: 'BANK_NO_DECISION' });
+    assert.equal(await claim(), 'NUMBER_TAKEN', 'the bank may still change it for the rival');
+    await rivalIs({ rejection_reason: 'BANK_UNAVAILABLE' });
+    assert.equal(await claim(), 'NUMBER_TAKEN', 'nor did the bank say it did not');
+    await rivalIs({ rejection_reason: 'BANK_CUSTOMER_NOT_FOUND' });
+    assert.equal(await claim(), 'CLAIMED', "the bank's refusal frees it");
+    assert.equal(await claim(), 'CLAIMED', 'a rerun finds its own claim');
+    await rivalIs({ rejection_reason: 'BANK_NO_DECISION', bank_requested_at: null });
+    assert.equal(await claim(), 'CLAIMED', 'a released claim (the runbook) counts no more');
   });
 
   it('a number the bank finds taken ends REJECTED (NUMBER_TAKEN), the phone unchanged', async function () {

@@ -358,13 +358,19 @@ describe('spec 4.3, hostile review: taking an offer re-checks the borrower, and 
       tenure: { duration: 2, unit: 'WEEKS' },
       collateral_amount: 20_000,
     };
+    // Ten at once: one decided, a few waiting their turn, the rest told to send again (503).
     const replies = await Promise.all(
-      Array.from({ length: 5 }, () => applyPartnerB(borrower.headers, terms, randomUUID())),
+      Array.from({ length: 10 }, () => applyPartnerB(borrower.headers, terms, randomUUID())),
     );
     for (const reply of replies) {
+      if (reply.status === 503) {
+        assert.ok(reply.headers.get('retry-after'), 'a busy offer says when to send again');
+        continue;
+      }
       assert.equal(reply.status, 400, reply.text);
       assert.match(reply.body.description, /^INSUFFICIENT_FUNDS: /, 'refused for the balance, not as taken');
     }
+    assert.ok(replies.filter((r) => r.status === 400).length >= 2, 'some waited for the first and were decided');
     await fund(borrower.current, 20_000);
     const [taken, late] = await Promise.all([
       applyPartnerB(borrower.headers, terms, randomUUID()),

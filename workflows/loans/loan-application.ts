@@ -43,6 +43,9 @@ const PATCHES = {
 
 type Steps = typeof activities;
 
+/** Acceptances that may wait for the one being decided; more are refused OFFER_BUSY (503). */
+const MAX_WAITING = 4;
+
 /** The offer, as the offerState query answers it. */
 type OfferState = 'OPEN' | 'ACCEPTING' | 'ACCEPTED' | 'EXPIRED';
 
@@ -61,6 +64,8 @@ export async function loanApplication(input: LoanOfferInput): Promise<string> {
   const ref = { organizationId: input.organizationId, applicationId: input.applicationId };
   const expiresMs = Date.parse(input.expiresAt);
   let state: OfferState = 'OPEN';
+  /** Acceptances waiting for the one being decided (ACCEPTING). */
+  let waiting = 0;
   let loanId: string | undefined;
   /** From the offer's close on, the close decides what became of it: Updates wait for `closed`. */
   let closing = false;
@@ -139,7 +144,12 @@ export async function loanApplication(input: LoanOfferInput): Promise<string> {
       // the offer was taken (a refused one, a short balance say, leaves the offer open). Several
       // waiting: the first to resume decides next, the others wait again.
       if (state === 'ACCEPTING') {
-        while (state === 'ACCEPTING' && !closing) await condition(() => state !== 'ACCEPTING' || closing);
+        waiting += 1;
+        try {
+          while (state === 'ACCEPTING' && !closing) await condition(() => state !== 'ACCEPTING' || closing);
+        } finally {
+          waiting -= 1;
+        }
         const decided = state as OfferState; // changed by the other acceptance meanwhile
         if (!closing && decided === 'ACCEPTED')
           throw ApplicationFailure.nonRetryable('The offer has been taken already', LoanOfferError.TAKEN);
@@ -196,9 +206,15 @@ export async function loanApplication(input: LoanOfferInput): Promise<string> {
         if (Object.keys(taken).sort().join() !== 'collateralAmount,loanAmount,tenure')
           throw ApplicationFailure.nonRetryable('Unexpected acceptance fields', LoanOfferError.INVALID_TERMS);
         if (state === 'EXPIRED') throw ApplicationFailure.nonRetryable('The offer has expired', LoanOfferError.EXPIRED);
-        // One being decided (ACCEPTING) is waited for in the handler: it may yet be refused.
+        // One being decided (ACCEPTING) is waited for in the handler: it may yet be refused. A few
+        // wait at most: each is an Update in flight, of which Temporal lets a run hold ten.
         if (!closing && state === 'ACCEPTED')
           throw ApplicationFailure.nonRetryable('The offer has been taken already', LoanOfferError.TAKEN);
+        if (!closing && state === 'ACCEPTING' && waiting >= MAX_WAITING)
+          throw ApplicationFailure.nonRetryable(
+            'Other acceptances of this offer are being decided: send it again shortly',
+            LoanOfferError.BUSY,
+          );
         // Past the offer's time the handler takes nothing: it answers what the close finds, which
         // may be this very acceptance (the same Update again, its first delivery lost).
         if (closing || Date.now() >= expiresMs) return;

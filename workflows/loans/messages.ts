@@ -38,6 +38,8 @@ export const LoanOfferError = {
   TAKEN: 'OFFER_TAKEN',
   INVALID_TERMS: 'INVALID_TERMS',
   INSUFFICIENT_FUNDS: 'INSUFFICIENT_FUNDS',
+  /** As many acceptances already wait for the one being decided as the run lets wait: try again shortly. */
+  BUSY: 'OFFER_BUSY',
 } as const;
 
 /** Takes the offer: hold, loan, schedule, disbursement; answers the loan's id once it is disbursed. */

@@ -195,6 +195,7 @@ function resendRoutes(
     const sent: z.infer<typeof WebhookDelivery>[] = [];
     await forEachConcurrently(pairs, 16, async ({ event, endpoint }) => {
       const delivery = await pendingDelivery(db, organizationId, event.id, endpoint.id, clock.now());
+      if (!delivery) return; // purged by its retention meanwhile: nothing to send
       await workflows.resend({
         organizationId,
         deliveryId: delivery.id,

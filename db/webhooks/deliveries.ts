@@ -45,19 +45,28 @@ export async function pendingDelivery(
   eventId: string,
   endpointId: string,
   now: Date,
-): Promise<WebhookDeliveryRow> {
-  const [row] = await db('webhook_deliveries')
-    .insert({ organization_id: organizationId, event_id: eventId, endpoint_id: endpointId })
-    .onConflict(['event_id', 'endpoint_id'])
-    .merge({
-      status: 'PENDING',
-      completed_at: null,
-      workflow_started_at: null,
-      generation: db.raw('webhook_deliveries.generation + 1'),
-      updated_at: now,
-    })
-    .returning<WebhookDeliveryRow[]>('*');
-  return row!;
+): Promise<WebhookDeliveryRow | undefined> {
+  return db.transaction(async (trx) => {
+    // The event held while its delivery turns PENDING: the retention's purge skips an event so
+    // held (and sees the PENDING delivery once this commits); one it purged first is gone here.
+    const event = await trx('webhook_events')
+      .where({ organization_id: organizationId, id: eventId })
+      .forKeyShare()
+      .first('id');
+    if (!event) return undefined;
+    const [row] = await trx('webhook_deliveries')
+      .insert({ organization_id: organizationId, event_id: eventId, endpoint_id: endpointId })
+      .onConflict(['event_id', 'endpoint_id'])
+      .merge({
+        status: 'PENDING',
+        completed_at: null,
+        workflow_started_at: null,
+        generation: trx.raw('webhook_deliveries.generation + 1'),
+        updated_at: now,
+      })
+      .returning<WebhookDeliveryRow[]>('*');
+    return row;
+  });
 }
 
 /**

@@ -1,5 +1,6 @@
 import { strict as assert } from 'node:assert';
 import { randomUUID } from 'node:crypto';
+import { purgeWebhookEvents } from '../../db/webhooks/retention';
 import { scheduleIds, workflowIds } from '../../workflows/ids';
 import { harness } from '../support/harness';
 import { recordHistory } from '../support/histories';
@@ -301,6 +302,15 @@ describe('webhook deliveries', () => {
     await recordHistory(workflowId, 'webhookEventRetention');
     // The PENDING one would be retried by a run that does not exist here: settle it for the next tests.
     await db('webhook_deliveries').where({ id: retried.delivery }).update({ status: 'FAILED' });
+    // A resend under way holds its event: the purge skips it rather than deleting what it sends.
+    const held = await db.transaction();
+    try {
+      await held('webhook_events').where({ id: retried.event }).forKeyShare().first('id');
+      assert.equal(await purgeWebhookEvents(db, new Date(Date.now() - config.WEBHOOK_EVENT_RETENTION), 500), 0);
+    } finally {
+      await held.rollback();
+    }
+    assert.equal(await purgeWebhookEvents(db, new Date(Date.now() - config.WEBHOOK_EVENT_RETENTION), 500), 1);
   });
 
   it('a dispatcher run relays for its interval, then ends (its schedule starts the next)', async () => {

@@ -55,8 +55,9 @@ export interface Page<T> {
 }
 
 /**
- * What the caller must be allowed before a page is read, checked in the page's own statement: an
- * SQL expression naming what is missing ('account', 'installment'), null when nothing is.
+ * What the caller must be allowed for a page to be answered, checked in the page's own statement
+ * (the page is joined to it: a refused statement returns no row of the page): an SQL expression
+ * naming what is missing ('account', 'installment'), null when nothing is.
  */
 export interface Gate {
   sql: string;

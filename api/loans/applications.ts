@@ -123,7 +123,12 @@ export function loanApplicationRoutes(deps: Needs<'db' | 'clock'>, workflows: Lo
     idempotent: true,
     request: { headers: IdempotencyKeyHeader, body: PartnerBApply },
     responses: { 200: { description: 'The loan application, DISBURSED', schema: AppliedLoan } },
-    errors: { BAD_REQUEST: APPLY_REFUSED, NOT_FOUND: 'no such loan application of the caller' },
+    errors: {
+      BAD_REQUEST: APPLY_REFUSED,
+      NOT_FOUND: 'no such loan application of the caller',
+      SERVICE_UNAVAILABLE:
+        'four other acceptances of the offer already wait for the one being decided: send it again after Retry-After',
+    },
     async handler(ctx, { body }) {
       await apply(ctx, body.application_id, {
         loanAmount: body.loan_amount,

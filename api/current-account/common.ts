@@ -45,7 +45,7 @@ export async function answerStarted<R extends { id: string }>(
   ctx.body = view(made.row);
 }
 
-export const iso = (value: Date | null | undefined) => (value ? new Date(value).toISOString() : null);
+export { isoOrNull as iso } from '../../domain/iso';
 
 /** A one-time code as typed: exactly OTP_DIGITS digits (anything else is refused before it counts as an attempt). */
 export const OtpCode = z

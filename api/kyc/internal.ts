@@ -17,6 +17,7 @@ import { actingOrganization } from '../auth/policy';
 import type { Needs } from '../deps';
 import type { KycWorkflows } from './workflows';
 import { type AnyRoute, defineRoute, type RouteAuth } from '../route';
+import { isoOrNull as iso } from '../../domain/iso';
 
 /** Backend user tokens or API keys (organization or platform), as spec 4.2 says for these lookups. */
 const INTERNAL: RouteAuth = { schemes: ['user', 'api_key'] };
@@ -89,7 +90,6 @@ const RESULT: Record<KycStatus, string> = {
   REJECTED: 'FAILED',
   EXPIRED: 'EXPIRED',
 };
-const iso = (value: Date | string | null | undefined) => (value ? new Date(value).toISOString() : null);
 const day = (value: Date | string | null | undefined) => (value ? new Date(value).toISOString().slice(0, 10) : null);
 
 const forbidden = () => new ServiceError(ErrorCode.FORBIDDEN, 'Missing permission kyc.read for this organization');

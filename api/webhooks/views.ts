@@ -2,9 +2,9 @@ import { z } from 'zod';
 import type { WebhookAttemptRow, WebhookDeliveryRow } from '../../db/webhooks/deliveries';
 import type { WebhookEndpointRow } from '../../db/webhooks/endpoints';
 import { EVENT_TYPES } from '../../domain/webhooks/events';
+import { isoOrNull as iso } from '../../domain/iso';
 
 /** The webhook resources as the API answers them: endpoints, events, deliveries and their attempts. */
-const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
 export const EventTypeName = z.enum(EVENT_TYPES).meta({ id: 'WebhookEventType' });
 

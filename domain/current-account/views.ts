@@ -1,10 +1,10 @@
 import { phoneAuthorizeUrl, phoneChangeUrl, phoneConfirmUrl } from './links';
+import { isoOrNull as iso } from '../iso';
 
 /**
  * The current-account self-service resources as the API answers them, drawn from their rows or
  * from a webhook event's snapshot of one (their schemas, for the OpenAPI document, are in api/).
  */
-const iso = (value: Date | null | undefined) => (value ? new Date(value).toISOString() : null);
 
 export interface ActivationFields<S extends string = string> {
   id: string;

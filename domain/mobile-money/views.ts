@@ -1,4 +1,5 @@
 import type { TransactionStatus } from './transaction';
+import { isoOrNull as iso } from '../iso';
 
 /** What the Transaction resource is drawn from: a transactions row, or its snapshot in a webhook event. */
 export interface TransactionFields {
@@ -16,8 +17,6 @@ export interface TransactionFields {
   failed_at: Date | null;
   details: Record<string, unknown>;
 }
-
-const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
 /**
  * The Transaction resource (spec 2) of a row: the API's answer and a webhook event's data are

@@ -8,10 +8,20 @@ export type AttemptOutcome =
   | { kind: 'answered'; status: number; retryAfter?: string }
   | { kind: 'unanswered'; error: 'timeout' | 'connection' | 'address'; detail: string };
 
+/** Failure types of a delivery attempt that end it at once (no retry). */
+export const WebhookFailure = {
+  /** The receiver answered a 3xx or a 4xx other than 408 and 429. */
+  REFUSED: 'WEBHOOK_REFUSED',
+  /** The endpoint resolved to an address it may not reach. */
+  ADDRESS_REFUSED: 'WEBHOOK_ADDRESS_REFUSED',
+  /** The endpoint (or the delivery) was deleted, or is disabled. */
+  ENDPOINT_UNAVAILABLE: 'WEBHOOK_ENDPOINT_UNAVAILABLE',
+} as const;
+
 export type Verdict =
   | { kind: 'delivered' }
   | { kind: 'retry'; reason: string; afterMs?: number }
-  | { kind: 'give-up'; reason: string; type: 'WEBHOOK_REFUSED' | 'WEBHOOK_ADDRESS_REFUSED' };
+  | { kind: 'give-up'; reason: string; type: typeof WebhookFailure.REFUSED | typeof WebhookFailure.ADDRESS_REFUSED };
 
 /** The longest Retry-After honoured: a receiver cannot park a delivery past the retry window anyway. */
 const MAX_RETRY_AFTER_MS = 24 * 60 * 60 * 1000;
@@ -28,7 +38,7 @@ export function retryAfterMs(value: string | undefined, now: Date): number | und
 export function verdictOf(outcome: AttemptOutcome, now: Date): Verdict {
   if (outcome.kind === 'unanswered') {
     if (outcome.error === 'address')
-      return { kind: 'give-up', reason: `address refused: ${outcome.detail}`, type: 'WEBHOOK_ADDRESS_REFUSED' };
+      return { kind: 'give-up', reason: `address refused: ${outcome.detail}`, type: WebhookFailure.ADDRESS_REFUSED };
     return { kind: 'retry', reason: `${outcome.error}: ${outcome.detail}` };
   }
   const { status } = outcome;
@@ -37,7 +47,7 @@ export function verdictOf(outcome: AttemptOutcome, now: Date): Verdict {
     const afterMs = status === 429 || status === 503 ? retryAfterMs(outcome.retryAfter, now) : undefined;
     return { kind: 'retry', reason: `answered ${status}`, ...(afterMs !== undefined ? { afterMs } : {}) };
   }
-  return { kind: 'give-up', reason: `answered ${status}`, type: 'WEBHOOK_REFUSED' };
+  return { kind: 'give-up', reason: `answered ${status}`, type: WebhookFailure.REFUSED };
 }
 
 /** The wait the retry policy itself puts after attempt `attempt` (1-based): doubling from the first, capped. */

@@ -36,15 +36,8 @@ export interface WebhookDispatchInput {
   listenMs: number;
 }
 
-/** Failure types of a delivery attempt that end it at once (no retry). */
-export const WebhookFailure = {
-  /** The receiver answered a 3xx or a 4xx other than 408 and 429. */
-  REFUSED: 'WEBHOOK_REFUSED',
-  /** The endpoint resolved to an address it may not reach. */
-  ADDRESS_REFUSED: 'WEBHOOK_ADDRESS_REFUSED',
-  /** The endpoint (or the delivery) was deleted, or is disabled. */
-  ENDPOINT_UNAVAILABLE: 'WEBHOOK_ENDPOINT_UNAVAILABLE',
-} as const;
+/** Failure types of a delivery attempt that end it at once: the verdicts' own (one spelling). */
+export { WebhookFailure } from '../../domain/webhooks/verdicts';
 
 /** The retry of deliveries, from the webhook settings (the dispatcher and the API's resends read the same). */
 export function webhookRetryOf(config: {

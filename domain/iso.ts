@@ -1,0 +1,4 @@
+/** A timestamp as the API writes it (ISO 8601, UTC, milliseconds); none stays null. */
+export function isoOrNull(value: Date | string | null | undefined): string | null {
+  return value ? new Date(value).toISOString() : null;
+}

@@ -13,11 +13,21 @@ import type { Caller } from '../auth/caller';
  */
 export async function readableAccount(db: Knex, caller: Caller, accountId: string): Promise<string> {
   const account = caller.organizationId ? await findAccountOwner(db, caller.organizationId, accountId) : undefined;
-  const staff = allows(caller.grants, Permission.LOANS_READ, caller.organizationId, caller.organizationId ?? '');
-  if (!account || (caller.scheme === 'user' && !staff && account.user_id !== caller.userId))
+  const owner = onlyOwnOf(caller);
+  if (!account || (owner !== undefined && account.user_id !== owner))
     throw new ServiceError(ErrorCode.NOT_FOUND, 'No such account');
   return caller.organizationId!;
 }
+
+/**
+ * The user whose accounts alone the caller reads: a customer (a user without loans.read) only its
+ * own; undefined for keys, partners and staff, who read any of the organization's.
+ */
+const onlyOwnOf = (caller: Caller): string | undefined =>
+  caller.scheme === 'user' &&
+  !allows(caller.grants, Permission.LOANS_READ, caller.organizationId, caller.organizationId ?? '')
+    ? caller.userId
+    : undefined;
 
 /**
  * readableAccount's rule as a gate the page's own statement checks (one round trip, not two):
@@ -26,9 +36,7 @@ export async function readableAccount(db: Knex, caller: Caller, accountId: strin
  */
 export function readableAccountGate(caller: Caller, accountId: string, installmentId?: string): Gate {
   if (!caller.organizationId) throw new ServiceError(ErrorCode.NOT_FOUND, 'No such account');
-  const staff = allows(caller.grants, Permission.LOANS_READ, caller.organizationId, caller.organizationId);
-  const ownerOnly = caller.scheme === 'user' && !staff;
-  return accountGate(caller.organizationId, accountId, ownerOnly ? caller.userId : undefined, installmentId);
+  return accountGate(caller.organizationId, accountId, onlyOwnOf(caller), installmentId);
 }
 
 /** What a page's gate found missing, as the 404 readableAccount (or the installment's check) answers. */

@@ -5,7 +5,8 @@ import {
   accountEventsPage,
   type AllocationRow,
   type EventRow,
-  findAccountInstallment,
+  type Gate,
+  gateRefusal,
   installmentAllocationsPage,
   type Page,
 } from '../../db/loans/transactions';
@@ -15,7 +16,7 @@ import type { Caller } from '../auth/caller';
 import type { Needs } from '../deps';
 import { Transaction, transactionView } from '../mobile-money/views';
 import { type AnyRoute, defineRoute, type RouteAuth } from '../route';
-import { notReadable, readableAccount, readableAccountGate } from './accounts';
+import { notReadable, readableAccountGate } from './accounts';
 
 /** Page sizes (spec 8): greater than 0, 20 unless asked, at most 100. */
 export const PAGE_SIZE = { default: 20, max: 100 } as const;
@@ -183,19 +184,12 @@ export function installmentTransactionRoutes(deps: Needs<'db'>): AnyRoute[] {
    * the installment) is known readable, as the reads in the page's statement would have: another
    * tenant's account stays 404 whatever the query.
    */
-  async function pageOrNotFound(
-    caller: Caller,
-    accountId: string,
-    installmentId: string | undefined,
-    page: () => ReturnType<typeof pageOf>,
-  ) {
+  async function pageOrNotFound(gate: Gate, page: () => ReturnType<typeof pageOf>) {
     try {
       return page();
     } catch (error) {
-      const organizationId = await readableAccount(db, caller, accountId);
-      if (installmentId && !(await findAccountInstallment(db, organizationId, accountId, installmentId)))
-        throw notReadable('installment');
-      throw error;
+      const refused = await gateRefusal(db, gate);
+      throw refused ? notReadable(refused) : error;
     }
   }
 
@@ -226,7 +220,7 @@ export function installmentTransactionRoutes(deps: Needs<'db'>): AnyRoute[] {
         const caller = ctx.state.caller as Caller;
         const gate = readableAccountGate(caller, params.accountId);
         const scope = `account:${params.accountId}`;
-        const position = await pageOrNotFound(caller, params.accountId, undefined, () => pageOf(query, scope));
+        const position = await pageOrNotFound(gate, () => pageOf(query, scope));
         const page = await accountEventsPage(db, caller.organizationId!, params.accountId, position, gate);
         if ('refused' in page) throw notReadable(page.refused);
         ctx.body = {
@@ -262,7 +256,7 @@ export function installmentTransactionRoutes(deps: Needs<'db'>): AnyRoute[] {
         const caller = ctx.state.caller as Caller;
         const gate = readableAccountGate(caller, params.accountId, params.id);
         const scope = `installment:${params.id}`;
-        const position = await pageOrNotFound(caller, params.accountId, params.id, () => pageOf(query, scope));
+        const position = await pageOrNotFound(gate, () => pageOf(query, scope));
         const page = await installmentAllocationsPage(db, caller.organizationId!, params.id, position, gate);
         if ('refused' in page) throw notReadable(page.refused);
         ctx.body = {

@@ -91,6 +91,12 @@ export function accountGate(organizationId: string, accountId: string, ownerId?:
   };
 }
 
+/** What `gate` finds missing, asked on its own (a request refused before its page is read). */
+export async function gateRefusal(db: Knex, gate: Gate): Promise<string | undefined> {
+  const { rows } = await db.raw<{ rows: { refused: string | null }[] }>(`select ${gate.sql} as refused`, gate.bindings);
+  return rows[0]?.refused ?? undefined;
+}
+
 /**
  * One keyset page of `base` (already filtered) by seq, newest first, with both neighbours known,
  * in one statement: the page (one index range, `size + 1` rows: the extra one tells whether the
@@ -252,18 +258,6 @@ function reviveDates(push: unknown): TransactionRow | null {
   for (const key of ['transacted_at', 'confirmed_at', 'posted_at', 'failed_at'])
     if (typeof row[key] === 'string') row[key] = new Date(row[key]);
   return row as unknown as TransactionRow;
-}
-
-/** An installment of the account (undefined: not this account's, or not the organization's). */
-export function findAccountInstallment(
-  db: Knex,
-  organizationId: string,
-  accountId: string,
-  installmentId: string,
-): Promise<{ id: string } | undefined> {
-  return db('installments')
-    .where({ organization_id: organizationId, account_id: accountId, id: installmentId })
-    .first('id');
 }
 
 /** One event of the account with its allocation records (undefined: not this account's). */

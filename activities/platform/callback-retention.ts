@@ -1,6 +1,6 @@
-import { Context } from '@temporalio/activity';
 import { purgeCallbacks } from '../../db/platform/callback-retention';
 import type { Needs } from '../deps';
+import { purgeInBatches } from '../purge';
 
 /** Rows per delete: short statements, so the purge never holds the tables for long. */
 const PURGE_BATCH = 1_000;
@@ -10,13 +10,7 @@ export function createCallbackActivities(deps: Needs<'db' | 'clock'>) {
     /** Deletes raw callbacks received more than `retentionMs` ago, batch by batch; how many went. */
     async purgeExpiredCallbacks(retentionMs: number): Promise<number> {
       const cutoff = new Date(deps.clock.now().getTime() - retentionMs);
-      let total = 0;
-      for (;;) {
-        const purged = await purgeCallbacks(deps.db, cutoff, PURGE_BATCH);
-        total += purged;
-        Context.current().heartbeat(total);
-        if (purged === 0) return total;
-      }
+      return purgeInBatches(() => purgeCallbacks(deps.db, cutoff, PURGE_BATCH));
     },
   };
 }

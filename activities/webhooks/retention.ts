@@ -1,6 +1,6 @@
-import { Context } from '@temporalio/activity';
 import { purgeWebhookEvents } from '../../db/webhooks/retention';
 import type { Needs } from '../deps';
+import { purgeInBatches } from '../purge';
 
 /** Events per delete: short statements (each event's deliveries and attempts go too). */
 const PURGE_BATCH = 500;
@@ -10,13 +10,7 @@ export function createWebhookRetentionActivities(deps: Needs<'db' | 'clock'>) {
     /** Deletes the events past `retentionMs` whose deliveries are over, batch by batch; how many went. */
     async purgeExpiredWebhookEvents(retentionMs: number): Promise<number> {
       const cutoff = new Date(deps.clock.now().getTime() - retentionMs);
-      let total = 0;
-      for (;;) {
-        const purged = await purgeWebhookEvents(deps.db, cutoff, PURGE_BATCH);
-        total += purged;
-        Context.current().heartbeat(total);
-        if (purged === 0) return total;
-      }
+      return purgeInBatches(() => purgeWebhookEvents(deps.db, cutoff, PURGE_BATCH));
     },
   };
 }

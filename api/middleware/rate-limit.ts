@@ -96,10 +96,6 @@ function sharedBudget(
     warnedAt = Date.now();
     unwarned = 0;
   };
-  /** The store answered: an outage's unreported failures are not carried into the next one. */
-  const available = () => {
-    unwarned = 0;
-  };
   const adopt = (state: KeyState, consumed: number, msBeforeNext: number) => {
     state.consumed = consumed;
     state.resetAt = Date.now() + msBeforeNext;
@@ -115,7 +111,7 @@ function sharedBudget(
       state.sending = spent;
       try {
         const res = spent > 0 ? await store.penalty(storeKey(key), spent) : await store.get(storeKey(key));
-        available();
+        unwarned = 0; // the store answered: an outage's unreported failures do not ride into the next
         if (res) adopt(state, res.consumedPoints, res.msBeforeNext);
         else {
           state.consumed = 0; // nothing stored: the shared window is over

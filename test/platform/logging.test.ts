@@ -4,18 +4,13 @@ import { buildApp } from '../../api/app';
 import { startApi } from '../../api/server';
 import { createLogger } from '../../config/logger';
 import { harness } from '../support/harness';
+import { logLines } from '../support/log-lines';
 import { call } from '../support/http';
 import { testRoutes } from '../support/test-routes';
 
 describe('structured access logs', () => {
   it('writes one JSON line per request with the request id, and never a token, an OTP or an image', async () => {
-    const lines: string[] = [];
-    const sink = new Writable({
-      write(chunk, _encoding, done) {
-        lines.push(...String(chunk).split('\n').filter(Boolean));
-        done();
-      },
-    });
+    const { lines, sink } = logLines();
     const logger = createLogger('info', sink);
     const api = await startApi(buildApp({ ...harness().deps, logger }, { extraRoutes: testRoutes() }), '127.0.0.1', 0);
     const secret = 'eyJhbGciOiJSUzI1NiJ9.secret-token-payload.signature';
@@ -47,13 +42,7 @@ describe('structured access logs', () => {
   });
 
   it('never logs the token of a callback URL, on a matched route or a near miss (another method, another suffix)', async () => {
-    const lines: string[] = [];
-    const sink = new Writable({
-      write(chunk, _encoding, done) {
-        lines.push(...String(chunk).split('\n').filter(Boolean));
-        done();
-      },
-    });
+    const { lines, sink } = logLines();
     const api = await startApi(
       buildApp({ ...harness().deps, logger: createLogger('info', sink) }, { extraRoutes: testRoutes() }),
       '127.0.0.1',

@@ -1,5 +1,4 @@
 import { strict as assert } from 'node:assert';
-import { Writable } from 'node:stream';
 import type { Context } from 'koa';
 import { buildApp } from '../../api/app';
 import { createRateLimiter } from '../../api/middleware/rate-limit';
@@ -9,6 +8,7 @@ import { createDb } from '../../db/knex';
 import { ErrorCode, type ServiceError } from '../../domain/errors';
 import { DEMO } from '../../db/seeds/demo';
 import { harness } from '../support/harness';
+import { logLines } from '../support/log-lines';
 import { call } from '../support/http';
 import { testRoutes } from '../support/test-routes';
 import { backendToken, bearer } from '../support/tokens';
@@ -130,13 +130,7 @@ describe('spec 8: rate limits (429 TOO_MANY_REQUESTS with Retry-After)', () => {
   });
 
   it('while the shared store is unreachable, budgets count locally and one warning stands for every failed sync', async () => {
-    const lines: string[] = [];
-    const sink = new Writable({
-      write(chunk, _encoding, done) {
-        lines.push(...String(chunk).split('\n').filter(Boolean));
-        done();
-      },
-    });
+    const { lines, sink } = logLines();
     // Nothing listens on port 1: every sync fails at once.
     const quiet = { warn: () => undefined, error: () => undefined };
     const deadStore = createDb('postgres://postgres@127.0.0.1:1/none', 1, quiet);

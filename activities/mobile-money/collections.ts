@@ -5,12 +5,11 @@ import { isUniqueViolation } from '../../db/knex';
 import {
   claimPushAttempt,
   confirmPending,
-  findTransaction,
   forgetAttempt,
   lockTransaction,
-  markCollectionPosted,
   markPosted,
   recordProviderIds,
+  settleCollection,
   type TransactionRow,
 } from '../../db/mobile-money/transactions';
 import { Failure } from '../../domain/failures';
@@ -128,7 +127,7 @@ export function createCollectionActivities(deps: Needs<'db' | 'clock' | 'provide
     },
 
     /**
-     * A paid push settled in one database transaction: confirmed with the provider's receipt and
+     * A paid push settled in one statement: confirmed with the provider's receipt and
      * posted to the ledger (the provider's clearing account pays the customer's account). The
      * push id that proved the payment is recorded too, and is unique: when it is already another
      * transaction's (a callback of a push whose answer was lost named another push), nothing is
@@ -139,26 +138,19 @@ export function createCollectionActivities(deps: Needs<'db' | 'clock' | 'provide
       input: { receipt?: string; checkoutRequestId?: string },
     ): Promise<'POSTED' | 'UNPROVEN'> {
       try {
-        await withReceipt(transactionId, input.receipt, (receipt) =>
-          db.transaction(async (trx) => {
-            const row = await markCollectionPosted(
-              trx,
-              transactionId,
-              { receipt, checkoutRequestId: input.checkoutRequestId },
-              clock.now(),
+        await withReceipt(transactionId, input.receipt, async (receipt) => {
+          const status = await settleCollection(
+            db,
+            transactionId,
+            { receipt, checkoutRequestId: input.checkoutRequestId },
+            clock.now(),
+          );
+          if (status !== TransactionStatus.POSTED)
+            throw ApplicationFailure.nonRetryable(
+              `transaction ${transactionId} is ${status ?? 'missing'}, not payable`,
+              Failure.INVALID_STATE,
             );
-            if (row) {
-              await postCollectionEntry(trx, row);
-              return;
-            }
-            const current = await findTransaction(trx, transactionId);
-            if (current?.status !== TransactionStatus.POSTED)
-              throw ApplicationFailure.nonRetryable(
-                `transaction ${transactionId} is ${current?.status ?? 'missing'}, not payable`,
-                Failure.INVALID_STATE,
-              );
-          }),
-        );
+        });
         return 'POSTED';
       } catch (error) {
         if (!isUniqueViolation(error, 'transactions_checkout_request_id_unique')) throw error;

@@ -9,9 +9,10 @@ import { isUuid } from '../../domain/identifiers';
  */
 
 /** Ledger account names. Customer accounts are liabilities of ours: a credit increases them. */
+const CUSTOMER = 'customer:';
 export const ledgerAccounts = {
   /** The customer's available money. */
-  customer: (accountId: string) => `customer:${accountId}`,
+  customer: (accountId: string) => `${CUSTOMER}${accountId}`,
   /** Money held for a payout in flight. */
   hold: (accountId: string) => `hold:${accountId}`,
   /** Money held as a loan's collateral until the loan is repaid. */
@@ -142,6 +143,12 @@ export async function postJournal(
   );
   return rows[0]!.inserted;
 }
+
+/**
+ * The customer ledger account (ledgerAccounts.customer) of an accounts.id column, in SQL: for a
+ * statement that posts an entry for the row it writes, in one round trip.
+ */
+export const customerAccountSql = (column: string) => `'${CUSTOMER}' || ${column}`;
 
 /** pg returns bigint and numeric as strings; a value beyond 2^53 would lose cents, so it throws. */
 function toMinorUnits(value: unknown, what: string): number {

@@ -369,6 +369,25 @@ describe('durability: the settle step of a paid push is safe to run again', () =
     assert.deepEqual(await balanceOf(customer.current), { balance: 100_000, held: 0, available: 100_000 });
     assert.ok(await ledgerIsBalanced(db));
   });
+
+  it('two settlements at once (a rerun while the first is still in flight) post one COLLECTION, and neither fails', async () => {
+    const activities = mobileMoneyActivities();
+    const customer = await newCustomer(0);
+    for (let round = 0; round < 5; round++) {
+      const row = await insertStkPushTransaction(customer, 10_000);
+      const outcomes = await Promise.all(
+        Array.from({ length: 4 }, () => activities.settleCollection(row.id, { receipt: `SIMRACE${round}` })),
+      );
+      assert.deepEqual(outcomes, ['POSTED', 'POSTED', 'POSTED', 'POSTED']);
+      assert.equal((await transactionRow(row.id)).status, 'POSTED');
+      assert.deepEqual(
+        (await journalOf(row.id)).map((e) => e.kind),
+        ['COLLECTION'],
+      );
+    }
+    assert.deepEqual(await balanceOf(customer.current), { balance: 50_000, held: 0, available: 50_000 });
+    assert.ok(await ledgerIsBalanced(harness().db));
+  });
 });
 
 describe('protocol: a push the provider refuses', () => {

@@ -1,9 +1,10 @@
 import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Context } from 'koa';
-import { RateLimiterMemory, RateLimiterPostgres, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import { RateLimiterMemory } from 'rate-limiter-flexible';
 import type { Config } from '../../config';
 import type { Logger } from '../../config/logger';
+import { addPoints, readPoints, type StoredCount } from '../../db/platform/rate-limits';
 import { ErrorCode, ServiceError } from '../../domain/errors';
 
 interface Decision {
@@ -57,31 +58,27 @@ interface KeyState {
   sending: number;
   resetAt: number;
   syncedAt: number;
+  /** The key's read, or the write that carries its points, under way. */
   syncing?: Promise<void>;
 }
 
-/** At most one "store unavailable" warning per budget this often (it counts the failures it stands for). */
+/** At most one "store unavailable" warning this often (it counts the failures it stands for). */
 const UNAVAILABLE_WARNING_EVERY_MS = 10_000;
 
-/**
- * A budget shared by every API instance through Postgres (rate-limiter-flexible's store), with
- * the writes batched: each instance decides from the shared count (never older than
- * RATE_LIMIT_SYNC_INTERVAL) plus what it admitted since, and adds its spending to the store
- * every interval. One instance counts exactly; several can together overshoot a budget by what
- * they admit within one interval. A write per request instead serializes every request of an
- * organization on one row lock (the auth benchmark measured a third of the throughput).
- */
 /** Store keys fit the store's varchar(255): long ones (financing issuer and subject) are hashed. */
 const storeKey = (key: string) =>
   key.length <= 200 ? key : `sha256:${createHash('sha256').update(key).digest('hex')}`;
 
-function sharedBudget(
-  store: RateLimiterAbstract,
-  points: number,
-  windowMs: number,
-  syncMs: number,
-  logger: Logger,
-): Budget {
+/**
+ * The budgets' counts shared by every API instance through Postgres (db/platform/rate-limits.ts),
+ * with the writes batched: each instance decides from the shared count (never older than
+ * RATE_LIMIT_SYNC_INTERVAL) plus what it admitted since, and every interval adds what it spent,
+ * every key of every budget in one statement. One instance counts exactly; several can together
+ * overshoot a budget by what they admit within one interval. A write per request instead
+ * serializes every request of an organization on one row lock (the auth benchmark measured a
+ * third of the throughput), and a write per key and interval costs a statement per caller.
+ */
+function sharedCounts(db: Knex, windowMs: number, syncMs: number, logger: Logger) {
   const keys = new Map<string, KeyState>();
   let flushing: Promise<void> | undefined;
 
@@ -96,81 +93,112 @@ function sharedBudget(
     warnedAt = Date.now();
     unwarned = 0;
   };
-  const adopt = (state: KeyState, consumed: number, msBeforeNext: number) => {
-    state.consumed = consumed;
-    state.resetAt = Date.now() + msBeforeNext;
+  /** The store's count (none: its window is over or never began) becomes the key's shared view. */
+  const adopt = (state: KeyState, stored: StoredCount | undefined) => {
+    unwarned = 0; // the store answered: an outage's unreported failures do not ride into the next
+    state.consumed = stored?.points ?? 0;
+    if (stored) state.resetAt = stored.expire;
     state.syncedAt = Date.now();
   };
 
-  /** Adds the pending points to the store (or only reads it back) and adopts the shared count. */
-  function sync(key: string, state: KeyState): Promise<void> {
+  /** Reads the key's shared count (once at a time per key). */
+  function read(key: string, state: KeyState): Promise<void> {
     state.syncing ??= (async () => {
-      const spent = state.pending;
-      const window = state.resetAt;
-      state.pending -= spent;
-      state.sending = spent;
       try {
-        const res = spent > 0 ? await store.penalty(storeKey(key), spent) : await store.get(storeKey(key));
-        unwarned = 0; // the store answered: an outage's unreported failures do not ride into the next
-        if (res) adopt(state, res.consumedPoints, res.msBeforeNext);
-        else {
-          state.consumed = 0; // nothing stored: the shared window is over
-          state.syncedAt = Date.now();
-        }
+        adopt(state, await readPoints(db, key, Date.now()));
       } catch (error) {
-        // Keep counting locally (for the same window only), and try the store again after an
-        // interval rather than on every request.
-        if (state.resetAt === window) state.pending += spent;
-        state.syncedAt = Date.now();
+        state.syncedAt = Date.now(); // asked again after an interval, not on every request
         unavailable(error);
       } finally {
-        state.sending = 0;
         state.syncing = undefined;
       }
     })();
     return state.syncing;
   }
 
+  /** Adds every key's pending points to the store in one statement and adopts the shared counts. */
   async function flush() {
     const now = Date.now();
+    const batch = new Map<string, { state: KeyState; window: number }>();
     for (const [key, state] of keys) {
-      if (state.pending > 0) await sync(key, state);
-      else if (state.resetAt <= now && !state.syncing) keys.delete(key); // idle: forget it
+      if (state.syncing) continue; // its read or write is under way: next interval
+      if (state.pending > 0) batch.set(key, { state, window: state.resetAt });
+      else if (state.resetAt <= now) keys.delete(key); // idle: forget it
     }
+    if (batch.size === 0) return;
+    const spent = new Map<string, number>();
+    for (const [key, { state }] of batch) {
+      spent.set(key, state.pending);
+      state.sending = state.pending;
+      state.pending = 0;
+    }
+    const written = (async () => {
+      try {
+        const stored = await addPoints(db, spent, windowMs, Date.now());
+        for (const [key, { state }] of batch) adopt(state, stored.get(key));
+      } catch (error) {
+        // Keep counting locally (for the same window only), and try the store again next interval.
+        for (const [key, { state, window }] of batch) {
+          if (state.resetAt === window) state.pending += spent.get(key)!;
+          state.syncedAt = Date.now();
+        }
+        unavailable(error);
+      } finally {
+        for (const { state } of batch.values()) {
+          state.sending = 0;
+          state.syncing = undefined;
+        }
+      }
+    })();
+    for (const { state } of batch.values()) state.syncing = written;
+    await written;
   }
   const timer = setInterval(() => {
     flushing ??= flush().finally(() => (flushing = undefined));
   }, syncMs);
   timer.unref();
 
-  /** The key's current state, read again when older than one interval; a new window when the last one is over. */
-  async function current(key: string): Promise<KeyState> {
-    let state = keys.get(key);
-    if (!state) {
-      state = { consumed: 0, pending: 0, sending: 0, resetAt: Date.now() + windowMs, syncedAt: 0 };
-      keys.set(key, state);
-    }
-    // A key new to this instance waits for the shared count once; a view older than one
-    // interval is read again before deciding (a key seen now and then costs one read, not a row
-    // lock). A busy key's view is kept fresh by the flush in the background: a request that finds
-    // its sync under way decides from the local view rather than waiting for the store.
-    const stale = Date.now() - state.syncedAt > syncMs;
-    if (state.syncedAt === 0 || (stale && !state.syncing)) await sync(key, state);
-    const now = Date.now();
-    if (state.resetAt <= now) {
-      // The window is over: what was counted in it no longer matters, written or not; the
-      // store starts a new window on the next write.
-      state.consumed = 0;
-      state.pending = 0;
-      state.resetAt = now + windowMs;
-    }
-    return state;
-  }
+  return {
+    /** The key's current state, read again when older than one interval; a new window when the last one is over. */
+    async current(key: string): Promise<KeyState> {
+      let state = keys.get(key);
+      if (!state) {
+        state = { consumed: 0, pending: 0, sending: 0, resetAt: Date.now() + windowMs, syncedAt: 0 };
+        keys.set(key, state);
+      }
+      // A key new to this instance waits for the shared count once; a view older than one
+      // interval is read again before deciding (a key seen now and then costs one read, not a
+      // row lock). A busy key's view is kept fresh by the flush's answers: a request that finds
+      // its sync under way decides from the local view rather than waiting for the store.
+      const stale = Date.now() - state.syncedAt > syncMs;
+      if (state.syncedAt === 0 || (stale && !state.syncing)) await read(key, state);
+      const now = Date.now();
+      if (state.resetAt <= now) {
+        // The window is over: what was counted in it no longer matters, written or not; the
+        // store starts a new window on the next write.
+        state.consumed = 0;
+        state.pending = 0;
+        state.resetAt = now + windowMs;
+      }
+      return state;
+    },
+    /** Writes what is pending and stops syncing. */
+    async close() {
+      clearInterval(timer);
+      await flushing;
+      await flush();
+    },
+  };
+}
+type SharedCounts = ReturnType<typeof sharedCounts>;
 
+/** A budget whose counts are shared (see sharedCounts), its keys under `keyPrefix`. */
+function sharedBudget(counts: SharedCounts, keyPrefix: string, points: number): Budget {
+  const stateOf = (key: string) => counts.current(`${keyPrefix}:${storeKey(key)}`);
   return {
     points,
     async take(key) {
-      const state = await current(key);
+      const state = await stateOf(key);
       const used = state.consumed + state.sending + state.pending;
       const msBeforeReset = state.resetAt - Date.now();
       if (used >= points) return { allowed: false, remaining: 0, msBeforeReset };
@@ -178,7 +206,7 @@ function sharedBudget(
       return { allowed: true, remaining: points - used - 1, msBeforeReset };
     },
     async spent(key) {
-      const state = await current(key);
+      const state = await stateOf(key);
       const used = state.consumed + state.sending + state.pending;
       return {
         allowed: used < points,
@@ -186,11 +214,7 @@ function sharedBudget(
         msBeforeReset: state.resetAt - Date.now(),
       };
     },
-    async close() {
-      clearInterval(timer);
-      await flushing;
-      await flush();
-    },
+    close: async () => {}, // the shared counts are closed once, for every budget
   };
 }
 
@@ -227,24 +251,11 @@ export function createRateLimiter(
   logger: Logger,
 ) {
   const duration = Math.max(1, Math.round(config.RATE_LIMIT_WINDOW / 1000));
+  const counts = config.RATE_LIMIT_MEMORY
+    ? undefined
+    : sharedCounts(db, duration * 1000, config.RATE_LIMIT_SYNC_INTERVAL, logger);
   const make = (keyPrefix: string, points: number): Budget =>
-    config.RATE_LIMIT_MEMORY
-      ? memoryBudget(keyPrefix, points, duration)
-      : sharedBudget(
-          new RateLimiterPostgres({
-            storeClient: db,
-            storeType: 'knex',
-            tableName: 'rate_limits',
-            tableCreated: true,
-            keyPrefix,
-            points,
-            duration,
-          }),
-          points,
-          duration * 1000,
-          config.RATE_LIMIT_SYNC_INTERVAL,
-          logger,
-        );
+    counts ? sharedBudget(counts, keyPrefix, points) : memoryBudget(keyPrefix, points, duration);
   const perCaller = make('caller', config.RATE_LIMIT_CALLER_POINTS);
   const perOrganization = make('org', config.RATE_LIMIT_ORGANIZATION_POINTS);
   const authFailures = make('authfail', config.RATE_LIMIT_AUTH_FAILURE_POINTS);
@@ -279,6 +290,7 @@ export function createRateLimiter(
     },
     async close() {
       await Promise.all([perCaller, perOrganization, authFailures, callbacks].map((budget) => budget.close()));
+      await counts?.close();
     },
   };
 }

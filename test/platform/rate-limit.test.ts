@@ -159,6 +159,36 @@ describe('spec 8: rate limits (429 TOO_MANY_REQUESTS with Retry-After)', () => {
     }
   });
 
+  it("one statement writes an interval's spending, every key of every budget", async () => {
+    const { db } = harness();
+    // An interval longer than the test: the one write is close()'s.
+    const limiter = createRateLimiter(
+      { ...harness().deps.config, RATE_LIMIT_MEMORY: false, RATE_LIMIT_SYNC_INTERVAL: 600_000 },
+      db,
+      createLogger('silent'),
+    );
+    const ctx = { set: () => undefined } as unknown as Context;
+    const writes: string[] = [];
+    const onQuery = (query: { sql: string }) => {
+      if (/^\s*insert into rate_limits/i.test(query.sql)) writes.push(query.sql);
+    };
+    db.on('query', onQuery);
+    try {
+      for (let i = 0; i < 20; i++) await limiter.consume(ctx, `caller:batch-${i}`, 'org-batch');
+      await limiter.consume(ctx, 'caller:batch-0', 'org-batch');
+      await limiter.close();
+    } finally {
+      db.removeListener('query', onQuery);
+    }
+    assert.equal(writes.length, 1, 'twenty-one keys spent, one write');
+    const stored = await db('rate_limits').where('key', 'like', 'caller:caller:batch-%').orWhere({ key: 'org:org-batch' });
+    const points = Object.fromEntries(stored.map((row: { key: string; points: number }) => [row.key, row.points]));
+    assert.equal(Object.keys(points).length, 21);
+    assert.equal(points['org:org-batch'], 21);
+    assert.equal(points['caller:caller:batch-0'], 2);
+    assert.equal(points['caller:caller:batch-19'], 1);
+  });
+
   it('health and metrics endpoints are not rate limited', async () => {
     const { url } = await api();
     for (let i = 0; i < 8; i++) assert.equal((await call('GET', '/healthz', { baseUrl: url })).status, 200);

@@ -62,6 +62,16 @@ export type Disposition =
   | 'NOT_DELIVERED';
 export type Kind = MobileMoneyCallbackRecord['kind'];
 
+/** The callback as its parser reads it; undefined when it cannot (see `parsed` and `malformed`). */
+export function readable<T>(parse: (body: unknown) => T, body: unknown): T | undefined {
+  try {
+    return parse(body);
+  } catch (error) {
+    if (error instanceof MalformedCallbackError) return undefined;
+    throw error;
+  }
+}
+
 const digest = (value: string) => createHash('sha256').update(value).digest();
 /** Constant-time: how much of a guessed token is right must not show in the answer's timing. */
 export const sameToken = (given: string, expected: string) => timingSafeEqual(digest(given), digest(expected));
@@ -168,13 +178,14 @@ export function callbackHandling(
 
   /** The callback as its parser reads it; one it cannot read is recorded MALFORMED and refused 400. */
   async function parsed<T>(received: Received, parse: (body: unknown) => T, refusal: string): Promise<T> {
-    try {
-      return parse(received.body);
-    } catch (error) {
-      if (!(error instanceof MalformedCallbackError)) throw error;
-      await record(received, 'MALFORMED');
-      throw new ServiceError(ErrorCode.BAD_REQUEST, refusal);
-    }
+    const callback = readable(parse, received.body);
+    return callback ?? malformed(received, refusal);
+  }
+
+  /** A callback its parser cannot read: recorded MALFORMED and refused 400. */
+  async function malformed(received: Received, refusal: string): Promise<never> {
+    await record(received, 'MALFORMED');
+    throw new ServiceError(ErrorCode.BAD_REQUEST, refusal);
   }
 
   /** A receipt (well-formed, else there is nothing to look up) already on another transaction. */
@@ -194,6 +205,6 @@ export function callbackHandling(
   };
   const ack = { ResultCode: 0, ResultDesc: 'Accepted' };
 
-  return { record, deliver, afterFinal, unknownAddress, parsed, receiptClash, common, ack };
+  return { record, deliver, afterFinal, unknownAddress, parsed, malformed, receiptClash, common, ack };
 }
 export type CallbackHandling = ReturnType<typeof callbackHandling>;

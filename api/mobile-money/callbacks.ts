@@ -1,15 +1,15 @@
 import type { Context } from 'koa';
 import { z } from 'zod';
 import { noteQueueTimeout } from '../../db/mobile-money/callbacks';
-import { checkoutRequestTaken, findTransaction } from '../../db/mobile-money/transactions';
+import { findTransaction, findTransactionNaming, type TransactionRow } from '../../db/mobile-money/transactions';
 import { isUuid } from '../../domain/identifiers';
-import { type Assessment, assessPayoutResult, assessPushCallback } from '../../domain/mobile-money/callbacks';
+import { type Assessment, assessPayoutResult, assessPushCallback, RECEIPT } from '../../domain/mobile-money/callbacks';
 import { FINAL_STATUSES } from '../../domain/mobile-money/transaction';
 import { parseB2cResult, parseStkCallback } from '../../providers/mobile-money/callbacks';
 import type { Needs } from '../deps';
 import type { HttpMetrics } from '../metrics';
 import { type AnyRoute, defineRoute } from '../route';
-import { CallbackAddress, callbackHandling, type Kind, type Received, sameToken } from './callback-handling';
+import { CallbackAddress, callbackHandling, type Kind, type Received, readable, sameToken } from './callback-handling';
 import { payoutStatusCallbackRoutes } from './payout-status-callbacks';
 import type { MobileMoneyWorkflows } from './workflows';
 
@@ -33,16 +33,25 @@ export function mobileMoneyCallbackRoutes(
 ): AnyRoute[] {
   const { db, config } = deps;
   const handling = callbackHandling(deps, metrics);
-  const { record, deliver, afterFinal, unknownAddress, parsed, receiptClash, common, ack } = handling;
+  const { record, deliver, afterFinal, unknownAddress, parsed, malformed, receiptClash, common, ack } = handling;
 
-  /** The transaction the URL names, when its token matches; otherwise counted and logged (never stored) and 404. */
-  async function addressed(ctx: Context, params: { id: string; token: string }, kind: Kind): Promise<Received> {
-    const row = isUuid(params.id) ? await findTransaction(db, params.id) : undefined;
+  /**
+   * The transaction the URL names (read by `find`), when its token matches; otherwise counted and
+   * logged (never stored) and 404.
+   */
+  async function addressed<R extends TransactionRow>(
+    ctx: Context,
+    params: { id: string; token: string },
+    kind: Kind,
+    find: (id: string) => Promise<R | undefined>,
+  ): Promise<Received & { row: R }> {
+    const row = isUuid(params.id) ? await find(params.id) : undefined;
     // A push's address takes no payout callbacks and the reverse: each would spend the other's budget.
     const ofItsKind = row?.type === (kind === 'STK' ? 'STK_PUSH' : 'SEND_MONEY');
     if (!row || !ofItsKind || !sameToken(params.token, row.callback_token)) return unknownAddress(ctx, kind, params.id);
     return { kind, row, raw: ctx.request.rawBody ?? '', body: ctx.request.body };
   }
+  const byId = (id: string) => findTransaction(db, id);
 
   return [
     defineRoute({
@@ -53,18 +62,27 @@ export function mobileMoneyCallbackRoutes(
       summary: 'Push-prompt result callback (the provider calls it; not for clients)',
       request: { params: CallbackAddress, body: z.record(z.string(), z.unknown()) },
       async handler(ctx, { params }) {
-        const received = await addressed(ctx, params, 'STK');
+        // Read before the lookup, so that one read also says whether the push id and the receipt
+        // it names are another transaction's; an unknown address is 404 whatever the body.
+        const callback = readable(parseStkCallback, ctx.request.body);
+        const { receipt } = callback?.metadata ?? {};
+        const received = await addressed(ctx, params, 'STK', (id) =>
+          findTransactionNaming(db, id, {
+            checkoutRequestId: callback?.checkoutRequestId,
+            // Only a well-formed receipt is looked up (another could not be stored).
+            receipt: receipt !== undefined && RECEIPT.test(receipt) ? receipt : undefined,
+          }),
+        );
         const { row } = received;
-        const callback = await parsed(received, parseStkCallback, 'Not a push-prompt callback');
+        if (!callback) return malformed(received, 'Not a push-prompt callback');
         ctx.body = ack;
         if (FINAL_STATUSES.includes(row.status)) return record(received, afterFinal(row, callback.resultCode));
         // A callback naming another push changes nothing: the run would not hear of it either.
         const ownPush = row.checkout_request_id
           ? callback.checkoutRequestId === row.checkout_request_id
-          : !(await checkoutRequestTaken(db, callback.checkoutRequestId, row.id));
+          : !row.checkout_request_taken;
         if (!ownPush) return record(received, 'MISMATCH', ['another CheckoutRequestID']);
 
-        const { receipt } = callback.metadata ?? {};
         const assessment: Assessment = assessPushCallback(
           {
             checkoutRequestId: row.checkout_request_id,
@@ -74,7 +92,7 @@ export function mobileMoneyCallbackRoutes(
           },
           { ...callback, ...callback.metadata },
         );
-        if (await receiptClash(receipt, row)) {
+        if (row.receipt_taken) {
           assessment.problems.push('a receipt already recorded on another transaction');
           assessment.paymentMatches = false;
         }
@@ -111,7 +129,7 @@ export function mobileMoneyCallbackRoutes(
       summary: 'B2C result callback (the provider calls it; not for clients)',
       request: { params: CallbackAddress, body: z.record(z.string(), z.unknown()) },
       async handler(ctx, { params }) {
-        const received = await addressed(ctx, params, 'B2C_RESULT');
+        const received = await addressed(ctx, params, 'B2C_RESULT', byId);
         const { row } = received;
         const result = await parsed(received, parseB2cResult, 'Not a B2C result');
         ctx.body = ack;
@@ -153,7 +171,7 @@ export function mobileMoneyCallbackRoutes(
       summary: 'B2C queue timeout callback (the provider calls it; not for clients)',
       request: { params: CallbackAddress, body: z.record(z.string(), z.unknown()) },
       async handler(ctx, { params }) {
-        const received = await addressed(ctx, params, 'B2C_TIMEOUT');
+        const received = await addressed(ctx, params, 'B2C_TIMEOUT', byId);
         const { row } = received;
         const result = await parsed(received, parseB2cResult, 'Not a B2C queue timeout');
         ctx.body = ack;

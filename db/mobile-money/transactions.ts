@@ -301,12 +301,23 @@ export async function receiptTaken(db: Knex, receipt: string, exceptId: string):
   );
 }
 
-/** Whether a CheckoutRequestID belongs to a transaction other than `exceptId`. */
-export async function checkoutRequestTaken(db: Knex, checkoutRequestId: string, exceptId: string): Promise<boolean> {
-  return (
-    (await db('transactions')
-      .where({ checkout_request_id: checkoutRequestId })
-      .whereNot({ id: exceptId })
-      .first('id')) !== undefined
-  );
+/**
+ * A transaction, with whether the push id and the receipt a callback to it names are already
+ * another transaction's (each false when not given): what the push callback checks, in one read.
+ */
+export async function findTransactionNaming(
+  db: Knex,
+  id: string,
+  names: { checkoutRequestId?: string; receipt?: string },
+): Promise<(TransactionRow & { checkout_request_taken: boolean; receipt_taken: boolean }) | undefined> {
+  const taken = (column: string, value: string | undefined) =>
+    db.raw(`exists (select 1 from transactions o where o.${column} = ? and o.id <> t.id)`, [value ?? null]);
+  return db('transactions as t')
+    .where('t.id', id)
+    .first(
+      't.*',
+      taken('checkout_request_id', names.checkoutRequestId).wrap('(', ') as checkout_request_taken'),
+      taken('mobilemoney_transaction_id', names.receipt).wrap('(', ') as receipt_taken'),
+    );
 }
+

@@ -320,4 +320,3 @@ export async function findTransactionNaming(
       taken('mobilemoney_transaction_id', names.receipt).wrap('(', ') as receipt_taken'),
     );
 }
-

@@ -181,7 +181,9 @@ describe('spec 8: rate limits (429 TOO_MANY_REQUESTS with Retry-After)', () => {
       db.removeListener('query', onQuery);
     }
     assert.equal(writes.length, 1, 'twenty-one keys spent, one write');
-    const stored = await db('rate_limits').where('key', 'like', 'caller:caller:batch-%').orWhere({ key: 'org:org-batch' });
+    const stored = await db('rate_limits')
+      .where('key', 'like', 'caller:caller:batch-%')
+      .orWhere({ key: 'org:org-batch' });
     const points = Object.fromEntries(stored.map((row: { key: string; points: number }) => [row.key, row.points]));
     assert.equal(Object.keys(points).length, 21);
     assert.equal(points['org:org-batch'], 21);

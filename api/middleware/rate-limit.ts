@@ -186,6 +186,8 @@ function sharedCounts(db: Knex, windowMs: number, syncMs: number, logger: Logger
     async close() {
       clearInterval(timer);
       await flushing;
+      // A key whose read is under way is skipped by a flush: its pending points wait for it.
+      await Promise.all([...keys.values()].map((state) => state.syncing));
       await flush();
     },
   };

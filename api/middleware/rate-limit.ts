@@ -4,7 +4,7 @@ import type { Context } from 'koa';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
 import type { Config } from '../../config';
 import type { Logger } from '../../config/logger';
-import { addPoints, readPoints, type StoredCount } from '../../db/platform/rate-limits';
+import { addPoints, deleteExpired, readPoints, type StoredCount } from '../../db/platform/rate-limits';
 import { ErrorCode, ServiceError } from '../../domain/errors';
 
 interface Decision {
@@ -65,9 +65,20 @@ interface KeyState {
 /** At most one "store unavailable" warning this often (it counts the failures it stands for). */
 const UNAVAILABLE_WARNING_EVERY_MS = 10_000;
 
-/** Store keys fit the store's varchar(255): long ones (financing issuer and subject) are hashed. */
+/**
+ * Store keys are printable ASCII that fits the store's varchar(255); any other (a long financing
+ * issuer and subject, or one with a NUL or a lone surrogate from a token's claims, which Postgres
+ * refuses or changes, failing or mismatching a whole batch) is hashed, over its UTF-16 code units
+ * (as UTF-8, two lone surrogates would hash alike).
+ */
 const storeKey = (key: string) =>
-  key.length <= 200 ? key : `sha256:${createHash('sha256').update(key).digest('hex')}`;
+  key.length <= 200 && /^[\x20-\x7e]*$/.test(key)
+    ? key
+    : `sha256:${createHash('sha256').update(key, 'utf16le').digest('hex')}`;
+
+/** Expired counts are deleted this often, once their window is this long over (as rate-limiter-flexible did). */
+const PURGE_EVERY_MS = 5 * 60_000;
+const PURGE_AFTER_MS = 60 * 60_000;
 
 /**
  * The budgets' counts shared by every API instance through Postgres (db/platform/rate-limits.ts),
@@ -135,9 +146,12 @@ function sharedCounts(db: Knex, windowMs: number, syncMs: number, logger: Logger
     const written = (async () => {
       try {
         const stored = await addPoints(db, spent, windowMs, Date.now());
-        for (const [key, { state }] of batch) adopt(state, stored.get(key));
+        // Every key comes back; one that did not would be read again, not taken as zero.
+        for (const [key, { state }] of batch) if (stored.has(key)) adopt(state, stored.get(key));
       } catch (error) {
         // Keep counting locally (for the same window only), and try the store again next interval.
+        // (A write that committed but whose answer was lost is counted twice: a stricter limit
+        // for one window, never a looser one.)
         for (const [key, { state, window }] of batch) {
           if (state.resetAt === window) state.pending += spent.get(key)!;
           state.syncedAt = Date.now();
@@ -157,6 +171,10 @@ function sharedCounts(db: Knex, windowMs: number, syncMs: number, logger: Logger
     flushing ??= flush().finally(() => (flushing = undefined));
   }, syncMs);
   timer.unref();
+  const purge = setInterval(() => {
+    deleteExpired(db, Date.now() - PURGE_AFTER_MS, 1_000).catch(unavailable);
+  }, PURGE_EVERY_MS);
+  purge.unref();
 
   return {
     /** The key's current state, read again when older than one interval; a new window when the last one is over. */
@@ -185,6 +203,7 @@ function sharedCounts(db: Knex, windowMs: number, syncMs: number, logger: Logger
     /** Writes what is pending and stops syncing. */
     async close() {
       clearInterval(timer);
+      clearInterval(purge);
       await flushing;
       // A key whose read is under way is skipped by a flush: its pending points wait for it.
       await Promise.all([...keys.values()].map((state) => state.syncing));

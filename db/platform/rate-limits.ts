@@ -40,3 +40,20 @@ export async function readPoints(db: Knex, key: string, nowMs: number): Promise<
   const row = await db('rate_limits').where({ key }).where('expire', '>', nowMs).first('points', 'expire');
   return row ? { points: row.points, expire: Number(row.expire) } : undefined;
 }
+
+/**
+ * Deletes counts whose window ended before `beforeMs`, at most `limit` at a time, until none is
+ * left; how many went. Without it every key ever seen (each source address, each caller) would
+ * keep its row.
+ */
+export async function deleteExpired(db: Knex, beforeMs: number, limit: number): Promise<number> {
+  let deleted = 0;
+  for (;;) {
+    const result = await db.raw(
+      'delete from rate_limits where key in (select key from rate_limits where expire < ? limit ?)',
+      [beforeMs, limit],
+    );
+    deleted += result.rowCount ?? 0;
+    if ((result.rowCount ?? 0) < limit) return deleted;
+  }
+}

@@ -5,6 +5,7 @@ import { createRateLimiter } from '../../api/middleware/rate-limit';
 import { type RunningApi, startApi } from '../../api/server';
 import { createLogger } from '../../config/logger';
 import { createDb } from '../../db/knex';
+import { deleteExpired } from '../../db/platform/rate-limits';
 import { ErrorCode, type ServiceError } from '../../domain/errors';
 import { DEMO } from '../../db/seeds/demo';
 import { harness } from '../support/harness';
@@ -189,6 +190,38 @@ describe('spec 8: rate limits (429 TOO_MANY_REQUESTS with Retry-After)', () => {
     assert.equal(points['org:org-batch'], 21);
     assert.equal(points['caller:caller:batch-0'], 2);
     assert.equal(points['caller:caller:batch-19'], 1);
+  });
+
+  it("keys from token claims with a NUL or lone surrogates are stored hashed: one odd key never fails the interval's write", async () => {
+    const { db } = harness();
+    const limiter = createRateLimiter(
+      { ...harness().deps.config, RATE_LIMIT_MEMORY: false, RATE_LIMIT_SYNC_INTERVAL: 600_000 },
+      db,
+      createLogger('silent'),
+    );
+    const ctx = { set: () => undefined } as unknown as Context;
+    // Two lone surrogates Postgres would both read as U+FFFD: one row twice in one upsert.
+    for (const key of ['financing:odd\u0000sub', 'financing:odd\ud800', 'financing:odd\udc00', 'user:plain-odd'])
+      await limiter.consume(ctx, key, null);
+    await limiter.close();
+    const keys = (
+      await db('rate_limits').where('key', 'like', 'caller:%odd%').orWhere('key', 'like', 'caller:sha256:%')
+    ).map((row: { key: string }) => row.key);
+    assert.ok(keys.includes('caller:user:plain-odd'), 'the plain key is written as it is');
+    assert.equal(keys.filter((key) => key.startsWith('caller:sha256:')).length, 3, 'the three odd keys, hashed apart');
+  });
+
+  it('counts whose window ended over an hour ago are deleted; current ones stay', async () => {
+    const { db } = harness();
+    const now = Date.now();
+    await db('rate_limits').insert([
+      { key: 'caller:expired-long-ago', points: 3, expire: now - 2 * 3_600_000 },
+      { key: 'caller:expired-just-now', points: 3, expire: now - 60_000 },
+      { key: 'caller:current', points: 3, expire: now + 60_000 },
+    ]);
+    assert.equal(await deleteExpired(db, now - 3_600_000, 1), 1);
+    const left = (await db('rate_limits').select('key')).map((row: { key: string }) => row.key).sort();
+    assert.deepEqual(left, ['caller:current', 'caller:expired-just-now']);
   });
 
   it('health and metrics endpoints are not rate limited', async () => {

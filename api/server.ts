@@ -1,10 +1,10 @@
 import { once } from 'node:events';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Client, Connection } from '@temporalio/client';
 import { loadConfig } from '../config';
 import { createLogger } from '../config/logger';
-import { connectClient } from '../config/temporal';
-import { installRuntime } from '../worker/runtime';
+import { temporalConnectionOptions } from '../config/temporal';
 import { createDb, migrate } from '../db/knex';
 import { systemClock } from '../domain/clock';
 import { createProviders } from '../providers';
@@ -54,9 +54,8 @@ async function main() {
   const serviceKeys = await loadServiceKeys(config.SERVICE_SIGNING_KEY);
   const db = createDb(config.DATABASE_URL, config.DATABASE_POOL_MAX, logger);
   await migrate(db);
-  // The SDK runtime the native connection runs on; signals stay ours (the drain below).
-  installRuntime({ logger, shutdownSignals: [] });
-  const temporal = await connectClient(config);
+  const connection = await Connection.connect(temporalConnectionOptions(config));
+  const temporal = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
   const deps: AppDeps = {
     config,
     db,
@@ -71,7 +70,7 @@ async function main() {
   const stop = async (signal: string) => {
     logger.info({ signal }, 'api stopping');
     await api.close();
-    await Promise.all([db.destroy(), temporal.connection.close()]);
+    await Promise.all([db.destroy(), connection.close()]);
     process.exit(0);
   };
   process.once('SIGINT', () => void stop('SIGINT'));

@@ -1,12 +1,13 @@
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { Client } from '@temporalio/client';
+import { Client, Connection } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 import { buildApp } from '../api/app';
 import { loadServiceKeys } from '../api/auth/service-keys';
 import { startApi } from '../api/server';
 import { ConfigError } from '../config';
 import { createLogger } from '../config/logger';
+import { temporalConnectionOptions } from '../config/temporal';
 import { DEMO, seedDemoData } from '../db/seeds/demo';
 import { systemClock } from '../domain/clock';
 import { createProviders } from '../providers';
@@ -117,12 +118,13 @@ async function main() {
     );
 
     const temporalAt = await temporalServer(config, say, stops);
-    // One native connection: the worker polls on it, the API and the activities call through it.
-    const nativeConnection = await NativeConnection.connect({ address: temporalAt.address });
-    stops.push(() => nativeConnection.close());
-    const temporal = new Client({ connection: nativeConnection, namespace: config.TEMPORAL_NAMESPACE });
+    const connection = await Connection.connect(temporalConnectionOptions(config, temporalAt.address));
+    stops.push(() => connection.close());
+    const temporal = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
     await ensureSchedules(temporal, config);
 
+    const nativeConnection = await NativeConnection.connect({ address: temporalAt.address });
+    stops.push(() => nativeConnection.close());
     const providers = createProviders(config);
     const worker = await createWorker(
       {

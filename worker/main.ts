@@ -1,7 +1,8 @@
-import { Client } from '@temporalio/client';
+import { Client, Connection } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 import { loadConfig } from '../config';
 import { createLogger } from '../config/logger';
+import { temporalConnectionOptions } from '../config/temporal';
 import { createDb } from '../db/knex';
 import { systemClock } from '../domain/clock';
 import { createProviders } from '../providers';
@@ -23,9 +24,10 @@ async function main() {
     throw new Error('DATABASE_URL is required to run the worker on its own (npm start runs everything)');
   installRuntime({ logger, metricsBindAddress: `0.0.0.0:${config.WORKER_METRICS_PORT}` });
   const db = createDb(config.DATABASE_URL, config.DATABASE_POOL_MAX, logger);
-  const connection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS ?? 'localhost:7233' });
-  // The activities' client shares the worker's native connection (config/temporal.ts, connectClient).
-  const temporal = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
+  const options = temporalConnectionOptions(config);
+  const connection = await NativeConnection.connect({ address: options.address });
+  const clientConnection = await Connection.connect(options);
+  const temporal = new Client({ connection: clientConnection, namespace: config.TEMPORAL_NAMESPACE });
   if (config.WORKER_SCHEDULES) await ensureSchedules(temporal, config);
   const worker = await createWorker(
     {
@@ -41,7 +43,7 @@ async function main() {
   try {
     await worker.run();
   } finally {
-    await Promise.all([db.destroy(), connection.close()]);
+    await Promise.all([db.destroy(), connection.close(), clientConnection.close()]);
     logger.info('worker stopped');
   }
 }

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { Client } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { WorkflowBundle } from '@temporalio/worker';
 import { buildApp } from '../../api/app';
@@ -182,8 +182,7 @@ export async function startHarness(): Promise<Harness> {
   const deps: AppDeps = {
     config: runConfig,
     db,
-    // As deployed (config/temporal.ts, connectClient): the API and the activities on a native connection.
-    temporal: new Client({ connection: env.nativeConnection, namespace: env.namespace ?? 'default' }),
+    temporal: env.client,
     providers,
     logger,
     clock: systemClock,

@@ -18,8 +18,6 @@ interface Budget {
   take(key: string): Promise<Decision>;
   /** Whether the key's budget is spent, without spending any of it. */
   spent(key: string): Promise<Decision>;
-  /** Writes what is pending and stops syncing. */
-  close(): Promise<void>;
 }
 
 /** Exact counting in this process (RATE_LIMIT_MEMORY: one API instance). */
@@ -45,7 +43,6 @@ function memoryBudget(keyPrefix: string, points: number, duration: number): Budg
         msBeforeReset: res?.msBeforeNext ?? duration * 1000,
       };
     },
-    close: async () => {},
   };
 }
 
@@ -131,18 +128,17 @@ function sharedCounts(db: Knex, windowMs: number, syncMs: number, logger: Logger
   async function flush() {
     const now = Date.now();
     const batch = new Map<string, { state: KeyState; window: number }>();
+    const spent = new Map<string, number>();
     for (const [key, state] of keys) {
       if (state.syncing) continue; // its read or write is under way: next interval
-      if (state.pending > 0) batch.set(key, { state, window: state.resetAt });
-      else if (state.resetAt <= now) keys.delete(key); // idle: forget it
+      if (state.pending > 0) {
+        batch.set(key, { state, window: state.resetAt });
+        spent.set(key, state.pending);
+        state.sending = state.pending;
+        state.pending = 0;
+      } else if (state.resetAt <= now) keys.delete(key); // idle: forget it
     }
     if (batch.size === 0) return;
-    const spent = new Map<string, number>();
-    for (const [key, { state }] of batch) {
-      spent.set(key, state.pending);
-      state.sending = state.pending;
-      state.pending = 0;
-    }
     const written = (async () => {
       try {
         const stored = await addPoints(db, spent, windowMs, Date.now());
@@ -235,7 +231,6 @@ function sharedBudget(counts: SharedCounts, keyPrefix: string, points: number): 
         msBeforeReset: state.resetAt - Date.now(),
       };
     },
-    close: async () => {}, // the shared counts are closed once, for every budget
   };
 }
 
@@ -310,8 +305,7 @@ export function createRateLimiter(
       if (!decision.allowed) throw tooMany(callbacks, decision);
     },
     async close() {
-      await Promise.all([perCaller, perOrganization, authFailures, callbacks].map((budget) => budget.close()));
-      await counts?.close();
+      await counts?.close(); // every budget's counts (memory budgets have nothing to write)
     },
   };
 }

@@ -72,6 +72,10 @@ export function readable<T>(parse: (body: unknown) => T, body: unknown): T | und
   }
 }
 
+/** A receipt worth looking up: a well-formed one (another could not be stored on any transaction). */
+export const receiptToLookUp = (receipt: string | undefined) =>
+  receipt !== undefined && RECEIPT.test(receipt) ? receipt : undefined;
+
 const digest = (value: string) => createHash('sha256').update(value).digest();
 /** Constant-time: how much of a guessed token is right must not show in the answer's timing. */
 export const sameToken = (given: string, expected: string) => timingSafeEqual(digest(given), digest(expected));
@@ -189,8 +193,10 @@ export function callbackHandling(
   }
 
   /** A receipt (well-formed, else there is nothing to look up) already on another transaction. */
-  const receiptClash = async (receipt: string | undefined, row: TransactionRow) =>
-    receipt !== undefined && RECEIPT.test(receipt) && (await receiptTaken(db, receipt, row.id));
+  const receiptClash = async (receipt: string | undefined, row: TransactionRow) => {
+    const lookedUp = receiptToLookUp(receipt);
+    return lookedUp !== undefined && (await receiptTaken(db, lookedUp, row.id));
+  };
 
   const common = {
     tags: ['transactions'],

@@ -3,13 +3,21 @@ import { z } from 'zod';
 import { noteQueueTimeout } from '../../db/mobile-money/callbacks';
 import { findTransaction, findTransactionNaming, type TransactionRow } from '../../db/mobile-money/transactions';
 import { isUuid } from '../../domain/identifiers';
-import { type Assessment, assessPayoutResult, assessPushCallback, RECEIPT } from '../../domain/mobile-money/callbacks';
+import { type Assessment, assessPayoutResult, assessPushCallback } from '../../domain/mobile-money/callbacks';
 import { FINAL_STATUSES } from '../../domain/mobile-money/transaction';
 import { parseB2cResult, parseStkCallback } from '../../providers/mobile-money/callbacks';
 import type { Needs } from '../deps';
 import type { HttpMetrics } from '../metrics';
 import { type AnyRoute, defineRoute } from '../route';
-import { CallbackAddress, callbackHandling, type Kind, type Received, readable, sameToken } from './callback-handling';
+import {
+  CallbackAddress,
+  callbackHandling,
+  type Kind,
+  type Received,
+  readable,
+  receiptToLookUp,
+  sameToken,
+} from './callback-handling';
 import { payoutStatusCallbackRoutes } from './payout-status-callbacks';
 import type { MobileMoneyWorkflows } from './workflows';
 
@@ -69,8 +77,7 @@ export function mobileMoneyCallbackRoutes(
         const received = await addressed(ctx, params, 'STK', (id) =>
           findTransactionNaming(db, id, {
             checkoutRequestId: callback?.checkoutRequestId,
-            // Only a well-formed receipt is looked up (another could not be stored).
-            receipt: receipt !== undefined && RECEIPT.test(receipt) ? receipt : undefined,
+            receipt: receiptToLookUp(receipt),
           }),
         );
         const { row } = received;

@@ -31,6 +31,16 @@ async function limitedApi(): Promise<RunningApi> {
   return startApi(buildApp({ ...deps, config }, { extraRoutes: testRoutes() }), '127.0.0.1', 0);
 }
 
+/** A limiter on the shared store whose interval outlasts the test: its one write is close()'s. */
+function writtenAtClose() {
+  const limiter = createRateLimiter(
+    { ...harness().deps.config, RATE_LIMIT_MEMORY: false, RATE_LIMIT_SYNC_INTERVAL: 600_000 },
+    harness().db,
+    createLogger('silent'),
+  );
+  return { limiter, ctx: { set: () => undefined } as unknown as Context };
+}
+
 describe('spec 8: rate limits (429 TOO_MANY_REQUESTS with Retry-After)', () => {
   const apis: RunningApi[] = [];
   beforeEach(async () => {
@@ -162,13 +172,7 @@ describe('spec 8: rate limits (429 TOO_MANY_REQUESTS with Retry-After)', () => {
 
   it("one statement writes an interval's spending, every key of every budget", async () => {
     const { db } = harness();
-    // An interval longer than the test: the one write is close()'s.
-    const limiter = createRateLimiter(
-      { ...harness().deps.config, RATE_LIMIT_MEMORY: false, RATE_LIMIT_SYNC_INTERVAL: 600_000 },
-      db,
-      createLogger('silent'),
-    );
-    const ctx = { set: () => undefined } as unknown as Context;
+    const { limiter, ctx } = writtenAtClose();
     const writes: string[] = [];
     const onQuery = (query: { sql: string }) => {
       if (/^\s*insert into rate_limits/i.test(query.sql)) writes.push(query.sql);
@@ -194,12 +198,7 @@ describe('spec 8: rate limits (429 TOO_MANY_REQUESTS with Retry-After)', () => {
 
   it("keys from token claims with a NUL or lone surrogates are stored hashed: one odd key never fails the interval's write", async () => {
     const { db } = harness();
-    const limiter = createRateLimiter(
-      { ...harness().deps.config, RATE_LIMIT_MEMORY: false, RATE_LIMIT_SYNC_INTERVAL: 600_000 },
-      db,
-      createLogger('silent'),
-    );
-    const ctx = { set: () => undefined } as unknown as Context;
+    const { limiter, ctx } = writtenAtClose();
     // Two lone surrogates Postgres would both read as U+FFFD: one row twice in one upsert.
     for (const key of ['financing:odd\u0000sub', 'financing:odd\ud800', 'financing:odd\udc00', 'user:plain-odd'])
       await limiter.consume(ctx, key, null);

@@ -149,7 +149,7 @@ async function offer(
   if (live && live.expires_at <= now) await expireOffer(db, borrower.organizationId, live.id, now);
   else if (live) await cancelOffer(db, borrower.organizationId, live.id, now);
   const terms = offerTerms(product);
-  const created = await createOffer(db, borrower.organizationId, {
+  const { row: created, created: isNew } = await createOffer(db, borrower.organizationId, {
     id: randomUUID(),
     resource_id: `lapp_${randomBytes(12).toString('base64url')}`,
     user_id: borrower.userId,
@@ -164,7 +164,9 @@ async function offer(
     currency: product.currency,
     expires_at: new Date(now.getTime() + Number(product.offer_ttl_ms)),
   });
-  ctx.status = 201;
+  // Another request's offer, stored first, is answered as one asked for again (200). Its start is
+  // idempotent: should that request have died before it, this one starts the run.
+  if (isNew) ctx.status = 201;
   await workflows
     .startOffer({
       organizationId: borrower.organizationId,

@@ -105,25 +105,38 @@ export function findLiveOffer(
     .first();
 }
 
-/** Stores a new offer; when a concurrent request stored one first, that one is answered. */
-export async function createOffer(db: Knex, organizationId: string, offer: NewOffer): Promise<LoanApplicationRow> {
-  try {
-    const [row] = await db('loan_applications')
-      .insert({
-        ...offer,
-        organization_id: organizationId,
-        status: LoanApplicationStatus.APPROVED,
-        terms: JSON.stringify(offer.terms),
-      })
-      .returning('*');
-    return row as LoanApplicationRow;
-  } catch (error) {
-    if (!isUniqueViolation(error)) throw error;
-    const live = await findLiveOffer(db, organizationId, offer.user_id, offer.product_id);
-    if (!live) throw error;
-    return live;
+/**
+ * Stores a new offer, or answers the live one a concurrent request stored first (`created`
+ * false). A live offer that was withdrawn or taken between the refused insert and the re-read
+ * leaves the borrower without one: the insert is tried again.
+ */
+export async function createOffer(
+  db: Knex,
+  organizationId: string,
+  offer: NewOffer,
+): Promise<{ row: LoanApplicationRow; created: boolean }> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const [row] = await db('loan_applications')
+        .insert({
+          ...offer,
+          organization_id: organizationId,
+          status: LoanApplicationStatus.APPROVED,
+          terms: JSON.stringify(offer.terms),
+        })
+        .returning('*');
+      return { row: row as LoanApplicationRow, created: true };
+    } catch (error) {
+      if (!isUniqueViolation(error)) throw error;
+      const live = await findLiveOffer(db, organizationId, offer.user_id, offer.product_id);
+      if (live) return { row: live, created: false };
+      if (attempt === OFFER_ATTEMPTS) throw error;
+    }
   }
 }
+
+/** Inserts tried before a borrower whose live offers keep changing is answered with the conflict. */
+const OFFER_ATTEMPTS = 5;
 
 export function findLoanApplication(
   db: Knex | Knex.Transaction,

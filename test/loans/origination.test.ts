@@ -349,6 +349,22 @@ describe('spec 4.3, hostile review: taking an offer re-checks the borrower, and 
     assert.equal((await take(borrower.headers, partnerA.body.id)).status, 400, 'and not later either');
   });
 
+  it('offer requests of one borrower at once, on the same terms and on others: none fails, one offer stays open', async () => {
+    const { db } = harness();
+    for (let round = 0; round < 4; round++) {
+      const borrower = await newBorrower();
+      // Identical asks race to insert; an ask on other terms withdraws the live offer under them.
+      const asks = Array.from({ length: 12 }, (_, i) => (i % 3 === 2 ? { loan_amount: 500_000 + i * 1_000 } : {}));
+      const replies = await Promise.all(asks.map((json) => offerFor(borrower.headers, undefined, json)));
+      for (const reply of replies) assert.ok([200, 201].includes(reply.status), `${reply.status} ${reply.text}`);
+      const open = await db('loan_applications').where({ user_id: borrower.user.id, status: 'APPROVED' });
+      assert.equal(open.length, 1);
+      const again = await offerFor(borrower.headers, undefined, { loan_amount: Number(open[0].loan_amount) });
+      assert.equal(again.status, 200, again.text);
+      assert.equal(again.body.id, open[0].id, 'asking again answers the offer left open');
+    }
+  });
+
   it('acceptances sent while another is being decided wait for it: refused for a short balance, none is told the offer was taken; then it can be', async () => {
     const borrower = await newBorrower({ funds: 10_000 });
     const offer = await offerFor(borrower.headers);

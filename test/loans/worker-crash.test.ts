@@ -23,7 +23,7 @@ async function newOffer(openMs: number) {
   const borrower = await newBorrower({ funds: 100_000 });
   const organizationId = DEMO.organizations.demo.id;
   const product = (await findProduct(db, organizationId, 'standard'))!;
-  const offer = await createOffer(db, organizationId, {
+  const { row: offer } = await createOffer(db, organizationId, {
     id: randomUUID(),
     resource_id: `lapp_${randomBytes(12).toString('base64url')}`,
     user_id: borrower.user.id,

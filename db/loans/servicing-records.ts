@@ -71,24 +71,6 @@ export async function openObligations(
   }));
 }
 
-/** Adds (or, negative, takes back) paid amounts on an installment; its status follows. */
-async function settle(
-  trx: Knex.Transaction,
-  installmentId: string,
-  paid: { principal: number; interest: number; arrears: number },
-  now: Date,
-): Promise<void> {
-  await trx.raw(
-    `update installments set
-       principal_paid = principal_paid + ?, interest_paid = interest_paid + ?, penalties_paid = penalties_paid + ?,
-       status = case when principal_paid + ? = principal and interest_paid + ? = interest and penalties_paid + ? = penalties
-                     then 'PAID' else schedule_status end,
-       updated_at = ?
-     where id = ?`,
-    [paid.principal, paid.interest, paid.arrears, paid.principal, paid.interest, paid.arrears, now, installmentId],
-  );
-}
-
 /** The receivable legs an allocation credits (sign -1: a payment) or debits again (+1: a reversal). */
 export function receivableLegs(
   allocations: Pick<Allocation, 'loanId' | 'principal' | 'interest' | 'arrears'>[],
@@ -120,8 +102,10 @@ export interface NewEvent {
 }
 
 /**
- * Writes a transaction event and its allocation records, and applies them to the installments:
- * what every servicing step records, in its database transaction.
+ * Writes a transaction event and its allocation records, and applies them to the installments
+ * (paid amounts added, or, negative, taken back; each one's status follows): what every
+ * servicing step records, in its database transaction. One statement, one round trip however
+ * many installments it touches (an event allocates to each installment at most once).
  */
 export async function record(
   trx: Knex.Transaction,
@@ -131,31 +115,58 @@ export async function record(
   source: 'LIVE' | 'REVERSAL' | 'WAIVER',
   now: Date,
 ): Promise<void> {
-  const [inserted] = (await trx('loan_transactions')
+  const inserted = trx('loan_transactions')
     .insert({ ...event, organization_id: organizationId, created_at: now })
-    .returning(['seq'])) as [{ seq: string }];
-  if (allocations.length === 0) return;
-  await trx('installment_allocations').insert(
+    .returning(['seq']);
+  if (allocations.length === 0) {
+    await inserted;
+    return;
+  }
+  const rows = JSON.stringify(
     allocations.map((a) => ({
-      organization_id: organizationId,
-      event_id: event.id,
-      seq: inserted.seq,
       installment_id: a.installmentId,
       loan_id: a.loanId,
-      account_id: event.account_id,
       position: a.position,
-      allocated_amount: a.allocated,
-      principal_amount: a.principal,
-      interest_amount: a.interest,
-      arrears_amount: a.arrears,
+      allocated: a.allocated,
+      principal: a.principal,
+      interest: a.interest,
+      arrears: a.arrears,
       effect: allocationEffect(source, a.settles),
-      source,
-      effective_at: event.effective_at,
-      allocated_at: now,
     })),
   );
-  for (const a of allocations)
-    await settle(trx, a.installmentId, { principal: a.principal, interest: a.interest, arrears: a.arrears }, now);
+  const shape = `jsonb_to_recordset(?::jsonb) as a(installment_id uuid, loan_id uuid, position int, allocated bigint,
+    principal bigint, interest bigint, arrears bigint, effect text)`;
+  await trx
+    .with('event', inserted)
+    .with(
+      'allocations',
+      trx.raw(
+        `insert into installment_allocations (organization_id, event_id, seq, installment_id, loan_id, account_id,
+           position, allocated_amount, principal_amount, interest_amount, arrears_amount, effect, source,
+           effective_at, allocated_at)
+         select ?, ?, event.seq, a.installment_id, a.loan_id, ?, a.position, a.allocated, a.principal, a.interest,
+                a.arrears, a.effect, ?, ?, ?
+           from event, ${shape}`,
+        [organizationId, event.id, event.account_id, source, event.effective_at, now, rows],
+      ),
+    )
+    .with(
+      'settled',
+      trx.raw(
+        `update installments i set
+           principal_paid = i.principal_paid + a.principal, interest_paid = i.interest_paid + a.interest,
+           penalties_paid = i.penalties_paid + a.arrears,
+           status = case when i.principal_paid + a.principal = i.principal and i.interest_paid + a.interest = i.interest
+                          and i.penalties_paid + a.arrears = i.penalties
+                         then 'PAID' else i.schedule_status end,
+           updated_at = ?
+          from ${shape}
+         where i.id = a.installment_id`,
+        [now, rows],
+      ),
+    )
+    .select('seq')
+    .from('event');
 }
 
 /** What an event did: the loans it touched, and those of them with nothing left to pay. */

@@ -73,7 +73,7 @@ describe('spec 2 penalty_terms: AFTER_LOAN_END + grace, RECURRING every period_d
     assert.equal(record.effect, 'OBLIGATION_SETTLED');
     await until('repaid', async () => (await db('loans').where({ id: loanId }).first()).status === 'REPAID', 15_000);
     assert.deepEqual(await ledgerMismatches(), []);
-    await recordHistory(workflowIds.loan(loanId), 'loan-penalties');
+    await recordHistory(workflowIds.loan(loanId), 'loan-penalties-kept-timer');
   });
 
   it('a worker down for days catches up every missed period, each with the amount it would have had', async function () {

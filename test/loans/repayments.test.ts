@@ -69,7 +69,7 @@ describe('spec 4.3/4.4: repayments by push prompt, allocated to installments (PE
     assert.equal((await balanceOf(borrower.credit)).balance, 0, 'the credit account passes the money on');
     assert.deepEqual(await ledgerMismatches(), []);
     assert.ok(await ledgerIsBalanced(db));
-    await recordHistory(workflowIds.loan(loanId), 'loan-repaid-by-repayments');
+    await recordHistory(workflowIds.loan(loanId), 'loan-repaid-by-repayments-kept-timer');
     await recordHistory(workflowIds.stkPush(second.id), 'stkPush-repayment-settle-hands-over');
   });
 

@@ -8,6 +8,7 @@ import {
   proxyActivities,
   proxyLocalActivities,
   setHandler,
+  sleep,
   uuid4,
   workflowInfo,
 } from '@temporalio/workflow';
@@ -48,6 +49,8 @@ const PATCHES = {
    * histories that did not replay (see ../one-at-a-time.ts). Before it, see `behindWake`.
    */
   oneStepAtATime: 'loan-servicing-one-at-a-time',
+  /** A repayment that wakes the run keeps its step's timer: no cancel and restart for each one. */
+  keepsStepTimer: 'loan-keeps-step-timer',
 } as const;
 
 /**
@@ -133,10 +136,16 @@ export async function loan(input: LoanInput): Promise<string> {
   );
 
   const wake = () => payments !== checked || repayments.length > 0;
-  /** Blocks the main loop until a payment or a repayment wakes it, or `timeoutMs` passes: true when woken. */
-  const waitForWake = async (timeoutMs?: number) => {
+  const stepDue = stepTimers();
+  /** Blocks the main loop until a payment or a repayment wakes it, or the step at `at` is due: true when woken. */
+  const waitForWake = async (at?: number) => {
     waiting = true;
-    const woke = await condition(wake, timeoutMs);
+    let woke: boolean;
+    if (at !== undefined && patched(PATCHES.keepsStepTimer)) {
+      const due = stepDue(at);
+      await condition(() => wake() || due());
+      woke = wake(); // woken as the step fell due: the wake first, then the step (late)
+    } else woke = await condition(wake, at === undefined ? undefined : Math.max(0, at - Date.now()));
     waiting = false;
     return woke;
   };
@@ -190,7 +199,7 @@ export async function loan(input: LoanInput): Promise<string> {
     // Late (the worker was down): a step due before the queued repayments is taken first.
     const late = at <= Date.now() && patched(PATCHES.lateInTimeOrder);
     // A payment wakes the run early to see whether the loan is repaid.
-    if (late ? repayments.some((r) => r.atMs < at) : await waitForWake(Math.max(0, at - Date.now()))) {
+    if (late ? repayments.some((r) => r.atMs < at) : await waitForWake(at)) {
       await service(late ? at : undefined);
       await continueAsNewIfSuggested();
       continue;
@@ -216,7 +225,7 @@ export async function loan(input: LoanInput): Promise<string> {
     // Late (the worker was down): what happened meanwhile is replayed in time order, so each
     // charge is on what was owed at its instant and each repayment pays the charges before it.
     const late = at <= Date.now();
-    if (late ? repayments.some((r) => r.atMs < at) : await waitForWake(at - Date.now())) {
+    if (late ? repayments.some((r) => r.atMs < at) : await waitForWake(at)) {
       await service(late ? at : undefined);
       await continueAsNewIfSuggested();
       continue;
@@ -241,6 +250,26 @@ export async function loan(input: LoanInput): Promise<string> {
     if (input.penalty) return input.penalty;
     return patched(PATCHES.penalties) ? activities.loanPenaltyTerms(ref) : undefined;
   }
+}
+
+/**
+ * The timer of the step a run waits for, kept while repayments wake the run (one timer a step, not
+ * a cancel and a restart for each wake): `stepDue(at)` starts it for a new `at`, and answers
+ * whether the step at `at` is due.
+ */
+function stepTimers(): (at: number) => () => boolean {
+  let current: { at: number; fired: boolean } | undefined;
+  return (at) => {
+    if (current?.at !== at) {
+      const timer = { at, fired: false };
+      current = timer;
+      void sleep(Math.max(0, at - Date.now())).then(() => {
+        timer.fired = true;
+      });
+    }
+    const timer = current;
+    return () => timer.fired;
+  };
 }
 
 /** Tells another cycle's run that a servicing step touched it; a run already closed needs nothing. */

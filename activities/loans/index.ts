@@ -4,11 +4,21 @@ import { acceptOffer } from '../../db/loans/acceptance';
 import { advanceInstallment, closeIfRepaid, disburseLoan, installmentDueDays } from '../../db/loans/loans';
 import { chargePenalty, penaltyTermsOf } from '../../db/loans/penalties';
 import { applyRepayment, reverseRepayment, waive } from '../../db/loans/servicing';
-import { unallocatedRepayments } from '../../db/loans/servicing-reads';
+import { repaymentTarget, unallocatedRepayments } from '../../db/loans/servicing-reads';
 import { flatRateSchedule } from '../../domain/loans/schedule';
-import { type ReversalRequest, type TakenLoan, type WaiverRequest } from '../../workflows/loans/messages';
+import { WorkflowNotFoundError } from '@temporalio/client';
+import { workflowIds } from '../../workflows/ids';
+import {
+  paymentAppliedSignal,
+  repaymentSignal,
+  type ReversalRequest,
+  type TakenLoan,
+  type WaiverRequest,
+} from '../../workflows/loans/messages';
+
+/** How often a hand-over tries the target loan's run before allocating the repayment itself. */
+const HANDOVER_ATTEMPTS = 5;
 import type { Needs } from '../deps';
-import { repaymentHandOver, type RepaymentRef } from './hand-over';
 
 /** Which application or loan an activity works on; everything else is read from Postgres. */
 interface ApplicationRef {
@@ -22,7 +32,7 @@ interface LoanRef {
 
 /** The loans area's activities: each one database transaction, safe to run twice. */
 export function createLoanActivities(deps: Needs<'db' | 'clock' | 'temporal'>) {
-  const { db, clock } = deps;
+  const { db, clock, temporal } = deps;
   /** What the run needs to pay out a taken offer's loan and start its run. */
   const takenLoan = async (
     organizationId: string,
@@ -33,7 +43,16 @@ export function createLoanActivities(deps: Needs<'db' | 'clock' | 'temporal'>) {
     userId: loan.user_id,
     installments: await installmentDueDays(db, organizationId, loan.id),
   });
-  const { handOver } = repaymentHandOver(deps);
+  /** Tells a loan's run that a step elsewhere repaid it (it closes the loan); a closed run needs nothing. */
+  const tellRepaid = async (loanIds: string[]) => {
+    for (const loanId of loanIds)
+      await temporal.workflow
+        .getHandle(workflowIds.loan(loanId))
+        .signal(paymentAppliedSignal)
+        .catch((error: unknown) => {
+          if (!(error instanceof WorkflowNotFoundError)) throw error;
+        });
+  };
   return {
     /**
      * Takes the offer: the schedule is priced on the offer's terms from today, then the loan,
@@ -120,12 +139,33 @@ export function createLoanActivities(deps: Needs<'db' | 'clock' | 'temporal'>) {
     },
 
     /**
-     * A posted push on a credit account is a repayment: handed to its loan's run, which
-     * allocates it (see repaymentHandOver). Runs that settle in one step with the hand-over
-     * (stk-push-settle-hands-over) do not call it.
+     * A posted push on a credit account is a repayment: handed to the run of the account's oldest
+     * open loan (`loan/<id>`, signal `repayment`), which allocates it. A run that closed in between
+     * refuses the signal and the next loan is chosen; with no open loan (or one that keeps closing
+     * under it) the push is allocated here and the loans it repaid are told. Run again, it hands
+     * over again: the run takes a push once, and its allocation is unique per push.
      */
-    handOverRepayment(ref: RepaymentRef) {
-      return handOver(ref);
+    async handOverRepayment(ref: { organizationId: string; transactionId: string; postedAtMs: number }) {
+      for (let attempt = 0; attempt < HANDOVER_ATTEMPTS; attempt++) {
+        const loanId = await repaymentTarget(db, ref.organizationId, ref.transactionId);
+        if (!loanId) break;
+        try {
+          await temporal.workflow
+            .getHandle(workflowIds.loan(loanId))
+            .signal(repaymentSignal, { transactionId: ref.transactionId, postedAtMs: ref.postedAtMs });
+          return { handedTo: loanId };
+        } catch (error) {
+          if (!(error instanceof WorkflowNotFoundError)) throw error;
+        }
+      }
+      const applied = await applyRepayment(
+        db,
+        ref.organizationId,
+        { transactionId: ref.transactionId, loanId: null },
+        clock.now(),
+      );
+      if (applied.outcome === 'applied') await tellRepaid(applied.repaid);
+      return { handedTo: null };
     },
 
     /** Allocates a posted push on a credit account to what the account owes (once per push). */

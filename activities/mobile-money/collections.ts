@@ -17,7 +17,6 @@ import { pushFailureReason, TransactionStatus } from '../../domain/mobile-money/
 import { MobileMoneyError, type StkQueryResult, toWholeShillings } from '../../providers/mobile-money/protocol';
 import type { PushSent } from '../../workflows/mobile-money/messages';
 import type { Needs } from '../deps';
-import { repaymentHandOver, type RepaymentRef } from '../loans/hand-over';
 import { callbackUrls, moneySteps, refused } from './shared';
 
 /** The collection's journal entry: the provider's clearing account pays the customer's account. */
@@ -37,43 +36,10 @@ const postCollectionEntry = (trx: Knex.Transaction, row: TransactionRow) =>
  * CONFIRMED → POSTED, or → FAILED), the COLLECTION entry is unique per transaction, and a push
  * is never sent twice (the attempt is recorded before the request leaves).
  */
-export function createCollectionActivities(
-  deps: Needs<'db' | 'clock' | 'providers' | 'logger' | 'temporal', 'PUBLIC_BASE_URL'>,
-) {
+export function createCollectionActivities(deps: Needs<'db' | 'clock' | 'providers' | 'logger', 'PUBLIC_BASE_URL'>) {
   const { db, config, clock, providers } = deps;
   const mm = providers.mobileMoney;
   const { load, fail, withReceipt } = moneySteps(deps);
-  const { handOver } = repaymentHandOver(deps);
-  /** Settles a paid push (see settleCollection below): POSTED, or UNPROVEN when its proof is another's. */
-  const settle = async (
-    transactionId: string,
-    input: { receipt?: string; checkoutRequestId?: string },
-  ): Promise<'POSTED' | 'UNPROVEN'> => {
-    try {
-      await withReceipt(transactionId, input.receipt, async (receipt) => {
-        const status = await settleCollection(
-          db,
-          transactionId,
-          { receipt, checkoutRequestId: input.checkoutRequestId },
-          clock.now(),
-        );
-        if (status !== TransactionStatus.POSTED)
-          throw ApplicationFailure.nonRetryable(
-            `transaction ${transactionId} is ${status ?? 'missing'}, not payable`,
-            Failure.INVALID_STATE,
-          );
-      });
-      return 'POSTED';
-    } catch (error) {
-      if (!isUniqueViolation(error, 'transactions_checkout_request_id_unique')) throw error;
-      deps.logger.error(
-        { transaction_id: transactionId, checkout_request_id: input.checkoutRequestId },
-        "the push that proved this payment is another transaction's; nothing posted, to reconcile",
-      );
-      await fail(db, transactionId, 'NO_RESULT');
-      return 'UNPROVEN';
-    }
-  };
 
   return {
     /** Sends the push prompt at most once; a second run reports what the first one learned. */
@@ -166,17 +132,35 @@ export function createCollectionActivities(
      * push id that proved the payment is recorded too, and is unique: when it is already another
      * transaction's (a callback of a push whose answer was lost named another push), nothing is
      * posted, the push is FAILED NO_RESULT and the clash logged for reconciliation: UNPROVEN.
-     * A repayment (runs under stk-push-settle-hands-over) is then handed to its loan's run in the
-     * same step: run again, the push is found POSTED and handed over again (the run allocates a
-     * push once).
      */
     async settleCollection(
       transactionId: string,
-      input: { receipt?: string; checkoutRequestId?: string; repayment?: Omit<RepaymentRef, 'transactionId'> },
+      input: { receipt?: string; checkoutRequestId?: string },
     ): Promise<'POSTED' | 'UNPROVEN'> {
-      const settled = await settle(transactionId, input);
-      if (settled === 'POSTED' && input.repayment) await handOver({ ...input.repayment, transactionId });
-      return settled;
+      try {
+        await withReceipt(transactionId, input.receipt, async (receipt) => {
+          const status = await settleCollection(
+            db,
+            transactionId,
+            { receipt, checkoutRequestId: input.checkoutRequestId },
+            clock.now(),
+          );
+          if (status !== TransactionStatus.POSTED)
+            throw ApplicationFailure.nonRetryable(
+              `transaction ${transactionId} is ${status ?? 'missing'}, not payable`,
+              Failure.INVALID_STATE,
+            );
+        });
+        return 'POSTED';
+      } catch (error) {
+        if (!isUniqueViolation(error, 'transactions_checkout_request_id_unique')) throw error;
+        deps.logger.error(
+          { transaction_id: transactionId, checkout_request_id: input.checkoutRequestId },
+          "the push that proved this payment is another transaction's; nothing posted, to reconcile",
+        );
+        await fail(db, transactionId, 'NO_RESULT');
+        return 'UNPROVEN';
+      }
     },
 
     /** A confirmed collection into the ledger (runs started before settleCollection took both steps). */

@@ -70,7 +70,7 @@ describe('spec 4.3/4.4: repayments by push prompt, allocated to installments (PE
     assert.deepEqual(await ledgerMismatches(), []);
     assert.ok(await ledgerIsBalanced(db));
     await recordHistory(workflowIds.loan(loanId), 'loan-repaid-by-repayments-kept-timer');
-    await recordHistory(workflowIds.stkPush(second.id), 'stkPush-repayment-settle-hands-over');
+    await recordHistory(workflowIds.stkPush(second.id), 'stkPush-repayment');
   });
 
   it('an overpayment (two pushes racing, each within what is owed) stays on the credit account, never lost, never in the current account', async () => {

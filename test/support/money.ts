@@ -311,14 +311,13 @@ export async function pushAccepted(
 
 /** The mobile-money activities over the run's database and providers, to run a step directly (as a rerun would). */
 export function mobileMoneyActivities() {
-  const { db, config, logger, deps, client } = harness();
+  const { db, config, logger, deps } = harness();
   return createMobileMoneyActivities({
     db,
     config,
     logger,
     clock: systemClock,
     providers: deps.providers,
-    temporal: client,
   });
 }
 

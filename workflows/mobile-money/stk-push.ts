@@ -22,8 +22,6 @@ const PATCHES = {
   callbacksAreTriggers: 'stk-push-callbacks-are-triggers',
   /** A run that fell behind its deadline (its worker stalled or was down) asks once more before giving up. */
   askBeforeGivingUp: 'stk-push-ask-before-giving-up',
-  /** A repayment is handed to its loan's run by the settle step itself: one local activity, not two. */
-  settleHandsOver: 'stk-push-settle-hands-over',
 } as const;
 
 const money = proxyLocalActivities<MobileMoneyActivities>({
@@ -92,18 +90,13 @@ export async function stkPush(input: StkPushInput): Promise<MoneyMovementResult>
     const failureReason = await money.failTransaction(input.transactionId, { resultCode: result.resultCode });
     return { status: 'FAILED', failureReason };
   }
-  // A repayment is handed to its loan's run, which allocates it (see repaymentHandOver): by the
-  // settle step (the patch marked on repayments only), else by a step of its own below.
-  let handedOver = false;
   // Runs with callbacks as triggers all settle in one step: they skip that older patch's marker
   // (each marker also costs the server a search-attribute update).
   if (callbacksAreTriggers || patched(PATCHES.settleInOneStep)) {
-    handedOver = input.repayment === true && patched(PATCHES.settleHandsOver);
     // Confirmed and posted in one step; the push id that proved the payment is recorded (unique).
     const settled = await money.settleCollection(input.transactionId, {
       receipt: result.receipt,
       checkoutRequestId: result.checkoutRequestId,
-      ...(handedOver && { repayment: { organizationId: input.organizationId!, postedAtMs: Date.now() } }),
     });
     if (settled === 'UNPROVEN') return { status: 'FAILED', failureReason: 'NO_RESULT' };
   } else {
@@ -114,7 +107,8 @@ export async function stkPush(input: StkPushInput): Promise<MoneyMovementResult>
     });
     await money.postCollection(input.transactionId);
   }
-  if (input.repayment && !handedOver)
+  // A repayment: handed to its loan's run, which allocates it (see handOverRepayment).
+  if (input.repayment)
     await loans.handOverRepayment({
       organizationId: input.organizationId!,
       transactionId: input.transactionId,

@@ -28,10 +28,17 @@ function answer(status: number, body: Buffer | null): HttpAnswer {
   };
 }
 
-/** Keep-alive sockets, bounded per provider so a burst queues instead of opening hundreds. */
+/**
+ * Keep-alive sockets, bounded per provider so a burst queues instead of opening hundreds. An idle
+ * socket is closed after four seconds, or a second before the keep-alive timeout its server
+ * announced when that is sooner (Node heeds the announcement only in an agent with a timeout of
+ * its own). A request written on a socket the server is closing fails with ECONNRESET, and a push
+ * prompt that fails so must be taken as possibly sent: never resent, settled only by its callback.
+ */
+const KEEP_ALIVE = { keepAlive: true, maxSockets: 64, timeout: 4_000 };
 const agents = {
-  'http:': new http.Agent({ keepAlive: true, maxSockets: 64 }),
-  'https:': new https.Agent({ keepAlive: true, maxSockets: 64 }),
+  'http:': new http.Agent(KEEP_ALIVE),
+  'https:': new https.Agent(KEEP_ALIVE),
 };
 
 export class HttpTimeoutError extends Error {
@@ -43,9 +50,7 @@ export class HttpTimeoutError extends Error {
  * (our simulators in development). Without `ca`, the shared agent and the system's CAs.
  */
 export function httpsAgentTrusting(ca: string | undefined): https.Agent {
-  return ca
-    ? new https.Agent({ keepAlive: true, maxSockets: 64, ca: [...tls.rootCertificates, ca] })
-    : agents['https:'];
+  return ca ? new https.Agent({ ...KEEP_ALIVE, ca: [...tls.rootCertificates, ca] }) : agents['https:'];
 }
 
 /**

@@ -99,6 +99,8 @@ export function loanApplicationRoutes(deps: Needs<'db' | 'clock'>, workflows: Lo
       errors: {
         BAD_REQUEST: NOT_ELIGIBLE,
         NOT_FOUND: 'no such organization, product or user (another organization is not confirmed)',
+        CONFLICT:
+          'other requests for the borrower, on other terms, replaced the offer while this one was made, five times over: ask again',
       },
       async handler(ctx, input) {
         const params = (input as { params?: { organization: string } }).params;

@@ -149,23 +149,35 @@ async function offer(
   if (live && live.expires_at <= now) await expireOffer(db, borrower.organizationId, live.id, now);
   else if (live) await cancelOffer(db, borrower.organizationId, live.id, now);
   const terms = offerTerms(product);
-  const { row: created, created: isNew } = await createOffer(db, borrower.organizationId, {
-    id: randomUUID(),
-    resource_id: `lapp_${randomBytes(12).toString('base64url')}`,
-    user_id: borrower.userId,
-    product_id: product.id,
-    product_code: product.code,
-    account_id: credit.id,
-    current_account_id: current.id,
-    loan_amount: body.loan_amount ?? limit,
-    tenure_duration: product.default_tenure,
-    tenure_unit: product.tenure_unit,
-    terms,
-    currency: product.currency,
-    expires_at: new Date(now.getTime() + Number(product.offer_ttl_ms)),
-  });
-  // Another request's offer, stored first, is answered as one asked for again (200). Its start is
-  // idempotent: should that request have died before it, this one starts the run.
+  const made = await createOffer(
+    db,
+    borrower.organizationId,
+    {
+      id: randomUUID(),
+      resource_id: `lapp_${randomBytes(12).toString('base64url')}`,
+      user_id: borrower.userId,
+      product_id: product.id,
+      product_code: product.code,
+      account_id: credit.id,
+      current_account_id: current.id,
+      loan_amount: body.loan_amount ?? limit,
+      tenure_duration: product.default_tenure,
+      tenure_unit: product.tenure_unit,
+      terms,
+      currency: product.currency,
+      expires_at: new Date(now.getTime() + Number(product.offer_ttl_ms)),
+    },
+    now,
+  );
+  if (!made)
+    throw new ServiceError(
+      ErrorCode.CONFLICT,
+      "Other requests changed the borrower's offer at the same moment, again and again: ask again",
+    );
+  const { row: created, created: isNew } = made;
+  // Another request's offer on the same terms, stored first, is answered as one asked for again
+  // (200). Its start is idempotent: should that request have died before it, this one starts the
+  // run; only the request that made an offer withdraws it when its run cannot be started.
   if (isNew) ctx.status = 201;
   await workflows
     .startOffer({
@@ -178,7 +190,7 @@ async function offer(
       userId: borrower.userId,
     })
     .catch(async (error: unknown) => {
-      await cancelOffer(db, borrower.organizationId, created.id, clock.now());
+      if (isNew) await cancelOffer(db, borrower.organizationId, created.id, clock.now());
       throw error;
     });
   return created;

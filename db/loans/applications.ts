@@ -106,16 +106,19 @@ export function findLiveOffer(
 }
 
 /**
- * Stores a new offer, or answers the live one a concurrent request stored first (`created`
- * false). A live offer that was withdrawn or taken between the refused insert and the re-read
- * leaves the borrower without one: the insert is tried again.
+ * Stores a new offer as the borrower's live one (a unique index: one per borrower and product).
+ * When a concurrent request stored one first: on the same terms (amount), that one is answered
+ * (`created` false); on other terms it is withdrawn, as a live offer on other terms always is,
+ * and the insert tried again, as it is when the rival was withdrawn or taken meanwhile. Undefined
+ * when rivals kept changing the offer through every attempt (the caller answers a conflict).
  */
 export async function createOffer(
   db: Knex,
   organizationId: string,
   offer: NewOffer,
-): Promise<{ row: LoanApplicationRow; created: boolean }> {
-  for (let attempt = 1; ; attempt++) {
+  now: Date,
+): Promise<{ row: LoanApplicationRow; created: boolean } | undefined> {
+  for (let attempt = 0; attempt < OFFER_ATTEMPTS; attempt++) {
     try {
       const [row] = await db('loan_applications')
         .insert({
@@ -127,15 +130,16 @@ export async function createOffer(
         .returning('*');
       return { row: row as LoanApplicationRow, created: true };
     } catch (error) {
-      if (!isUniqueViolation(error)) throw error;
+      if (!isUniqueViolation(error, 'loan_applications_one_live_offer')) throw error;
       const live = await findLiveOffer(db, organizationId, offer.user_id, offer.product_id);
-      if (live) return { row: live, created: false };
-      if (attempt === OFFER_ATTEMPTS) throw error;
+      if (live && Number(live.loan_amount) === offer.loan_amount) return { row: live, created: false };
+      if (live) await cancelOffer(db, organizationId, live.id, now);
     }
   }
+  return undefined;
 }
 
-/** Inserts tried before a borrower whose live offers keep changing is answered with the conflict. */
+/** Inserts tried before a borrower whose live offer keeps changing under them is answered with a conflict. */
 const OFFER_ATTEMPTS = 5;
 
 export function findLoanApplication(

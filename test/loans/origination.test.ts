@@ -1,5 +1,7 @@
 import { strict as assert } from 'node:assert';
 import { randomUUID } from 'node:crypto';
+import { WorkflowFailedError } from '@temporalio/client';
+import { CancelledFailure } from '@temporalio/common';
 import { createApiKey } from '../../api/auth/api-keys';
 import { DEMO } from '../../db/seeds/demo';
 import { ledgerIsBalanced } from '../../db/ledger/ledger';
@@ -7,7 +9,7 @@ import { workflowIds } from '../../workflows/ids';
 import { harness } from '../support/harness';
 import { recordHistory } from '../support/histories';
 import { assertDeprecated, call } from '../support/http';
-import { applyPartnerB, newBorrower, offerFor, repayAll } from '../support/loans';
+import { applyPartnerB, newBorrower, offerFor, repay, repayAll, takeLoan } from '../support/loans';
 import { balanceOf, fund, journalKinds, until } from '../support/money';
 import { bearer } from '../support/tokens';
 
@@ -320,6 +322,22 @@ describe('spec 4.3: the offer and the loan as workflows', () => {
     assert.equal(balance.held, 0, 'the collateral is released');
     await recordHistory(workflowIds.loan(loanId), 'loan-overdue-repaid-by-push-kept-timer');
   });
+
+  it("an operator's cancellation ends a loan's run as cancelled, also once a repayment woke it (its step's timer kept)", async () => {
+    const borrower = await newBorrower();
+    const { loanId } = await takeLoan(borrower, { amount: 200_000, tenure: 2 });
+    await repay(borrower, 10_000);
+    const run = harness().client.workflow.getHandle(workflowIds.loan(loanId));
+    await run.cancel();
+    await assert.rejects(
+      run.result(),
+      (error: unknown) => error instanceof WorkflowFailedError && error.cause instanceof CancelledFailure,
+    );
+    assert.equal((await run.describe()).status.name, 'CANCELLED');
+    const { events } = await run.fetchHistory();
+    const failedTasks = events!.filter((e) => e.workflowTaskFailedEventAttributes);
+    assert.equal(failedTasks.length, 0, 'no workflow task failed on the way (an unhandled cancelled timer fails them)');
+  });
 });
 
 describe('spec 4.3, hostile review: taking an offer re-checks the borrower, and one loan runs at a time', () => {
@@ -349,14 +367,18 @@ describe('spec 4.3, hostile review: taking an offer re-checks the borrower, and 
     assert.equal((await take(borrower.headers, partnerA.body.id)).status, 400, 'and not later either');
   });
 
-  it('offer requests of one borrower at once, on the same terms and on others: none fails, one offer stays open', async () => {
+  it('offer requests of one borrower at once, on the same terms and on others: no 5xx, each answer on the terms it asked, one offer stays open', async () => {
     const { db } = harness();
     for (let round = 0; round < 4; round++) {
       const borrower = await newBorrower();
       // Identical asks race to insert; an ask on other terms withdraws the live offer under them.
       const asks = Array.from({ length: 12 }, (_, i) => (i % 3 === 2 ? { loan_amount: 500_000 + i * 1_000 } : {}));
       const replies = await Promise.all(asks.map((json) => offerFor(borrower.headers, undefined, json)));
-      for (const reply of replies) assert.ok([200, 201].includes(reply.status), `${reply.status} ${reply.text}`);
+      replies.forEach((reply, i) => {
+        // 409: rivals replaced the offer through every attempt (ask again); never a 5xx.
+        assert.ok([200, 201, 409].includes(reply.status), `${reply.status} ${reply.text}`);
+        if (reply.status !== 409) assert.equal(reply.body.loan_amount, asks[i]!.loan_amount ?? 1_000_000);
+      });
       const open = await db('loan_applications').where({ user_id: borrower.user.id, status: 'APPROVED' });
       assert.equal(open.length, 1);
       const again = await offerFor(borrower.headers, undefined, { loan_amount: Number(open[0].loan_amount) });

@@ -23,21 +23,27 @@ async function newOffer(openMs: number) {
   const borrower = await newBorrower({ funds: 100_000 });
   const organizationId = DEMO.organizations.demo.id;
   const product = (await findProduct(db, organizationId, 'standard'))!;
-  const { row: offer } = await createOffer(db, organizationId, {
-    id: randomUUID(),
-    resource_id: `lapp_${randomBytes(12).toString('base64url')}`,
-    user_id: borrower.user.id,
-    product_id: product.id,
-    product_code: product.code,
-    account_id: borrower.credit,
-    current_account_id: borrower.current,
-    loan_amount: 1_000_000,
-    tenure_duration: 4,
-    tenure_unit: 'WEEKS',
-    terms: offerTerms(product),
-    currency: 'KES',
-    expires_at: new Date(Date.now() + openMs),
-  });
+  const made = await createOffer(
+    db,
+    organizationId,
+    {
+      id: randomUUID(),
+      resource_id: `lapp_${randomBytes(12).toString('base64url')}`,
+      user_id: borrower.user.id,
+      product_id: product.id,
+      product_code: product.code,
+      account_id: borrower.credit,
+      current_account_id: borrower.current,
+      loan_amount: 1_000_000,
+      tenure_duration: 4,
+      tenure_unit: 'WEEKS',
+      terms: offerTerms(product),
+      currency: 'KES',
+      expires_at: new Date(Date.now() + openMs),
+    },
+    new Date(),
+  );
+  const offer = made!.row;
   const input: LoanOfferInput = {
     organizationId,
     applicationId: offer.id,

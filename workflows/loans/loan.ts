@@ -263,9 +263,13 @@ function stepTimers(): (at: number) => () => boolean {
     if (current?.at !== at) {
       const timer = { at, fired: false };
       current = timer;
-      void sleep(Math.max(0, at - Date.now())).then(() => {
-        timer.fired = true;
-      });
+      // A cancelled run cancels the timer too: the run's condition carries the cancellation.
+      void sleep(Math.max(0, at - Date.now())).then(
+        () => {
+          timer.fired = true;
+        },
+        () => undefined,
+      );
     }
     const timer = current;
     return () => timer.fired;

@@ -137,13 +137,12 @@ async function offer(
 
   const now = clock.now();
   const live = await findLiveOffer(db, borrower.organizationId, borrower.userId, product.id);
-  if (
-    live &&
-    live.expires_at > now &&
-    (body.loan_amount ?? limit) === Number(live.loan_amount) &&
-    (await workflows.offerRunning(live.id))
-  )
-    return live;
+  if (live && live.expires_at > now && (body.loan_amount ?? limit) === Number(live.loan_amount)) {
+    // Asked again on the same terms: the live offer, while its run goes. A run its maker has not
+    // started yet (a request at the same moment) is started here, so such requests share one offer.
+    if ((await workflows.offerRunning(live.id)) || (await startRun(workflows, live))) return live;
+    if (await workflows.offerRunning(live.id)) return live; // its maker started it meanwhile
+  }
   // A live offer past its time (its timer not yet fired): expired; on other terms, or whose
   // workflow is gone (it could not be taken): withdrawn. Then a new one is made.
   if (live && live.expires_at <= now) await expireOffer(db, borrower.organizationId, live.id, now);
@@ -176,25 +175,27 @@ async function offer(
     );
   const { row: created, created: isNew } = made;
   // Another request's offer on the same terms, stored first, is answered as one asked for again
-  // (200). Its start is idempotent: should that request have died before it, this one starts the
-  // run; only the request that made an offer withdraws it when its run cannot be started.
+  // (200), its run started here too should that request not have started it yet; only the request
+  // that made an offer withdraws it when its run cannot be started.
   if (isNew) ctx.status = 201;
-  await workflows
-    .startOffer({
-      organizationId: borrower.organizationId,
-      applicationId: created.id,
-      loanAmount: Number(created.loan_amount),
-      terms: created.terms,
-      expiresAt: created.expires_at.toISOString(),
-      accountId: credit.id,
-      userId: borrower.userId,
-    })
-    .catch(async (error: unknown) => {
-      if (isNew) await cancelOffer(db, borrower.organizationId, created.id, clock.now());
-      throw error;
-    });
+  await startRun(workflows, created).catch(async (error: unknown) => {
+    if (isNew) await cancelOffer(db, borrower.organizationId, created.id, clock.now());
+    throw error;
+  });
   return created;
 }
+
+/** Starts an offer's run: true when this call started it, false when it had one already (running or closed). */
+const startRun = (workflows: LoanWorkflows, offer: LoanApplicationRow) =>
+  workflows.startOffer({
+    organizationId: offer.organization_id,
+    applicationId: offer.id,
+    loanAmount: Number(offer.loan_amount),
+    terms: offer.terms,
+    expiresAt: offer.expires_at.toISOString(),
+    accountId: offer.account_id,
+    userId: offer.user_id,
+  });
 
 /** Takes an offer through its workflow's Update; answers the application as it is then (DISBURSED). */
 async function apply(

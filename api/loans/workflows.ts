@@ -30,7 +30,8 @@ import { sendUpdate } from '../updates';
  */
 export function loanWorkflows(temporal: Client, config: Pick<Config, 'LOAN_DAY_LENGTH' | 'TEMPORAL_TASK_QUEUE'>) {
   return {
-    async startOffer(offer: Omit<LoanOfferInput, 'dayMs'> & { accountId: string; userId: string }): Promise<void> {
+    /** Starts the offer's run: true when this call started it, false when the offer had one (running or closed). */
+    async startOffer(offer: Omit<LoanOfferInput, 'dayMs'> & { accountId: string; userId: string }): Promise<boolean> {
       const { accountId, userId, ...input } = offer;
       try {
         await temporal.workflow.start<typeof loanApplication>('loanApplication', {
@@ -45,8 +46,10 @@ export function loanWorkflows(temporal: Client, config: Pick<Config, 'LOAN_DAY_L
           ],
           args: [{ ...input, dayMs: config.LOAN_DAY_LENGTH }],
         });
+        return true;
       } catch (error) {
         if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
+        return false;
       }
     },
 

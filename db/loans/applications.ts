@@ -133,7 +133,8 @@ export async function createOffer(
       if (!isUniqueViolation(error, 'loan_applications_one_live_offer')) throw error;
       const live = await findLiveOffer(db, organizationId, offer.user_id, offer.product_id);
       if (live && Number(live.loan_amount) === offer.loan_amount) return { row: live, created: false };
-      if (live) await cancelOffer(db, organizationId, live.id, now);
+      // Not withdrawn when no attempt is left: the borrower keeps the rival's offer.
+      if (live && attempt < OFFER_ATTEMPTS - 1) await cancelOffer(db, organizationId, live.id, now);
     }
   }
   return undefined;

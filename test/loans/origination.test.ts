@@ -367,6 +367,23 @@ describe('spec 4.3, hostile review: taking an offer re-checks the borrower, and 
     assert.equal((await take(borrower.headers, partnerA.body.id)).status, 400, 'and not later either');
   });
 
+  it('identical offer requests of one borrower at once share one offer: one 201, the others 200, all the same open offer', async () => {
+    const { db } = harness();
+    for (let round = 0; round < 3; round++) {
+      const borrower = await newBorrower();
+      const replies = await Promise.all(Array.from({ length: 8 }, () => offerFor(borrower.headers)));
+      for (const reply of replies) assert.ok([200, 201].includes(reply.status), `${reply.status} ${reply.text}`);
+      assert.deepEqual(
+        replies.map((r) => r.status).sort(),
+        [200, 200, 200, 200, 200, 200, 200, 201],
+        'one request made the offer',
+      );
+      assert.equal(new Set(replies.map((r) => r.body.id)).size, 1, 'every answer names the same offer');
+      const offer = await db('loan_applications').where({ id: replies[0]!.body.id }).first();
+      assert.equal(offer.status, 'APPROVED');
+    }
+  });
+
   it('offer requests of one borrower at once, on the same terms and on others: no 5xx, each answer on the terms it asked, one offer stays open', async () => {
     const { db } = harness();
     for (let round = 0; round < 4; round++) {

@@ -4,6 +4,7 @@ import {
   condition,
   continueAsNew,
   getExternalWorkflowHandle,
+  isCancellation,
   patched,
   proxyActivities,
   proxyLocalActivities,
@@ -268,7 +269,9 @@ function stepTimers(): (at: number) => () => boolean {
         () => {
           timer.fired = true;
         },
-        () => undefined,
+        (error: unknown) => {
+          if (!isCancellation(error)) throw error;
+        },
       );
     }
     const timer = current;

@@ -134,10 +134,16 @@ export async function record(
       effect: allocationEffect(source, a.settles),
     })),
   );
-  const shape = `jsonb_to_recordset(?::jsonb) as a(installment_id uuid, loan_id uuid, position int, allocated bigint,
-    principal bigint, interest bigint, arrears bigint, effect text)`;
   await trx
     .with('event', inserted)
+    .with(
+      'a',
+      trx.raw(
+        `select * from jsonb_to_recordset(?::jsonb) as a(installment_id uuid, loan_id uuid, position int,
+           allocated bigint, principal bigint, interest bigint, arrears bigint, effect text)`,
+        [rows],
+      ),
+    )
     .with(
       'allocations',
       trx.raw(
@@ -146,8 +152,8 @@ export async function record(
            effective_at, allocated_at)
          select ?, ?, event.seq, a.installment_id, a.loan_id, ?, a.position, a.allocated, a.principal, a.interest,
                 a.arrears, a.effect, ?, ?, ?
-           from event, ${shape}`,
-        [organizationId, event.id, event.account_id, source, event.effective_at, now, rows],
+           from event, a`,
+        [organizationId, event.id, event.account_id, source, event.effective_at, now],
       ),
     )
     .with(
@@ -160,9 +166,9 @@ export async function record(
                           and i.penalties_paid + a.arrears = i.penalties
                          then 'PAID' else i.schedule_status end,
            updated_at = ?
-          from ${shape}
+          from a
          where i.id = a.installment_id`,
-        [now, rows],
+        [now],
       ),
     )
     .select('seq')

@@ -140,8 +140,12 @@ async function offer(
   if (live && live.expires_at > now && (body.loan_amount ?? limit) === Number(live.loan_amount)) {
     // Asked again on the same terms: the live offer, while its run goes. A run its maker has not
     // started yet (a request at the same moment) is started here, so such requests share one offer.
-    if ((await workflows.offerRunning(live.id)) || (await startRun(workflows, live))) return live;
-    if (await workflows.offerRunning(live.id)) return live; // its maker started it meanwhile
+    // Not started by this call: its maker started it meanwhile, or its run has gone.
+    const goes =
+      (await workflows.offerRunning(live.id)) ||
+      (await startRun(workflows, live)) ||
+      (await workflows.offerRunning(live.id));
+    if (goes) return live;
   }
   // A live offer past its time (its timer not yet fired): expired; on other terms, or whose
   // workflow is gone (it could not be taken): withdrawn. Then a new one is made.

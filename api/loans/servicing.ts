@@ -2,13 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import type { Context } from 'koa';
 import { z } from 'zod';
 import { findAccountOwner } from '../../db/accounts/accounts';
-import {
-  activeLoansPaidBy,
-  type AllocationRow,
-  type EventRow,
-  findAccountEvent,
-  findAccountLoan,
-} from '../../db/loans/transactions';
+import { activeLoansPaidBy, type EventItem, findAccountEvent, findAccountLoan } from '../../db/loans/transactions';
 import { ErrorCode, ServiceError, SubCode } from '../../domain/errors';
 import { Permission } from '../../domain/rbac';
 import { LoanServicingError } from '../../workflows/loans/messages';
@@ -17,7 +11,7 @@ import type { Needs } from '../deps';
 import { IdempotencyKeyHeader, idempotentExecutionId } from '../middleware/idempotency';
 import { Money, Transaction } from '../mobile-money/views';
 import { type AnyRoute, defineRoute, type RouteAuth } from '../route';
-import { allocationView, eventTransaction, InstallmentAllocation } from './transactions';
+import { InstallmentAllocation } from './transactions';
 import type { LoanServicingWorkflows, ServicingAnswer } from './workflows';
 
 /** Operators of the lender (admins, operations staff) and its organization keys with loans.service. */
@@ -71,9 +65,10 @@ export function loanServicingRoutes(deps: Needs<'db'>, workflows: LoanServicingW
     if (!event) throw new Error(`event ${outcome.eventId} is not on account ${accountId}`);
     answerEvent(ctx, event);
   }
-  function answerEvent(ctx: Context, event: EventRow & { allocations: AllocationRow[] }) {
+  /** The event as the account list shows it, written with the event (parsed: the idempotency store keeps objects). */
+  function answerEvent(ctx: Context, event: EventItem) {
     ctx.status = 201;
-    ctx.body = { transaction: eventTransaction(event), installments: event.allocations.map(allocationView) };
+    ctx.body = JSON.parse(event.view) as unknown;
   }
 
   /**
@@ -126,7 +121,7 @@ export function loanServicingRoutes(deps: Needs<'db'>, workflows: LoanServicingW
               reason: body.reason,
               by: by(ctx),
             })
-          : repayment.allocations.length === 0
+          : !repayment.allocated
             ? { refused: LoanServicingError.NOTHING_ALLOCATED, message: 'The repayment paid no installment' }
             : { refused: LoanServicingError.LOAN_CLOSED, message: 'The loans the repayment paid are repaid' };
         await answer(ctx, organizationId, params.accountId, outcome);

@@ -1,20 +1,20 @@
 import { createHash } from 'node:crypto';
+import type { Context } from 'koa';
 import { z } from 'zod';
 
 import {
   accountEventsPage,
-  type AllocationRow,
-  type EventRow,
   type Gate,
   gateRefusal,
   installmentAllocationsPage,
+  type Item,
   type Page,
 } from '../../db/loans/transactions';
 import { ErrorCode, ServiceError, SubCode } from '../../domain/errors';
 import { Permission } from '../../domain/rbac';
 import type { Caller } from '../auth/caller';
 import type { Needs } from '../deps';
-import { Transaction, transactionView } from '../mobile-money/views';
+import { Transaction } from '../mobile-money/views';
 import { type AnyRoute, defineRoute, type RouteAuth } from '../route';
 import { notReadable, readableAccountGate } from './accounts';
 
@@ -101,51 +101,6 @@ const LIST_ERRORS = {
     "no such account (or installment) of the caller: another organization's or another customer's is not confirmed",
 };
 
-const iso = (d: Date) => d.toISOString();
-
-/** The Transaction resource of an event: a repayment is its push; a reversal or waiver an adjustment of its own. */
-export function eventTransaction(event: EventRow) {
-  if (event.push) return transactionView(event.push);
-  const at = iso(event.created_at);
-  return {
-    id: event.id,
-    resource_id: event.resource_id,
-    status: 'POSTED' as const,
-    mobilemoney_transaction_id: null,
-    amount: { value: Number(event.amount), currency: event.currency },
-    fee_amount: { value: 0, currency: event.currency },
-    failure_reason: null,
-    transacted_at: at,
-    confirmed_at: at,
-    posted_at: at,
-    failed_at: null,
-    details: {
-      type: event.kind as 'REVERSAL' | 'WAIVER',
-      direction: 'ADJUSTMENT' as const,
-      account_id: event.account_id,
-      ...(event.reverses_id && { reverses_id: event.reverses_id }),
-      ...(event.kind === 'WAIVER' && event.loan_id && { loan_id: event.loan_id }),
-      ...(event.reason && { reason: event.reason }),
-    },
-  };
-}
-
-export function allocationView(row: AllocationRow) {
-  return {
-    id: row.id,
-    balance_id: row.installment_id,
-    cycle_id: row.loan_id,
-    position: row.position,
-    allocated_amount: Number(row.allocated_amount),
-    principal_amount: Number(row.principal_amount),
-    interest_amount: Number(row.interest_amount),
-    arrears_amount: Number(row.arrears_amount),
-    allocated_at: iso(row.allocated_at),
-    effect: row.effect,
-    source: row.source,
-  };
-}
-
 /** The page's links: the same path and size, a cursor at the page's far ends; null where nothing lies. */
 function links(path: string, scope: string, size: number, page: Page<{ seq: string }>) {
   const link = (key: 'after' | 'before', seq: string) => `${path}?size=${size}&${key}=${encodeCursor(seq, scope)}`;
@@ -153,6 +108,12 @@ function links(path: string, scope: string, size: number, page: Page<{ seq: stri
     next: page.older ? link('after', page.rows.at(-1)!.seq) : null,
     prev: page.newer ? link('before', page.rows[0]!.seq) : null,
   };
+}
+
+/** The items as they were written with their events: passed on, not parsed and serialised again. */
+function answerPage(ctx: Context, page: Page<Item>, pageLinks: ReturnType<typeof links>) {
+  ctx.type = 'application/json';
+  ctx.body = `{"data":[${page.rows.map((row) => row.view).join(',')}],"links":${JSON.stringify(pageLinks)}}`;
 }
 
 /**
@@ -223,13 +184,7 @@ export function installmentTransactionRoutes(deps: Needs<'db'>): AnyRoute[] {
         const position = await pageOrNotFound(gate, () => pageOf(query, scope));
         const page = await accountEventsPage(db, caller.organizationId!, params.accountId, position, gate);
         if ('refused' in page) throw notReadable(page.refused);
-        ctx.body = {
-          data: page.rows.map((event) => ({
-            transaction: eventTransaction(event),
-            installments: event.allocations.map(allocationView),
-          })),
-          links: links(ctx.path, scope, query.size, page),
-        };
+        answerPage(ctx, page, links(ctx.path, scope, query.size, page));
       },
     }),
     defineRoute({
@@ -259,10 +214,7 @@ export function installmentTransactionRoutes(deps: Needs<'db'>): AnyRoute[] {
         const position = await pageOrNotFound(gate, () => pageOf(query, scope));
         const page = await installmentAllocationsPage(db, caller.organizationId!, params.id, position, gate);
         if ('refused' in page) throw notReadable(page.refused);
-        ctx.body = {
-          data: page.rows.map((row) => ({ transaction: eventTransaction(row.event), allocation: allocationView(row) })),
-          links: links(ctx.path, scope, query.size, page),
-        };
+        answerPage(ctx, page, links(ctx.path, scope, query.size, page));
       },
     }),
   ];

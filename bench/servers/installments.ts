@@ -7,6 +7,7 @@ import pg from 'pg';
 import { encodeCursor } from '../../api/loans/transactions';
 import { loadConfig } from '../../config';
 import { createDb, migrate } from '../../db/knex';
+import { BACKFILL } from '../../db/migrations/20261208100000_installment_transaction_views';
 import { DEMO, seedDemoData } from '../../db/seeds/demo';
 import { startDevelopmentProviders } from '../../dev/simulators';
 import { requestToken } from '../../simulators/identity';
@@ -244,7 +245,17 @@ async function seedRepayments(db: ReturnType<typeof createDb>) {
       `installments bench: ${hi.toLocaleString('en')} of ${EVENTS.toLocaleString('en')} repayment events written (${((performance.now() - started) / 1000).toFixed(0)} s)`,
     );
   }
-  for (const table of ['transactions', 'loan_transactions', 'installment_allocations', 'installments', 'loans'])
+  // The lists' items, rendered as the read model's migration renders a history written before it.
+  for (const statement of BACKFILL) await db.raw(statement);
+  for (const table of [
+    'transactions',
+    'loan_transactions',
+    'installment_allocations',
+    'loan_transaction_views',
+    'installment_allocation_views',
+    'installments',
+    'loans',
+  ])
     await db.raw('analyze ??', [table]);
   // The second installment: EVENTS / INSTALLMENTS allocation records, neither end of the account's list.
   return { loanId, installmentId: installments.find((i) => i.position === 2)!.id };

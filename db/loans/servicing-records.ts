@@ -1,4 +1,7 @@
+import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
+import type { TransactionFields } from '../../domain/mobile-money/views';
+import { allocationView, eventTransaction } from '../../domain/loans/views';
 import type { Allocation, Obligation } from '../../domain/loans/allocation';
 import { allocationEffect, cyclesOldestFirst } from '../../domain/loans/servicing';
 import { InstallmentStatus, LoanStatus } from '../../domain/loans/terms';
@@ -98,81 +101,134 @@ export interface NewEvent {
   allocated_amount: number;
   currency: string;
   effective_at: Date;
+  reverses_id?: string;
+  loan_id?: string | null;
+  reason?: string;
   [column: string]: unknown;
 }
 
 /**
  * Writes a transaction event and its allocation records, and applies them to the installments
  * (paid amounts added, or, negative, taken back; each one's status follows): what every
- * servicing step records, in its database transaction. One statement, one round trip however
+ * servicing step records, in its database transaction. With them it writes the installment
+ * transaction lists' items (migration 20261208100000_installment_transaction_views): the event's
+ * and each record's, rendered once here, so a page reads them and nothing else. `push`: a
+ * repayment's (its Transaction resource is the push's). One statement, one round trip however
  * many installments it touches (an event allocates to each installment at most once).
  */
 export async function record(
   trx: Knex.Transaction,
   organizationId: string,
   event: NewEvent,
+  push: TransactionFields | null,
   allocations: Allocation[],
   source: 'LIVE' | 'REVERSAL' | 'WAIVER',
   now: Date,
 ): Promise<void> {
-  const inserted = trx('loan_transactions')
-    .insert({ ...event, organization_id: organizationId, created_at: now })
-    .returning(['seq']);
-  if (allocations.length === 0) {
-    await inserted;
-    return;
-  }
-  const rows = JSON.stringify(
-    allocations.map((a) => ({
+  const records = allocations
+    .map((a) => ({
+      id: randomUUID(),
       installment_id: a.installmentId,
       loan_id: a.loanId,
       position: a.position,
-      allocated: a.allocated,
-      principal: a.principal,
-      interest: a.interest,
-      arrears: a.arrears,
+      allocated_amount: a.allocated,
+      principal_amount: a.principal,
+      interest_amount: a.interest,
+      arrears_amount: a.arrears,
       effect: allocationEffect(source, a.settles),
-    })),
+      source,
+      allocated_at: now,
+    }))
+    // The order the lists show an event's records in.
+    .sort((x, y) => (x.loan_id < y.loan_id ? -1 : x.loan_id > y.loan_id ? 1 : x.position - y.position));
+  const transaction = JSON.stringify(
+    eventTransaction({
+      id: event.id,
+      resource_id: event.resource_id,
+      account_id: event.account_id,
+      kind: event.kind,
+      reverses_id: event.reverses_id ?? null,
+      loan_id: event.loan_id ?? null,
+      amount: event.amount,
+      currency: event.currency,
+      reason: event.reason ?? null,
+      created_at: now,
+      push,
+    }),
   );
-  await trx
-    .with('event', inserted)
+  const shown = records.map((r) => JSON.stringify(allocationView(r)));
+  const statement = trx
     .with(
-      'a',
-      trx.raw(
-        `select * from jsonb_to_recordset(?::jsonb) as a(installment_id uuid, loan_id uuid, position int,
-           allocated bigint, principal bigint, interest bigint, arrears bigint, effect text)`,
-        [rows],
-      ),
+      'event',
+      trx('loan_transactions')
+        .insert({ ...event, organization_id: organizationId, created_at: now })
+        .returning(['seq']),
     )
     .with(
-      'allocations',
+      'item',
       trx.raw(
-        `insert into installment_allocations (organization_id, event_id, seq, installment_id, loan_id, account_id,
-           position, allocated_amount, principal_amount, interest_amount, arrears_amount, effect, source,
-           effective_at, allocated_at)
-         select ?, ?, event.seq, a.installment_id, a.loan_id, ?, a.position, a.allocated, a.principal, a.interest,
-                a.arrears, a.effect, ?, ?, ?
-           from event, a`,
-        [organizationId, event.id, event.account_id, source, event.effective_at, now],
+        `insert into loan_transaction_views (event_id, organization_id, account_id, seq, view)
+         select ?, ?, ?, event.seq, ?::json from event`,
+        [
+          event.id,
+          organizationId,
+          event.account_id,
+          `{"transaction":${transaction},"installments":[${shown.join(',')}]}`,
+        ],
       ),
-    )
-    .with(
-      'settled',
-      trx.raw(
-        `update installments i set
-           principal_paid = i.principal_paid + a.principal, interest_paid = i.interest_paid + a.interest,
-           penalties_paid = i.penalties_paid + a.arrears,
-           status = case when i.principal_paid + a.principal = i.principal and i.interest_paid + a.interest = i.interest
-                          and i.penalties_paid + a.arrears = i.penalties
-                         then 'PAID' else i.schedule_status end,
-           updated_at = ?
-          from a
-         where i.id = a.installment_id`,
-        [now],
-      ),
-    )
-    .select('seq')
-    .from('event');
+    );
+  if (records.length > 0) {
+    const rows = JSON.stringify(
+      records.map((r, i) => ({ ...r, view: `{"transaction":${transaction},"allocation":${shown[i]}}` })),
+    );
+    statement
+      .with(
+        'a',
+        trx.raw(
+          `select * from json_to_recordset(?::json) as a(id uuid, installment_id uuid, loan_id uuid, position int,
+             allocated_amount bigint, principal_amount bigint, interest_amount bigint, arrears_amount bigint,
+             effect text, view text)`,
+          [rows],
+        ),
+      )
+      .with(
+        'allocations',
+        trx.raw(
+          `insert into installment_allocations (id, organization_id, event_id, seq, installment_id, loan_id, account_id,
+             position, allocated_amount, principal_amount, interest_amount, arrears_amount, effect, source,
+             effective_at, allocated_at)
+           select a.id, ?, ?, event.seq, a.installment_id, a.loan_id, ?, a.position, a.allocated_amount,
+                  a.principal_amount, a.interest_amount, a.arrears_amount, a.effect, ?, ?, ?
+             from event, a`,
+          [organizationId, event.id, event.account_id, source, event.effective_at, now],
+        ),
+      )
+      .with(
+        'items',
+        trx.raw(
+          `insert into installment_allocation_views (allocation_id, organization_id, installment_id, seq, view)
+           select a.id, ?, a.installment_id, event.seq, a.view::json from event, a`,
+          [organizationId],
+        ),
+      )
+      .with(
+        'settled',
+        trx.raw(
+          `update installments i set
+             principal_paid = i.principal_paid + a.principal_amount, interest_paid = i.interest_paid + a.interest_amount,
+             penalties_paid = i.penalties_paid + a.arrears_amount,
+             status = case when i.principal_paid + a.principal_amount = i.principal
+                            and i.interest_paid + a.interest_amount = i.interest
+                            and i.penalties_paid + a.arrears_amount = i.penalties
+                           then 'PAID' else i.schedule_status end,
+             updated_at = ?
+            from a
+           where i.id = a.installment_id`,
+          [now],
+        ),
+      );
+  }
+  await statement.select('seq').from('event');
 }
 
 /** What an event did: the loans it touched, and those of them with nothing left to pay. */

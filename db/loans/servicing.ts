@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import { allocate } from '../../domain/loans/allocation';
 import { repaymentEffect, reversalOf } from '../../domain/loans/servicing';
 import { LoanStatus } from '../../domain/loans/terms';
+import type { TransactionFields } from '../../domain/mobile-money/views';
 import { lockAccount } from '../accounts/accounts';
 import { ledgerAccounts, postJournal } from '../ledger/ledger';
 import { openObligations, outcomeOf, receivableLegs, record, type ServicingOutcome } from './servicing-records';
@@ -33,17 +34,9 @@ export async function applyRepayment(
   now: Date,
 ): Promise<ServicingOutcome> {
   return db.transaction(async (trx) => {
-    const push:
-      | {
-          id: string;
-          resource_id: string;
-          account_id: string;
-          amount: string;
-          currency: string;
-          status: string;
-          posted_at: Date | null;
-        }
-      | undefined = await trx('transactions as t')
+    const push: (TransactionFields & { account_id: string; status: string }) | undefined = await trx(
+      'transactions as t',
+    )
       .join('accounts as a', 'a.id', 't.account_id')
       .where({
         't.organization_id': organizationId,
@@ -53,7 +46,23 @@ export async function applyRepayment(
       })
       // The account's lock with the read: one servicing step per account at a time.
       .forUpdate('a')
-      .first('t.id', 't.resource_id', 't.account_id', 't.amount', 't.currency', 't.status', 't.posted_at');
+      // The push's fields the Transaction resource shows (never the whole row: it holds the callback token).
+      .first(
+        't.id',
+        't.resource_id',
+        't.account_id',
+        't.status',
+        't.mobilemoney_transaction_id',
+        't.amount',
+        't.fee_amount',
+        't.currency',
+        't.failure_reason',
+        't.transacted_at',
+        't.confirmed_at',
+        't.posted_at',
+        't.failed_at',
+        't.details',
+      );
     if (!push || push.status !== 'POSTED')
       return { outcome: 'refused', reason: 'NOT_A_REPAYMENT', detail: 'not a posted push on a credit account' };
     const done = await trx('loan_transactions').where({ transaction_id: push.id }).first('id');
@@ -78,6 +87,7 @@ export async function applyRepayment(
         currency: push.currency,
         effective_at: push.posted_at ?? now,
       },
+      push,
       result.allocations,
       'LIVE',
       now,
@@ -162,6 +172,7 @@ export async function reverseRepayment(
         created_by: input.by,
         effective_at: now,
       },
+      null,
       offsets,
       'REVERSAL',
       now,
@@ -231,6 +242,7 @@ export async function waive(
         created_by: input.by,
         effective_at: now,
       },
+      null,
       result.allocations,
       'WAIVER',
       now,

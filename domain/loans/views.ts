@@ -1,4 +1,5 @@
 import { type OfferTerms, type PeriodUnit, weeklyBasisPoints } from './terms';
+import { type TransactionFields, transactionView } from '../mobile-money/views';
 
 /**
  * The loan application resource (spec 2) in the field sets the spec lists (organization offer,
@@ -160,5 +161,83 @@ export function loanView(row: LoanFields) {
     currency: row.currency,
     disbursed_at: row.disbursed_at ? row.disbursed_at.toISOString() : null,
     closed_at: row.closed_at ? row.closed_at.toISOString() : null,
+  };
+}
+
+/** What an installment transaction list's items are drawn from: a transaction event and its push. */
+export interface LoanEventFields {
+  id: string;
+  resource_id: string;
+  account_id: string;
+  kind: 'REPAYMENT' | 'REVERSAL' | 'WAIVER';
+  reverses_id: string | null;
+  loan_id: string | null;
+  amount: string | number;
+  currency: string;
+  reason: string | null;
+  created_at: Date;
+  /** The push, for a repayment. */
+  push: TransactionFields | null;
+}
+
+/** An allocation record, as the lists show it. */
+export interface AllocationFields {
+  id: string;
+  installment_id: string;
+  loan_id: string;
+  position: number;
+  allocated_amount: string | number;
+  principal_amount: string | number;
+  interest_amount: string | number;
+  arrears_amount: string | number;
+  effect: string;
+  source: string;
+  allocated_at: Date;
+}
+
+/**
+ * The Transaction resource (spec 2) of an event: a repayment is its push; a reversal or waiver
+ * an adjustment of its own (the schema is api/mobile-money/views.ts).
+ */
+export function eventTransaction(event: LoanEventFields) {
+  if (event.push) return transactionView(event.push);
+  const at = event.created_at.toISOString();
+  return {
+    id: event.id,
+    resource_id: event.resource_id,
+    status: 'POSTED' as const,
+    mobilemoney_transaction_id: null,
+    amount: { value: Number(event.amount), currency: event.currency },
+    fee_amount: { value: 0, currency: event.currency },
+    failure_reason: null,
+    transacted_at: at,
+    confirmed_at: at,
+    posted_at: at,
+    failed_at: null,
+    details: {
+      type: event.kind as 'REVERSAL' | 'WAIVER',
+      direction: 'ADJUSTMENT' as const,
+      account_id: event.account_id,
+      ...(event.reverses_id && { reverses_id: event.reverses_id }),
+      ...(event.kind === 'WAIVER' && event.loan_id && { loan_id: event.loan_id }),
+      ...(event.reason && { reason: event.reason }),
+    },
+  };
+}
+
+/** The InstallmentAllocation resource (its schema is api/loans/transactions.ts). */
+export function allocationView(row: AllocationFields) {
+  return {
+    id: row.id,
+    balance_id: row.installment_id,
+    cycle_id: row.loan_id,
+    position: row.position,
+    allocated_amount: Number(row.allocated_amount),
+    principal_amount: Number(row.principal_amount),
+    interest_amount: Number(row.interest_amount),
+    arrears_amount: Number(row.arrears_amount),
+    allocated_at: row.allocated_at.toISOString(),
+    effect: row.effect,
+    source: row.source,
   };
 }

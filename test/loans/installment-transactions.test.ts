@@ -1,4 +1,5 @@
 import { strict as assert } from 'node:assert';
+import { BACKFILL } from '../../db/migrations/20261208100000_installment_transaction_views';
 import { DEMO } from '../../db/seeds/demo';
 import { harness } from '../support/harness';
 import { call, type Reply } from '../support/http';
@@ -219,5 +220,68 @@ describe('spec 4.3: installment transaction lists, keyset-paged', () => {
       `/v1/accounts/${other.credit}/installments/${installment}/transactions`,
     );
     assert.equal(wrongAccount.status, 404);
+  });
+});
+
+describe('spec 4.3: the lists read the items written with each event', () => {
+  /** Every page of a list, newest first, as the client reads it. */
+  async function everything(headers: Record<string, string>, path: string) {
+    const items: unknown[] = [];
+    let next: string | null = `${path}?size=2`;
+    while (next) {
+      const page = await list(headers, next);
+      assert.equal(page.status, 200, page.text);
+      items.push(...page.body.data);
+      next = page.body.links.next;
+    }
+    return items;
+  }
+
+  it('repayments, a reversal and a waiver read the same from record() and from the migration’s rendering of the records', async () => {
+    const borrower = await newBorrower();
+    const { loanId } = await takeLoan(borrower, { amount: 200_000, tenure: 2 });
+    const operator = await applicantHeaders(DEMO.users.internal);
+    const spanning = await repay(borrower, 120_000);
+    const reversal = await call(
+      'POST',
+      `/v1/accounts/${borrower.credit}/installments/transactions/${spanning.id}/reversal`,
+      {
+        headers: operator,
+        json: { reason: 'paid to the wrong account' },
+      },
+    );
+    assert.equal(reversal.status, 201, reversal.text);
+    const waiver = await call('POST', `/v1/accounts/${borrower.credit}/installments/waivers`, {
+      headers: { ...operator, 'Idempotency-Key': `views-${loanId}` },
+      json: { loan_id: loanId, amount: { value: 7_000, currency: 'KES' }, reason: 'goodwill' },
+    });
+    assert.equal(waiver.status, 201, waiver.text);
+    await repay(borrower, 50_000);
+    const { db } = harness();
+    const installments: string[] = (
+      await db('installments').where({ account_id: borrower.credit }).orderBy('position').select('id')
+    ).map((r) => r.id);
+    const paths = [
+      `/v1/accounts/${borrower.credit}/installments/transactions`,
+      ...installments.map((id) => `/v1/accounts/${borrower.credit}/installments/${id}/transactions`),
+    ];
+    const written = await Promise.all(paths.map((path) => everything(borrower.headers, path)));
+    assert.equal(written[0]!.length, 4, 'two repayments, a reversal, a waiver');
+    assert.deepEqual(
+      (written[0] as { transaction: { id: string } }[]).find(
+        (item) => item.transaction.id === reversal.body.transaction.id,
+      ),
+      reversal.body,
+      'the reversal reads in the list as it was answered',
+    );
+
+    // A history written before the read model: its items rendered by the migration, from the records.
+    const events = db('loan_transactions').where({ account_id: borrower.credit }).select('id');
+    await db('installment_allocation_views')
+      .whereIn('allocation_id', db('installment_allocations').whereIn('event_id', events).select('id'))
+      .delete();
+    assert.equal(await db('loan_transaction_views').where({ account_id: borrower.credit }).delete(), 4);
+    for (const statement of BACKFILL) await db.raw(statement);
+    assert.deepEqual(await Promise.all(paths.map((path) => everything(borrower.headers, path))), written);
   });
 });

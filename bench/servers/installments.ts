@@ -240,13 +240,14 @@ async function seedRepayments(db: ReturnType<typeof createDb>) {
            join installments i on i.loan_id = :loan and i.position = (n - 1) / :per::int + 1`,
         { ...params, lo, hi },
       );
+      // The lists' items, rendered as the read model's migration renders a history written before
+      // it, in the same transaction (every event has its item when it commits).
+      for (const statement of BACKFILL) await trx.raw(statement);
     });
     console.error(
       `installments bench: ${hi.toLocaleString('en')} of ${EVENTS.toLocaleString('en')} repayment events written (${((performance.now() - started) / 1000).toFixed(0)} s)`,
     );
   }
-  // The lists' items, rendered as the read model's migration renders a history written before it.
-  for (const statement of BACKFILL) await db.raw(statement);
   for (const table of [
     'transactions',
     'loan_transactions',

@@ -56,6 +56,32 @@ export const BACKFILL = [
     where not exists (select 1 from installment_allocation_views w where w.allocation_id = a.id)`,
 ];
 
+/**
+ * Every event and allocation record has its item by the time its transaction commits (deferred
+ * constraint triggers): a worker still on the code before this migration (a rolling upgrade)
+ * fails to record, and its activity is retried until a worker that writes items takes it,
+ * rather than leaving events the lists would never show.
+ */
+const ITEM_CHECKS = `
+  create function loan_transaction_has_item() returns trigger language plpgsql as $$
+  begin
+    if not exists (select 1 from loan_transaction_views where event_id = new.id) then
+      raise exception 'loan transaction % has no list item', new.id using errcode = 'foreign_key_violation';
+    end if;
+    return null;
+  end $$;
+  create function installment_allocation_has_item() returns trigger language plpgsql as $$
+  begin
+    if not exists (select 1 from installment_allocation_views where allocation_id = new.id) then
+      raise exception 'installment allocation % has no list item', new.id using errcode = 'foreign_key_violation';
+    end if;
+    return null;
+  end $$;
+  create constraint trigger loan_transactions_have_items after insert on loan_transactions
+    deferrable initially deferred for each row execute function loan_transaction_has_item();
+  create constraint trigger installment_allocations_have_items after insert on installment_allocations
+    deferrable initially deferred for each row execute function installment_allocation_has_item();`;
+
 export async function up(knex: Knex): Promise<void> {
   await knex.schema.createTable('loan_transaction_views', (t) => {
     t.uuid('event_id').primary().references('loan_transactions.id');
@@ -75,10 +101,16 @@ export async function up(knex: Knex): Promise<void> {
     t.json('view').notNullable();
     t.index(['installment_id', 'seq']);
   });
+  // The triggers first: creating them waits for transactions writing events to finish and holds
+  // new ones back until this migration commits, so the backfill below sees every event.
+  await knex.raw(ITEM_CHECKS);
   for (const statement of BACKFILL) await knex.raw(statement);
 }
 
 export async function down(knex: Knex): Promise<void> {
+  await knex.raw(`drop trigger installment_allocations_have_items on installment_allocations;
+    drop trigger loan_transactions_have_items on loan_transactions;
+    drop function installment_allocation_has_item(); drop function loan_transaction_has_item();`);
   await knex.schema.dropTable('installment_allocation_views');
   await knex.schema.dropTable('loan_transaction_views');
 }

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { strict as assert } from 'node:assert';
 import { BACKFILL } from '../../db/migrations/20261208100000_installment_transaction_views';
 import { DEMO } from '../../db/seeds/demo';
@@ -283,5 +284,30 @@ describe('spec 4.3: the lists read the items written with each event', () => {
     assert.equal(await db('loan_transaction_views').where({ account_id: borrower.credit }).delete(), 4);
     for (const statement of BACKFILL) await db.raw(statement);
     assert.deepEqual(await Promise.all(paths.map((path) => everything(borrower.headers, path))), written);
+  });
+
+  it('an event written without its item (code from before the read model) is refused when it commits', async () => {
+    const borrower = await newBorrower();
+    const { loanId } = await takeLoan(borrower, { amount: 200_000, tenure: 2 });
+    const { db } = harness();
+    const { organization_id } = await db('accounts').where({ id: borrower.credit }).first('organization_id');
+    const id = randomUUID();
+    await assert.rejects(
+      db('loan_transactions').insert({
+        id,
+        resource_id: `trx_${id}`,
+        organization_id,
+        account_id: borrower.credit,
+        kind: 'WAIVER',
+        loan_id: loanId,
+        amount: 100,
+        allocated_amount: 100,
+        currency: 'KES',
+        effective_at: new Date(),
+        created_at: new Date(),
+      }),
+      /has no list item/,
+    );
+    assert.equal(await db('loan_transactions').where({ id }).first('id'), undefined);
   });
 });

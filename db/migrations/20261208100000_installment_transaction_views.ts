@@ -38,7 +38,10 @@ const ALLOCATION = `json_build_object('id', a.id, 'balance_id', a.installment_id
     'interest_amount', a.interest_amount, 'arrears_amount', a.arrears_amount, 'allocated_at', ${iso('a.allocated_at')},
     'effect', a.effect, 'source', a.source)`;
 
-/** Renders the items of every event (and allocation record) that has none yet. */
+/**
+ * Renders the items of every event (and allocation record) that has none yet, in sequence order:
+ * a page's items then lie together on the heap, as live ones, written one event after another, do.
+ */
 export const BACKFILL = [
   `insert into loan_transaction_views (event_id, organization_id, account_id, seq, view)
    select e.id, e.organization_id, e.account_id, e.seq,
@@ -47,13 +50,15 @@ export const BACKFILL = [
                         from installment_allocations a where a.event_id = e.id), '[]'::json))
      from loan_transactions e
      left join transactions t on t.id = e.transaction_id
-    where not exists (select 1 from loan_transaction_views v where v.event_id = e.id)`,
+    where not exists (select 1 from loan_transaction_views v where v.event_id = e.id)
+    order by e.seq`,
   `insert into installment_allocation_views (allocation_id, organization_id, installment_id, seq, view)
    select a.id, a.organization_id, a.installment_id, a.seq,
           json_build_object('transaction', v.view -> 'transaction', 'allocation', ${ALLOCATION})
      from installment_allocations a
      join loan_transaction_views v on v.event_id = a.event_id
-    where not exists (select 1 from installment_allocation_views w where w.allocation_id = a.id)`,
+    where not exists (select 1 from installment_allocation_views w where w.allocation_id = a.id)
+    order by a.seq`,
 ];
 
 /**

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { preparedRows } from '../prepared';
 import { newestFirst } from './pages';
 
 /** An event of the outbox (written by the triggers of the webhooks migration). */
@@ -29,8 +30,13 @@ export interface UnstartedDelivery {
  * Answers how many events it took.
  */
 export async function dispatchEvents(db: Knex, limit: number, now: Date): Promise<number> {
-  const { rows } = (await db.raw(
-    `with taken as (
+  // Prepared: it runs every poll, idle or not, and planning it cost more than running it idle
+  // (about 0.9 of 1.3 ms a call, logged under the repayments bench); its plan, the partial
+  // index's range, does not hang on the values.
+  const rows = await preparedRows(
+    db,
+    db.raw(
+      `with taken as (
        select id from webhook_events where dispatched_at is null
         order by occurred_at limit ? for update skip locked
      ), delivered as (
@@ -43,8 +49,9 @@ export async function dispatchEvents(db: Knex, limit: number, now: Date): Promis
        on conflict (event_id, endpoint_id) do nothing
      )
      update webhook_events set dispatched_at = ? where id in (select id from taken) returning id`,
-    [limit, now],
-  )) as { rows: unknown[] };
+      [limit, now],
+    ),
+  );
   return rows.length;
 }
 

@@ -6,8 +6,8 @@ import { topFrames } from './profile-summary';
 /**
  * `npm run bench:profile` (issue 34): CPU profiles (`--cpu-prof`) of the API under the
  * benchmarks whose goals are about its cost (the middleware stack, whoami, presign, the agents
- * list, the installment lists) and of the API and the worker under the push and repayment benchmarks, each benchmark run as
- * `npm run bench` runs it. Every process the benchmark starts writes its profile at exit under
+ * list, the installment lists) and of the API and the worker under the push and repayment
+ * benchmarks, each benchmark run as `npm run bench` runs it. Every process the benchmark starts writes its profile at exit under
  * .data/profiles/<time>/<benchmark>/<process>/ (open one in Chrome DevTools or speedscope); the
  * top frames by self time of each are printed. BENCH_PROFILES picks some (foundation,whoami,...).
  */

@@ -34,9 +34,7 @@ export async function applyRepayment(
   now: Date,
 ): Promise<ServicingOutcome> {
   return db.transaction(async (trx) => {
-    const push: (TransactionFields & { account_id: string; status: string }) | undefined = await trx(
-      'transactions as t',
-    )
+    const push: (TransactionFields & { account_id: string }) | undefined = await trx('transactions as t')
       .join('accounts as a', 'a.id', 't.account_id')
       .where({
         't.organization_id': organizationId,

@@ -193,7 +193,8 @@ export function findAccountEvent(
       'e.id',
       'e.kind',
       db.raw('v.view::text as view'),
-      db.raw('exists (select 1 from installment_allocations a where a.event_id = e.id) as allocated'),
+      // From the item itself: its installments are the event's allocation records.
+      db.raw(`json_array_length(v.view -> 'installments') > 0 as allocated`),
     );
 }
 

@@ -68,6 +68,20 @@ describe('spec 2: allocations are immutable; reversals and waivers are new trans
     await recordHistory(workflowIds.loan(loanId), 'loan-reversal', { running: true });
   });
 
+  it('a repayment whose loan is repaid cannot be reversed: 400 LOAN_CLOSED', async () => {
+    const borrower = await newBorrower();
+    const { loanId } = await takeLoan(borrower, { amount: 200_000, tenure: 2 });
+    const pushed = await repay(borrower, 210_000);
+    await repaid(loanId);
+    const reply = await call(
+      'POST',
+      `/v1/accounts/${borrower.credit}/installments/transactions/${pushed.id}/reversal`,
+      { headers: await operator(), json: { reason: 'too late' } },
+    );
+    assert.equal(reply.status, 400, reply.text);
+    assert.match(reply.body.description, /^LOAN_CLOSED/);
+  });
+
   it('a waiver settles penalties then interest (never principal) with WAIVED records; more than is waivable is refused', async () => {
     const borrower = await newBorrower();
     const { loanId } = await takeLoan(borrower, { amount: 200_000, tenure: 2 });

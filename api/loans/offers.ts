@@ -169,6 +169,7 @@ async function offer(
       terms,
       currency: product.currency,
       expires_at: new Date(now.getTime() + Number(product.offer_ttl_ms)),
+      day_ms: workflows.dayMs,
     },
     now,
   );
@@ -197,6 +198,7 @@ const startRun = (workflows: LoanWorkflows, offer: LoanApplicationRow) =>
     loanAmount: Number(offer.loan_amount),
     terms: offer.terms,
     expiresAt: offer.expires_at.toISOString(),
+    dayMs: offer.day_ms === null ? undefined : Number(offer.day_ms),
     accountId: offer.account_id,
     userId: offer.user_id,
   });

@@ -30,9 +30,14 @@ import { sendUpdate } from '../updates';
  */
 export function loanWorkflows(temporal: Client, config: Pick<Config, 'LOAN_DAY_LENGTH' | 'TEMPORAL_TASK_QUEUE'>) {
   return {
+    /** The length of a schedule day for offers made now (kept with the offer: its run is started with it). */
+    dayMs: config.LOAN_DAY_LENGTH,
+
     /** Starts the offer's run: true when this call started it, false when the offer had one (running or closed). */
-    async startOffer(offer: Omit<LoanOfferInput, 'dayMs'> & { accountId: string; userId: string }): Promise<boolean> {
-      const { accountId, userId, ...input } = offer;
+    async startOffer(
+      offer: Omit<LoanOfferInput, 'dayMs'> & { dayMs: number | undefined; accountId: string; userId: string },
+    ): Promise<boolean> {
+      const { accountId, userId, dayMs, ...input } = offer;
       try {
         await temporal.workflow.start<typeof loanApplication>('loanApplication', {
           taskQueue: config.TEMPORAL_TASK_QUEUE,
@@ -44,7 +49,7 @@ export function loanWorkflows(temporal: Client, config: Pick<Config, 'LOAN_DAY_L
             { key: ApplicationId, value: offer.applicationId },
             { key: UserId, value: userId },
           ],
-          args: [{ ...input, dayMs: config.LOAN_DAY_LENGTH }],
+          args: [{ ...input, dayMs: dayMs ?? config.LOAN_DAY_LENGTH }],
         });
         return true;
       } catch (error) {

@@ -29,6 +29,8 @@ export interface LoanApplicationRow {
   accepted_at: Date | null;
   disbursed_at: Date | null;
   expired_at: Date | null;
+  /** The length of a schedule day its run was started with (null: made before offers kept it). */
+  day_ms: string | null;
 }
 
 export type NewOffer = Pick<
@@ -45,7 +47,7 @@ export type NewOffer = Pick<
   | 'terms'
   | 'currency'
   | 'expires_at'
-> & { loan_amount: number };
+> & { loan_amount: number; day_ms: number };
 
 /** What eligibility is decided on, read in one round trip. */
 export interface BorrowerFacts {

@@ -40,6 +40,7 @@ async function newOffer(openMs: number) {
       terms: offerTerms(product),
       currency: 'KES',
       expires_at: new Date(Date.now() + openMs),
+      day_ms: 86_400_000,
     },
     new Date(),
   );

@@ -25,7 +25,7 @@ import {
  * Repayments end to end, with the service as deployed (API and worker each in its own process,
  * the mobile-money simulator in a third calling back at once, Postgres, a Temporal dev server):
  * a push of KES 10 on a borrower's credit account, from the API call to POSTED (the stk-push
- * run's result) and allocated by the loan's run (its loan_transactions row written), per second,
+ * run's result) and allocated (its loan_transactions row written), per second,
  * against pushes on the borrowers' current accounts to POSTED in the same run, in alternating
  * rounds at the same concurrency. Goal: at least 0.9. Each of BORROWERS borrowers has an ACTIVE
  * loan taken through the API (offer, then apply); nothing falls due (a schedule day is a day).
@@ -73,7 +73,7 @@ export async function repaymentsBench(): Promise<number> {
       payer: `+25473${String(i).padStart(6, '0')}0`,
     }));
     await seedBorrowers(db, ORG, borrowers, BENCH_LOAN.deposit);
-    // Every event the loan runs write is notified (the benchmark's own database only).
+    // Every servicing event written is notified (the benchmark's own database only).
     await db.raw(`create function bench_notify_loan_transaction() returns trigger language plpgsql as $$
       begin perform pg_notify('${CHANNEL}', new.id::text); return null; end $$`);
     await db.raw(`create trigger bench_notify_loan_transaction after insert on loan_transactions

@@ -139,13 +139,23 @@ export function createLoanActivities(deps: Needs<'db' | 'clock' | 'temporal'>) {
     },
 
     /**
-     * A posted push on a credit account is a repayment: handed to the run of the account's oldest
-     * open loan (`loan/<id>`, signal `repayment`), which allocates it. A run that closed in between
-     * refuses the signal and the next loan is chosen; with no open loan (or one that keeps closing
-     * under it) the push is allocated here and the loans it repaid are told. Run again, it hands
-     * over again: the run takes a push once, and its allocation is unique per push.
+     * A posted push on a credit account is a repayment. When the runs of the account's loans have
+     * taken every step due by its posting (the usual case), it is allocated here at once and the
+     * loans it repaid are told; a run still behind its clock (its worker was down) takes it, after
+     * those steps: it is handed to the run of the account's oldest open loan (`loan/<id>`, signal
+     * `repayment`). A run that closed in between refuses the signal and the next loan is chosen;
+     * with no open loan (or one that keeps closing under it) the push is allocated here. Run
+     * again, it does it again: a run takes a push once, and its allocation is unique per push.
      */
     async handOverRepayment(ref: { organizationId: string; transactionId: string; postedAtMs: number }) {
+      const now = await applyRepayment(
+        db,
+        ref.organizationId,
+        { transactionId: ref.transactionId, loanId: null, inTimeOnly: true },
+        clock.now(),
+      );
+      if (now.outcome === 'applied') await tellRepaid(now.repaid);
+      if (now.outcome !== 'behind') return { handedTo: null };
       for (let attempt = 0; attempt < HANDOVER_ATTEMPTS; attempt++) {
         const loanId = await repaymentTarget(db, ref.organizationId, ref.transactionId);
         if (!loanId) break;

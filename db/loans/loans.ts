@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { type LoanSteps, loanAnchorMs } from '../../domain/loans/steps';
 import { InstallmentStatus, LoanApplicationStatus, LoanStatus } from '../../domain/loans/terms';
 import { lockAccount } from '../accounts/accounts';
 import { ledgerAccounts, postJournal } from '../ledger/ledger';
@@ -141,6 +142,47 @@ export function installmentDueDays(
     .where({ 'i.organization_id': organizationId, 'i.loan_id': loanId })
     .orderBy('i.position')
     .select('i.position', db.raw('(i.due_date - l.start_date)::int as "dueDay"'));
+}
+
+/**
+ * What Postgres shows of the steps of every ACTIVE loan on an account (domain/loans/steps.ts), or
+ * null for a loan whose clock it does not know (its offer was made before offers kept their day
+ * length, or it is not disbursed).
+ */
+export async function accountLoanSteps(
+  trx: Knex | Knex.Transaction,
+  organizationId: string,
+  accountId: string,
+): Promise<(LoanSteps | null)[]> {
+  const { rows } = await trx.raw<{
+    rows: {
+      day_ms: string | null;
+      disbursed_at: Date | null;
+      penalty: LoanSteps['penalty'] | null;
+      charged: number;
+      installments: LoanSteps['installments'] | null;
+    }[];
+  }>(
+    `select a.day_ms, l.disbursed_at, a.terms -> 'penalty' as penalty,
+            (select count(*) from loan_penalty_charges c where c.loan_id = l.id)::int as charged,
+            (select json_agg(json_build_object('dueDay', i.due_date - l.start_date, 'scheduleStatus', i.schedule_status)
+                             order by i.position)
+               from installments i where i.loan_id = l.id) as installments
+       from loans l join loan_applications a on a.id = l.application_id
+      where l.organization_id = ? and l.account_id = ? and l.status = ?`,
+    [organizationId, accountId, LoanStatus.ACTIVE],
+  );
+  return rows.map((row) => {
+    if (row.day_ms === null || row.disbursed_at === null) return null;
+    const dayMs = Number(row.day_ms);
+    return {
+      anchorMs: loanAnchorMs(row.disbursed_at.getTime(), dayMs),
+      dayMs,
+      installments: row.installments ?? [],
+      penalty: row.penalty ?? undefined,
+      charged: row.charged,
+    };
+  });
 }
 
 /** The installments of every loan on an account, newest loan first, each loan's in order. */

@@ -1,10 +1,12 @@
 import type { Knex } from 'knex';
 import { allocate } from '../../domain/loans/allocation';
 import { repaymentEffect, reversalOf } from '../../domain/loans/servicing';
+import { stepsTakenBy } from '../../domain/loans/steps';
 import { LoanStatus } from '../../domain/loans/terms';
 import type { TransactionFields } from '../../domain/mobile-money/views';
 import { lockAccount } from '../accounts/accounts';
 import { ledgerAccounts, postJournal } from '../ledger/ledger';
+import { accountLoanSteps } from './loans';
 import { openObligations, outcomeOf, receivableLegs, record, type ServicingOutcome } from './servicing-records';
 
 /**
@@ -26,13 +28,18 @@ export type { ServicingOutcome };
  * route refuses more than is owed, so only pushes racing each other make one) stays on the credit
  * account as the payer's money, recorded on the event for an operator to refund; it never reaches
  * the current account, whose deposits must come from the owner's number.
+ *
+ * `inTimeOnly`: allocated only if every ACTIVE loan on the account has taken each step due by the
+ * push's posting (its DUE and OVERDUE marks, its penalty charges), so nothing is paid out of time
+ * order; otherwise nothing is written and the answer is `behind` (the loan's run takes it, after
+ * those steps).
  */
 export async function applyRepayment(
   db: Knex,
   organizationId: string,
-  input: { transactionId: string; loanId: string | null },
+  input: { transactionId: string; loanId: string | null; inTimeOnly?: boolean },
   now: Date,
-): Promise<ServicingOutcome> {
+): Promise<ServicingOutcome | { outcome: 'behind' }> {
   return db.transaction(async (trx) => {
     const push: (TransactionFields & { account_id: string }) | undefined = await trx('transactions as t')
       .join('accounts as a', 'a.id', 't.account_id')
@@ -65,6 +72,11 @@ export async function applyRepayment(
       return { outcome: 'refused', reason: 'NOT_A_REPAYMENT', detail: 'not a posted push on a credit account' };
     const done = await trx('loan_transactions').where({ transaction_id: push.id }).first('id');
     if (done) return outcomeOf(trx, push.id);
+    if (
+      input.inTimeOnly &&
+      !stepsTakenBy(await accountLoanSteps(trx, organizationId, push.account_id), (push.posted_at ?? now).getTime())
+    )
+      return { outcome: 'behind' };
 
     const amount = Number(push.amount);
     const obligations = await openObligations(trx, organizationId, push.account_id);

@@ -6,6 +6,7 @@ import { createApiKey } from '../../api/auth/api-keys';
 import { DEMO } from '../../db/seeds/demo';
 import { ledgerIsBalanced } from '../../db/ledger/ledger';
 import { workflowIds } from '../../workflows/ids';
+import { repaymentSignal } from '../../workflows/loans/messages';
 import { harness } from '../support/harness';
 import { recordHistory } from '../support/histories';
 import { assertDeprecated, call } from '../support/http';
@@ -326,8 +327,16 @@ describe('spec 4.3: the offer and the loan as workflows', () => {
   it("an operator's cancellation ends a loan's run as cancelled, also once a repayment woke it (its step's timer kept)", async () => {
     const borrower = await newBorrower();
     const { loanId } = await takeLoan(borrower, { amount: 200_000, tenure: 2 });
-    await repay(borrower, 10_000);
+    const pushed = await repay(borrower, 10_000);
     const run = harness().client.workflow.getHandle(workflowIds.loan(loanId));
+    // Allocated by its push's run (this run is on time): handed here too, as a run behind its
+    // clock would be, it wakes the run, whose allocation step then finds it done.
+    await run.signal(repaymentSignal, { transactionId: pushed.id });
+    await until('the run woke and took it', async () => {
+      const events = (await run.fetchHistory()).events ?? [];
+      const signalled = events.findIndex((e) => e.workflowExecutionSignaledEventAttributes);
+      return signalled >= 0 && events.slice(signalled).some((e) => e.markerRecordedEventAttributes);
+    });
     await run.cancel();
     await assert.rejects(
       run.result(),

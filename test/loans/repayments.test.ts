@@ -121,7 +121,13 @@ describe('spec 4.3/4.4: repayments by push prompt, allocated to installments (PE
     await handle.signal(repaymentSignal, { transactionId: pushed.id });
     await handle.signal(repaymentSignal, { transactionId: pushed.id });
     const { db } = harness();
-    // The run handles signals in order: a later repayment allocated means the duplicates were seen.
+    // The run has taken both signals: each one's allocation step answered (a marker apiece).
+    await until('the run took both signals', async () => {
+      const events = (await handle.fetchHistory()).events ?? [];
+      const signals = events.filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'repayment');
+      const last = events.findLastIndex((e) => e.workflowExecutionSignaledEventAttributes);
+      return signals.length === 2 && events.slice(last).filter((e) => e.markerRecordedEventAttributes).length >= 2;
+    });
     await repay(borrower, 10_000);
     assert.equal((await db('loan_transactions').where({ transaction_id: pushed.id })).length, 1);
     const records = await db('installment_allocations').where({ event_id: pushed.id });
@@ -138,6 +144,27 @@ describe('spec 4.3/4.4: repayments by push prompt, allocated to installments (PE
 });
 
 describe('spec 4.3: the repayment reaches the loan run whatever order things happen in', () => {
+  it("a repayment posted while the loan's run is on time is allocated with its push; the run only hears that the loan is repaid", async () => {
+    const borrower = await newBorrower();
+    const { loanId } = await takeLoan(borrower, { amount: 200_000, tenure: 2 });
+    const { db, client } = harness();
+    const partial = await repay(borrower, 60_000);
+    // Allocated by the push's own run, before it answered POSTED and completed.
+    const pushRun = await client.workflow.getHandle(workflowIds.stkPush(partial.id)).describe();
+    assert.equal(pushRun.status.name, 'COMPLETED');
+    const event = await db('loan_transactions').where({ transaction_id: partial.id }).first();
+    assert.ok(event.created_at.getTime() <= pushRun.closeTime!.getTime());
+    assert.equal(event.loan_id, null, 'not allocated by the loan’s run');
+    const rest = await repay(borrower, 210_000 - 60_000);
+    await repaid(loanId);
+    const signals = ((await client.workflow.getHandle(workflowIds.loan(loanId)).fetchHistory()).events ?? [])
+      .map((e) => e.workflowExecutionSignaledEventAttributes?.signalName)
+      .filter((name) => name !== undefined);
+    assert.deepEqual(signals, ['paymentApplied'], 'told once, by the repayment that settled the loan');
+    assert.deepEqual(await journalKinds(rest.id), ['COLLECTION', 'REPAYMENT']);
+    assert.deepEqual(await ledgerMismatches(), []);
+  });
+
   it('a repayment signalled for a push that is not a posted credit-account push allocates nothing', async () => {
     const borrower = await newBorrower();
     const { loanId } = await takeLoan(borrower, { amount: 100_000, tenure: 1 });

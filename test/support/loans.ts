@@ -99,7 +99,7 @@ export async function loanRunInput(loanId: string, dayMs: number): Promise<LoanI
 
 /**
  * A repayment: a push on the borrower's credit account from any payer number, POSTED, then
- * allocated by the loan's run (its event recorded). Answers the push's transaction.
+ * allocated (its event recorded). Answers the push's transaction.
  */
 export async function repay(
   borrower: { headers: Record<string, string>; credit: string },

@@ -13,6 +13,7 @@ import {
 import { WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy } from '@temporalio/common';
 import type { LoanActivities } from '../../activities';
 import { acceptanceProblem } from '../../domain/loans/terms';
+import { loanAnchorMs } from '../../domain/loans/steps';
 import { workflowIds } from '../ids';
 import { AccountId, ApplicationId, OrganizationId, UserId } from '../search-attributes';
 import { acceptOfferUpdate, type LoanOfferInput, LoanOfferError, offerStateQuery, type TakenLoan } from './messages';
@@ -96,7 +97,7 @@ export async function loanApplication(input: LoanOfferInput): Promise<string> {
         {
           organizationId: input.organizationId,
           loanId: taken.loanId,
-          anchorMs: Math.floor(disbursed.disbursedAtMs / input.dayMs) * input.dayMs,
+          anchorMs: loanAnchorMs(disbursed.disbursedAtMs, input.dayMs),
           dayMs: input.dayMs,
           installments: taken.installments,
           penalty: input.terms.penalty,

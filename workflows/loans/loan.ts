@@ -61,8 +61,9 @@ const PATCHES = {
  * days), and closes the loan (REPAID, collateral released) once everything is paid. Days are
  * `dayMs` long from `anchorMs` (a calendar day in production). A timer that fires late (the
  * worker was down) charges the periods it missed one by one, each on what was owed at its own
- * instant. Repayments (the stk-push run's repayment signal) are allocated here, one at a time;
- * operators' reversals and waivers are Updates. Over a long life it continues as new when
+ * instant. Repayments are allocated by their stk-push runs while this run is on time; one posted
+ * while it is behind its clock is handed here (the repayment signal) and allocated after the steps
+ * due before it, one at a time. Operators' reversals and waivers are Updates. Over a long life it continues as new when
  * Temporal suggests, carrying where it stands.
  */
 export async function loan(input: LoanInput): Promise<string> {

@@ -107,7 +107,7 @@ export async function stkPush(input: StkPushInput): Promise<MoneyMovementResult>
     });
     await money.postCollection(input.transactionId);
   }
-  // A repayment: handed to its loan's run, which allocates it (see handOverRepayment).
+  // A repayment: allocated now, or by its loan's run when that run is behind (see handOverRepayment).
   if (input.repayment)
     await loans.handOverRepayment({
       organizationId: input.organizationId!,

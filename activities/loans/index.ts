@@ -141,11 +141,13 @@ export function createLoanActivities(deps: Needs<'db' | 'clock' | 'temporal'>) {
     /**
      * A posted push on a credit account is a repayment. When the runs of the account's loans have
      * taken every step due by its posting (the usual case), it is allocated here at once and the
-     * loans it repaid are told; a run still behind its clock (its worker was down) takes it, after
-     * those steps: it is handed to the run of the account's oldest open loan (`loan/<id>`, signal
-     * `repayment`). A run that closed in between refuses the signal and the next loan is chosen;
-     * with no open loan (or one that keeps closing under it) the push is allocated here. Run
-     * again, it does it again: a run takes a push once, and its allocation is unique per push.
+     * loans it repaid are told. Otherwise a run is behind its clock (its worker was down) and
+     * takes it, after those steps: it is handed to that loan's run (`loan/<id>`, signal
+     * `repayment` with the posting instant from Postgres), or, that run gone, to the run of the
+     * account's oldest open loan. A run that closed in between refuses the signal and the next
+     * loan is chosen; with no open loan (or one that keeps closing under it) the push is allocated
+     * here. Run again, it does it again: a run takes a push once, and its allocation is unique per
+     * push. (`postedAtMs`, the stk-push run's clock at hand-over, is no longer what orders it.)
      */
     async handOverRepayment(ref: { organizationId: string; transactionId: string; postedAtMs: number }) {
       const now = await applyRepayment(
@@ -157,12 +159,12 @@ export function createLoanActivities(deps: Needs<'db' | 'clock' | 'temporal'>) {
       if (now.outcome === 'applied') await tellRepaid(now.repaid);
       if (now.outcome !== 'behind') return { handedTo: null };
       for (let attempt = 0; attempt < HANDOVER_ATTEMPTS; attempt++) {
-        const loanId = await repaymentTarget(db, ref.organizationId, ref.transactionId);
+        const loanId = attempt === 0 ? now.loanId : await repaymentTarget(db, ref.organizationId, ref.transactionId);
         if (!loanId) break;
         try {
           await temporal.workflow
             .getHandle(workflowIds.loan(loanId))
-            .signal(repaymentSignal, { transactionId: ref.transactionId, postedAtMs: ref.postedAtMs });
+            .signal(repaymentSignal, { transactionId: ref.transactionId, postedAtMs: now.postedAtMs });
           return { handedTo: loanId };
         } catch (error) {
           if (!(error instanceof WorkflowNotFoundError)) throw error;

@@ -144,18 +144,15 @@ export function installmentDueDays(
     .select('i.position', db.raw('(i.due_date - l.start_date)::int as "dueDay"'));
 }
 
-/**
- * What Postgres shows of the steps of every ACTIVE loan on an account (domain/loans/steps.ts), or
- * null for a loan whose clock it does not know (its offer was made before offers kept their day
- * length, or it is not disbursed).
- */
+/** What Postgres shows of the steps of every ACTIVE loan on an account (domain/loans/steps.ts). */
 export async function accountLoanSteps(
   trx: Knex | Knex.Transaction,
   organizationId: string,
   accountId: string,
-): Promise<(LoanSteps | null)[]> {
+): Promise<LoanSteps[]> {
   const { rows } = await trx.raw<{
     rows: {
+      id: string;
       day_ms: string | null;
       disbursed_at: Date | null;
       penalty: LoanSteps['penalty'] | null;
@@ -163,21 +160,24 @@ export async function accountLoanSteps(
       installments: LoanSteps['installments'] | null;
     }[];
   }>(
-    `select a.day_ms, l.disbursed_at, a.terms -> 'penalty' as penalty,
-            (select count(*) from loan_penalty_charges c where c.loan_id = l.id)::int as charged,
+    `select l.id, a.day_ms, l.disbursed_at, a.terms -> 'penalty' as penalty,
+            (select count(*) from loan_penalty_charges c
+              where c.organization_id = l.organization_id and c.loan_id = l.id)::int as charged,
             (select json_agg(json_build_object('dueDay', i.due_date - l.start_date, 'scheduleStatus', i.schedule_status)
                              order by i.position)
-               from installments i where i.loan_id = l.id) as installments
-       from loans l join loan_applications a on a.id = l.application_id
+               from installments i where i.organization_id = l.organization_id and i.loan_id = l.id) as installments
+       from loans l join loan_applications a on a.organization_id = l.organization_id and a.id = l.application_id
       where l.organization_id = ? and l.account_id = ? and l.status = ?`,
     [organizationId, accountId, LoanStatus.ACTIVE],
   );
   return rows.map((row) => {
-    if (row.day_ms === null || row.disbursed_at === null) return null;
-    const dayMs = Number(row.day_ms);
+    const dayMs = row.day_ms === null ? undefined : Number(row.day_ms);
     return {
-      anchorMs: loanAnchorMs(row.disbursed_at.getTime(), dayMs),
-      dayMs,
+      loanId: row.id,
+      clock:
+        dayMs === undefined || row.disbursed_at === null
+          ? null
+          : { anchorMs: loanAnchorMs(row.disbursed_at.getTime(), dayMs), dayMs },
       installments: row.installments ?? [],
       penalty: row.penalty ?? undefined,
       charged: row.charged,

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { allocate } from '../../domain/loans/allocation';
 import { repaymentEffect, reversalOf } from '../../domain/loans/servicing';
-import { stepsTakenBy } from '../../domain/loans/steps';
+import { runBehind } from '../../domain/loans/steps';
 import { LoanStatus } from '../../domain/loans/terms';
 import type { TransactionFields } from '../../domain/mobile-money/views';
 import { lockAccount } from '../accounts/accounts';
@@ -31,15 +31,15 @@ export type { ServicingOutcome };
  *
  * `inTimeOnly`: allocated only if every ACTIVE loan on the account has taken each step due by the
  * push's posting (its DUE and OVERDUE marks, its penalty charges), so nothing is paid out of time
- * order; otherwise nothing is written and the answer is `behind` (the loan's run takes it, after
- * those steps).
+ * order; otherwise nothing is written and the answer is `behind`, naming the loan whose run should
+ * take it (after those steps) and the posting instant it is to be ordered by.
  */
 export async function applyRepayment(
   db: Knex,
   organizationId: string,
   input: { transactionId: string; loanId: string | null; inTimeOnly?: boolean },
   now: Date,
-): Promise<ServicingOutcome | { outcome: 'behind' }> {
+): Promise<ServicingOutcome | { outcome: 'behind'; loanId: string; postedAtMs: number }> {
   return db.transaction(async (trx) => {
     const push: (TransactionFields & { account_id: string }) | undefined = await trx('transactions as t')
       .join('accounts as a', 'a.id', 't.account_id')
@@ -72,11 +72,10 @@ export async function applyRepayment(
       return { outcome: 'refused', reason: 'NOT_A_REPAYMENT', detail: 'not a posted push on a credit account' };
     const done = await trx('loan_transactions').where({ transaction_id: push.id }).first('id');
     if (done) return outcomeOf(trx, push.id);
-    if (
-      input.inTimeOnly &&
-      !stepsTakenBy(await accountLoanSteps(trx, organizationId, push.account_id), (push.posted_at ?? now).getTime())
-    )
-      return { outcome: 'behind' };
+    const postedAtMs = (push.posted_at ?? now).getTime();
+    const behind =
+      input.inTimeOnly && runBehind(await accountLoanSteps(trx, organizationId, push.account_id), postedAtMs);
+    if (behind) return { outcome: 'behind', loanId: behind, postedAtMs };
 
     const amount = Number(push.amount);
     const obligations = await openObligations(trx, organizationId, push.account_id);

@@ -15,8 +15,9 @@ export function loanAnchorMs(disbursedAtMs: number, dayMs: number): number {
 
 /** What Postgres shows of a loan's steps. */
 export interface LoanSteps {
-  anchorMs: number;
-  dayMs: number;
+  loanId: string;
+  /** Null when Postgres does not know it (the offer was made before offers kept their day length). */
+  clock: { anchorMs: number; dayMs: number } | null;
   /** In position order: each installment's due day and the last step the run took on it. */
   installments: { dueDay: number; scheduleStatus: 'UPCOMING' | 'DUE' | 'OVERDUE' }[];
   penalty: PenaltyTerms | undefined;
@@ -25,12 +26,14 @@ export interface LoanSteps {
 }
 
 /**
- * When the first step the run has not taken yet falls due (undefined: none is left). A run whose
- * next step is at or before an instant has not caught up with that instant: what happened then
- * must wait for it, in time order.
+ * When the first step the run has not taken yet falls due (undefined: none is left; minus infinity
+ * when the clock is unknown, as if it were due already). A run whose next step is at or before an
+ * instant has not caught up with that instant: what happened then must wait for it, in time order.
  */
 export function nextStepAtMs(loan: LoanSteps): number | undefined {
-  const at = (day: number) => loan.anchorMs + day * loan.dayMs;
+  const { clock } = loan;
+  if (!clock) return Number.NEGATIVE_INFINITY;
+  const at = (day: number) => clock.anchorMs + day * clock.dayMs;
   for (const installment of loan.installments) {
     if (installment.scheduleStatus === 'UPCOMING') return at(installment.dueDay);
     if (installment.scheduleStatus === 'DUE') return at(installment.dueDay + 1);
@@ -41,9 +44,15 @@ export function nextStepAtMs(loan: LoanSteps): number | undefined {
 }
 
 /**
- * Whether every loan's run has taken each step due by `atMs`, Postgres knowing each one's clock
- * (null: it does not). What was posted at `atMs` may then be applied at once, in time order.
+ * The loan whose run has not taken every step due by `atMs`: of several, the one whose next step
+ * falls due first (a loan whose clock is unknown before any). Undefined when every run has caught
+ * up with `atMs`: what was posted then may be applied at once, in time order.
  */
-export function stepsTakenBy(loans: (LoanSteps | null)[], atMs: number): boolean {
-  return loans.every((loan) => loan !== null && (nextStepAtMs(loan) ?? Number.POSITIVE_INFINITY) > atMs);
+export function runBehind(loans: LoanSteps[], atMs: number): string | undefined {
+  let behind: { loanId: string; at: number } | undefined;
+  for (const loan of loans) {
+    const at = nextStepAtMs(loan) ?? Number.POSITIVE_INFINITY;
+    if (at <= atMs && (!behind || at < behind.at)) behind = { loanId: loan.loanId, at };
+  }
+  return behind?.loanId;
 }

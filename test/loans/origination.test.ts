@@ -10,7 +10,7 @@ import { repaymentSignal } from '../../workflows/loans/messages';
 import { harness } from '../support/harness';
 import { recordHistory } from '../support/histories';
 import { assertDeprecated, call } from '../support/http';
-import { applyPartnerB, newBorrower, offerFor, repay, repayAll, takeLoan } from '../support/loans';
+import { applyPartnerB, newBorrower, offerFor, repay, repayAll, signalsTaken, takeLoan } from '../support/loans';
 import { balanceOf, fund, journalKinds, until } from '../support/money';
 import { bearer } from '../support/tokens';
 
@@ -332,11 +332,7 @@ describe('spec 4.3: the offer and the loan as workflows', () => {
     // Allocated by its push's run (this run is on time): handed here too, as a run behind its
     // clock would be, it wakes the run, whose allocation step then finds it done.
     await run.signal(repaymentSignal, { transactionId: pushed.id });
-    await until('the run woke and took it', async () => {
-      const events = (await run.fetchHistory()).events ?? [];
-      const signalled = events.findIndex((e) => e.workflowExecutionSignaledEventAttributes);
-      return signalled >= 0 && events.slice(signalled).some((e) => e.markerRecordedEventAttributes);
-    });
+    await signalsTaken(run, 'repayment', 1);
     await run.cancel();
     await assert.rejects(
       run.result(),

@@ -13,6 +13,7 @@ import {
   newBorrower,
   repaid,
   repay,
+  signalsTaken,
   takeLoan,
 } from '../support/loans';
 import {
@@ -121,13 +122,7 @@ describe('spec 4.3/4.4: repayments by push prompt, allocated to installments (PE
     await handle.signal(repaymentSignal, { transactionId: pushed.id });
     await handle.signal(repaymentSignal, { transactionId: pushed.id });
     const { db } = harness();
-    // The run has taken both signals: each one's allocation step answered (a marker apiece).
-    await until('the run took both signals', async () => {
-      const events = (await handle.fetchHistory()).events ?? [];
-      const signals = events.filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'repayment');
-      const last = events.findLastIndex((e) => e.workflowExecutionSignaledEventAttributes);
-      return signals.length === 2 && events.slice(last).filter((e) => e.markerRecordedEventAttributes).length >= 2;
-    });
+    await signalsTaken(handle, 'repayment', 2);
     await repay(borrower, 10_000);
     assert.equal((await db('loan_transactions').where({ transaction_id: pushed.id })).length, 1);
     const records = await db('installment_allocations').where({ event_id: pushed.id });

@@ -1,5 +1,6 @@
 import { strict as assert } from 'node:assert';
 import { randomUUID } from 'node:crypto';
+import type { WorkflowHandle } from '@temporalio/client';
 import { installmentDueDays } from '../../db/loans/loans';
 import { penaltyTermsOf } from '../../db/loans/penalties';
 import { accountOutstanding, inconsistentLoans } from '../../db/loans/servicing-reads';
@@ -157,3 +158,18 @@ export const installmentsOf = async (headers: Record<string, string>, account: s
 export const loanStatus = async (loanId: string) => (await harness().db('loans').where({ id: loanId }).first()).status;
 export const repaid = (loanId: string) =>
   until(`loan ${loanId} repaid`, async () => (await loanStatus(loanId)) === 'REPAID', 20_000);
+
+/**
+ * Waits until a run has taken `count` signals named `name`: a workflow task started after the
+ * last of them and completed (a signal that arrives during a task waits for the next one).
+ */
+export function signalsTaken(handle: WorkflowHandle, name: string, count: number) {
+  return until(`the run took ${count} ${name} signal(s)`, async () => {
+    const events = (await handle.fetchHistory()).events ?? [];
+    const signals = events.filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === name);
+    if (signals.length < count) return false;
+    const after = events.slice(events.indexOf(signals.at(-1)!));
+    const started = after.findIndex((e) => e.workflowTaskStartedEventAttributes);
+    return started > 0 && after.slice(started).some((e) => e.workflowTaskCompletedEventAttributes);
+  });
+}

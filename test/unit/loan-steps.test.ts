@@ -1,5 +1,5 @@
 import { strict as assert } from 'node:assert';
-import { type LoanSteps, loanAnchorMs, nextStepAtMs, stepsTakenBy } from '../../domain/loans/steps';
+import { type LoanSteps, loanAnchorMs, nextStepAtMs, runBehind } from '../../domain/loans/steps';
 
 const DAY = 1_000;
 /** Grace 1 day, a charge every 2 days for 5 days: charges on days 1, 3 and 5 after the last due day. */
@@ -12,15 +12,19 @@ const penalty: LoanSteps['penalty'] = {
   gracePeriodDays: 1,
   maxChargeDays: 5,
 };
-const loan = (statuses: LoanSteps['installments'][number]['scheduleStatus'][], charged = 0): LoanSteps => ({
-  anchorMs: 10_000,
-  dayMs: DAY,
+const loan = (
+  statuses: LoanSteps['installments'][number]['scheduleStatus'][],
+  charged = 0,
+  loanId = 'loan',
+): LoanSteps => ({
+  loanId,
+  clock: { anchorMs: 10_000, dayMs: DAY },
   installments: statuses.map((scheduleStatus, i) => ({ dueDay: 7 * (i + 1), scheduleStatus })),
   penalty,
   charged,
 });
 
-describe("a loan's steps in time, as Postgres shows them (a repayment is applied at once only after every step due by its posting)", () => {
+describe("a loan's steps in time, as Postgres shows them (a repayment is applied at once only when no run is behind its posting)", () => {
   it('the anchor is the disbursement instant rounded down to a whole day', () => {
     assert.equal(loanAnchorMs(12_345, DAY), 12_000);
     assert.equal(loanAnchorMs(86_400_000 * 3 + 5, 86_400_000), 86_400_000 * 3);
@@ -37,14 +41,16 @@ describe("a loan's steps in time, as Postgres shows them (a repayment is applied
     assert.equal(nextStepAtMs({ ...loan(['OVERDUE']), penalty: undefined }), undefined);
   });
 
-  it('taken by an instant only when every loan’s next step is later, and never for a loan whose clock is unknown', () => {
+  it('a run is behind an instant when its next step falls due by then; of several, the earliest; an unknown clock first of all', () => {
     const due = 10_000 + 7 * DAY;
-    assert.equal(stepsTakenBy([loan(['UPCOMING'])], due - 1), true);
-    assert.equal(stepsTakenBy([loan(['UPCOMING'])], due), false, 'a step due at that very instant comes first');
-    assert.equal(stepsTakenBy([loan(['DUE'])], due), true);
-    assert.equal(stepsTakenBy([loan(['DUE']), loan(['UPCOMING'])], due), false);
-    assert.equal(stepsTakenBy([loan(['DUE']), null], due - 1), false);
-    assert.equal(stepsTakenBy([loan(['OVERDUE'], 3)], Number.MAX_SAFE_INTEGER), true);
-    assert.equal(stepsTakenBy([], due), true, 'no open loan: nothing to wait for');
+    assert.equal(runBehind([loan(['UPCOMING'])], due - 1), undefined);
+    assert.equal(runBehind([loan(['UPCOMING'])], due), 'loan', 'a step due at that very instant comes first');
+    assert.equal(runBehind([loan(['DUE'])], due), undefined);
+    assert.equal(runBehind([loan(['DUE'], 0, 'a'), loan(['UPCOMING'], 0, 'b')], due), 'b');
+    assert.equal(runBehind([loan(['DUE'], 0, 'a'), loan(['UPCOMING'], 0, 'b')], due + DAY), 'b', 'due first');
+    assert.equal(runBehind([loan(['UPCOMING'], 0, 'a'), { ...loan(['OVERDUE'], 3, 'b'), clock: null }], due), 'b');
+    assert.equal(runBehind([{ ...loan(['OVERDUE'], 3), clock: null }], 0), 'loan');
+    assert.equal(runBehind([loan(['OVERDUE'], 3)], Number.MAX_SAFE_INTEGER), undefined);
+    assert.equal(runBehind([], due), undefined, 'no open loan: nothing to wait for');
   });
 });

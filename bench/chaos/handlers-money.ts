@@ -103,7 +103,11 @@ export const loanServicing: Scenario = {
               (r.outcome !== 'FAILED NO_RESULT' || (await collected(world, payers[i]!)))
             )
               problems.push(`a repayment ended ${r.outcome} (${pushIds[i] ?? 'not started'})`);
-          const events = await db('loan_transactions').where({ organization_id: organizationId, loan_id: loanId });
+          // The account's events (its one loan): a repayment allocated by its push's run names no loan.
+          const events = await db('loan_transactions').where({
+            organization_id: organizationId,
+            account_id: borrower.credit,
+          });
           const of = (kind: string) => events.filter((e) => e.kind === kind);
           const reversals = await db('loan_transactions').whereIn(
             'reverses_id',

@@ -15,10 +15,10 @@ const MAX_SHAPES = 1_000;
  * planned once per connection (then a generic plan, once Postgres finds it no worse). For hot
  * reads whose planning costs as much as their execution, and whose best plan does not hang on
  * the values (a search pattern does: leave those to knex). The name is the text's digest, so
- * each shape of the query is prepared once per connection. Not within a transaction: `db` is
- * the process's knex instance.
+ * each shape of the query is prepared once per connection. Within a transaction, pass it as `db`:
+ * its client's connection is the transaction's.
  */
-export async function preparedRows<T>(db: Knex, query: Knex.QueryBuilder | Knex.Raw): Promise<T[]> {
+export async function preparedRows<T>(db: Knex | Knex.Transaction, query: Knex.QueryBuilder | Knex.Raw): Promise<T[]> {
   const { sql, bindings } = query.toSQL().toNative();
   let name = names.get(sql);
   if (name === undefined) {

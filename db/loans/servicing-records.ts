@@ -6,6 +6,7 @@ import type { Allocation, Obligation } from '../../domain/loans/allocation';
 import { allocationEffect, cyclesOldestFirst } from '../../domain/loans/servicing';
 import { InstallmentStatus, LoanStatus } from '../../domain/loans/terms';
 import { type Leg, ledgerAccounts } from '../ledger/ledger';
+import { preparedRows } from '../prepared';
 import type { InstallmentRow } from './loans';
 
 /**
@@ -228,7 +229,9 @@ export async function record(
         ),
       );
   }
-  await statement.select('seq').from('event');
+  // Prepared: knex sent it unnamed, parsed and planned on every servicing step (about 0.4 ms
+  // to parse alone); its plan does not hang on the values.
+  await preparedRows(trx, statement.select('seq').from('event'));
 }
 
 /** What an event did: the loans it touched, and those of them with nothing left to pay. */

@@ -63,8 +63,8 @@ const PATCHES = {
  * worker was down) charges the periods it missed one by one, each on what was owed at its own
  * instant. Repayments are allocated by their stk-push runs while this run is on time; one posted
  * while it is behind its clock is handed here (the repayment signal) and allocated after the steps
- * due before it, one at a time. Operators' reversals and waivers are Updates. Over a long life it continues as new when
- * Temporal suggests, carrying where it stands.
+ * due before it, one at a time. Operators' reversals and waivers are Updates. Over a long life it
+ * continues as new when Temporal suggests, carrying where it stands.
  */
 export async function loan(input: LoanInput): Promise<string> {
   const ref = { organizationId: input.organizationId, loanId: input.loanId };

@@ -25,7 +25,7 @@ async function measure(cluster: boolean): Promise<{ closed: Loop; fixed: Loop[] 
       taskQueue: 'bench-topologies',
       cluster,
       // The prompt's callback at once; only a lost one would wait this long.
-      env: { STK_PUSH_CALLBACK_WAIT: '20s', RATE_LIMIT_CALLBACK_POINTS: '1000000000' },
+      env: { STK_PUSH_CALLBACK_WAIT: '20s' },
       cleanups,
     });
     const customers = Array.from({ length: CUSTOMERS }, (_, i) => ({

@@ -31,7 +31,7 @@ async function main() {
     const deployment = await startChaosDeployment({
       workers: 1,
       taskQueue: 'bench-webhooks',
-      env: { STK_PUSH_CALLBACK_WAIT: '20s', RATE_LIMIT_CALLBACK_POINTS: '1000000000' },
+      env: { STK_PUSH_CALLBACK_WAIT: '20s' },
       cleanups,
     });
     const receiver = await startWebhookReceiver();

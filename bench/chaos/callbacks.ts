@@ -55,8 +55,6 @@ const TIMINGS: Record<string, string> = {
   SEND_MONEY_STATUS_QUERY_AFTER: '2s',
   SEND_MONEY_STATUS_QUERY_INTERVAL: '2s',
   KYC_CALLBACK_WAIT: '3s',
-  // Every callback comes from this machine's address: the per-source limit is not what is tested.
-  RATE_LIMIT_CALLBACK_POINTS: '1000000000',
 };
 /** Late callbacks with no query come before SEND_MONEY_RESULT_WAIT ends (else the wait decides, not the callback). */
 const CHAOS: Omit<ChaosSettings, 'seed'> = {

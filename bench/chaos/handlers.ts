@@ -64,10 +64,6 @@ export async function runHandlerConcurrency(options: { bounded: boolean }): Prom
         SEND_MONEY_RESULT_WAIT: '30s',
         SEND_MONEY_STATUS_QUERY_AFTER: '5s',
         SEND_MONEY_STATUS_QUERY_INTERVAL: '3s',
-        // Every callback comes n times over here (the burst): the callback routes' limit per
-        // provider address (600 a minute) would refuse the copies of the genuine ones, status
-        // query results included, and a paid payout would wait out SEND_MONEY_RESULT_WAIT unsettled.
-        RATE_LIMIT_CALLBACK_POINTS: '1000000000',
       },
       temporalDynamicConfig: { 'limit.historyCount.suggestContinueAsNew': CONTINUE_AS_NEW_AFTER },
       cleanups,

@@ -147,24 +147,24 @@ export function createLoanActivities(deps: Needs<'db' | 'clock' | 'temporal'>) {
      * account's oldest open loan. A run that closed in between refuses the signal and the next
      * loan is chosen; with no open loan (or one that keeps closing under it) the push is allocated
      * here. Run again, it does it again: a run takes a push once, and its allocation is unique per
-     * push. (`postedAtMs`, the stk-push run's clock at hand-over, is no longer what orders it.)
+     * push.
      */
-    async handOverRepayment(ref: { organizationId: string; transactionId: string; postedAtMs: number }) {
-      const now = await applyRepayment(
+    async handOverRepayment(ref: { organizationId: string; transactionId: string }) {
+      const atOnce = await applyRepayment(
         db,
         ref.organizationId,
         { transactionId: ref.transactionId, loanId: null, inTimeOnly: true },
         clock.now(),
       );
-      if (now.outcome === 'applied') await tellRepaid(now.repaid);
-      if (now.outcome !== 'behind') return { handedTo: null };
+      if (atOnce.outcome === 'applied') await tellRepaid(atOnce.repaid);
+      if (atOnce.outcome !== 'behind') return { handedTo: null };
       for (let attempt = 0; attempt < HANDOVER_ATTEMPTS; attempt++) {
-        const loanId = attempt === 0 ? now.loanId : await repaymentTarget(db, ref.organizationId, ref.transactionId);
+        const loanId = attempt === 0 ? atOnce.loanId : await repaymentTarget(db, ref.organizationId, ref.transactionId);
         if (!loanId) break;
         try {
           await temporal.workflow
             .getHandle(workflowIds.loan(loanId))
-            .signal(repaymentSignal, { transactionId: ref.transactionId, postedAtMs: now.postedAtMs });
+            .signal(repaymentSignal, { transactionId: ref.transactionId, postedAtMs: atOnce.postedAtMs });
           return { handedTo: loanId };
         } catch (error) {
           if (!(error instanceof WorkflowNotFoundError)) throw error;

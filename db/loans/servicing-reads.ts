@@ -39,8 +39,8 @@ export async function unallocatedRepayments(
   db: Knex,
   window: { from: Date; to: Date },
   limit: number,
-): Promise<{ organizationId: string; transactionId: string; postedAtMs: number }[]> {
-  const rows: { organization_id: string; id: string; posted_at: Date }[] = await db('transactions as t')
+): Promise<{ organizationId: string; transactionId: string }[]> {
+  const rows: { organization_id: string; id: string }[] = await db('transactions as t')
     .join('accounts as a', 'a.id', 't.account_id')
     .where({ 't.type': 'STK_PUSH', 't.status': 'POSTED', 'a.type': 'CREDIT' })
     .where('t.posted_at', '>=', window.from)
@@ -48,12 +48,8 @@ export async function unallocatedRepayments(
     .whereNotExists((q) => q.select(1).from('loan_transactions as e').whereRaw('e.transaction_id = t.id'))
     .orderBy('t.posted_at')
     .limit(limit)
-    .select('t.organization_id', 't.id', 't.posted_at');
-  return rows.map((r) => ({
-    organizationId: r.organization_id,
-    transactionId: r.id,
-    postedAtMs: r.posted_at.getTime(),
-  }));
+    .select('t.organization_id', 't.id');
+  return rows.map((r) => ({ organizationId: r.organization_id, transactionId: r.id }));
 }
 
 /** Whether every disbursed loan's ledger balance equals its schedule's outstanding total (the view's check). */

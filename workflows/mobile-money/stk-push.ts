@@ -109,11 +109,7 @@ export async function stkPush(input: StkPushInput): Promise<MoneyMovementResult>
   }
   // A repayment: allocated now, or by its loan's run when that run is behind (see handOverRepayment).
   if (input.repayment)
-    await loans.handOverRepayment({
-      organizationId: input.organizationId!,
-      transactionId: input.transactionId,
-      postedAtMs: Date.now(),
-    });
+    await loans.handOverRepayment({ organizationId: input.organizationId!, transactionId: input.transactionId });
   return { status: 'POSTED' };
 
   /**

@@ -1,10 +1,10 @@
 import { loadConfig } from '../../config';
 import { createDb, migrate } from '../../db/knex';
 import { DEMO, seedDemoData } from '../../db/seeds/demo';
-import { agentNetwork, seedAgentNetwork } from '../../db/seeds/agents';
 import { startDevelopmentProviders } from '../../dev/simulators';
 import { requestToken } from '../../simulators/identity';
 import { benchDatabase } from '../database';
+import { leaderView, seedBenchAgents } from '../seed-agents';
 import { benchService, type Cleanups, listenLocal, runBenchServer } from './process';
 
 /**
@@ -20,9 +20,6 @@ import { benchService, type Cleanups, listenLocal, runBenchServer } from './proc
  */
 const ORG = DEMO.organizations.demo.id;
 const AGENTS = 100_000;
-const SHAPE = { leaders: 20, managersPerLeader: 10, agentsPerManager: 499, idPrefix: 'b3e70018' } as const;
-/** Which of the generated leaders calls (counted from 0): one in the middle of the name range. */
-const LEADER = 7;
 /** The page size measured: the API's default. */
 const PAGE_SIZE = 20;
 /**
@@ -52,10 +49,6 @@ export interface AgentsBenchInfo {
   matching: number;
 }
 
-/** The API's cursor (api/agents/agents.ts): base64url of the JSON [name, user_id] of a page's end. */
-const cursor = (row: { name: string; user_id: string }) =>
-  Buffer.from(JSON.stringify([row.name, row.user_id])).toString('base64url');
-
 async function main(cleanups: Cleanups) {
   const base = loadConfig({ ...process.env, LOG_LEVEL: 'info' });
   const databaseUrl = await benchDatabase(base.DATABASE_URL, cleanups);
@@ -67,43 +60,14 @@ async function main(cleanups: Cleanups) {
   await migrate(db);
   await seedDemoData(db, dev.seedOptions);
 
-  // The generated network, its e-mails moved to a domain of their own (the demo's small network
-  // in the same organization has the same generator's addresses, and e-mails are unique).
-  const generated = agentNetwork(ORG, SHAPE).slice(0, AGENTS);
-  const network = generated.map((a) => ({ ...a, email: a.email.replace('@', '@bench.') }));
-  const leader = network.filter((a) => a.role === 'LEADER')[LEADER]!;
   const seeded = performance.now();
-  await db.transaction((trx) => seedAgentNetwork(trx, ORG, network));
-  // As autovacuum leaves a table that has settled (visibility map set, statistics current).
-  for (const table of ['users', 'user_access', 'agents', 'agent_hierarchy']) await db.raw(`vacuum analyze ${table}`);
+  const { network, leader } = await seedBenchAgents(db, AGENTS);
   const seconds = ((performance.now() - seeded) / 1000).toFixed(1);
 
   const origin = await listenLocal(await benchService(config, db));
 
-  // What the leader sees (its managers and their agents, as GET /v1/agents without scope), in the
-  // list's order, from the end: the last page is what follows the row before the last PAGE_SIZE.
-  const visibleTo = (q?: string) => {
-    const rows = db('agents as a')
-      .join('agent_hierarchy as h', function () {
-        this.on('h.descendant_user_id', 'a.user_id').andOn('h.organization_id', 'a.organization_id');
-      })
-      .where({ 'h.ancestor_user_id': leader.user_id, 'a.organization_id': ORG })
-      .where('h.depth', '>=', 1);
-    if (q) rows.whereRaw(`a.search like lower(?)`, [`%${q}%`]);
-    return rows;
-  };
-  const beforeLast = async (q?: string) => {
-    const row = (await visibleTo(q)
-      .orderBy([
-        { column: 'a.name', order: 'desc' },
-        { column: 'a.user_id', order: 'desc' },
-      ])
-      .offset(PAGE_SIZE)
-      .first('a.name', 'a.user_id')) as { name: string; user_id: string } | undefined;
-    if (!row) throw new Error(`the leader sees no more than one page${q ? ` matching ${q}` : ''}`);
-    return cursor(row);
-  };
-  const count = async (q?: string) => Number(((await visibleTo(q).count('* as n').first()) as { n: string }).n);
+  const all = await leaderView(db, leader.user_id, PAGE_SIZE);
+  const matching = await leaderView(db, leader.user_id, PAGE_SIZE, SEARCH);
   const url = (params: Record<string, string>) =>
     `${origin}/v1/agents?${new URLSearchParams({ size: String(PAGE_SIZE), ...params })}`;
 
@@ -115,8 +79,8 @@ async function main(cleanups: Cleanups) {
     }),
     agents: url({}),
     search: url({ q: SEARCH }),
-    agentsLast: url({ after: await beforeLast() }),
-    searchLast: url({ q: SEARCH, after: await beforeLast(SEARCH) }),
+    agentsLast: url({ after: all.lastPageAfter }),
+    searchLast: url({ q: SEARCH, after: matching.lastPageAfter }),
     q: SEARCH,
     size: PAGE_SIZE,
     leader: { userId: leader.user_id, name: leader.name },
@@ -124,8 +88,8 @@ async function main(cleanups: Cleanups) {
       ((await db('agents').where({ organization_id: ORG }).count('* as n').first()) as { n: string }).n,
     ),
     networkAgents: network.length,
-    visible: await count(),
-    matching: await count(SEARCH),
+    visible: all.visible,
+    matching: matching.visible,
   };
   console.error(`(agents server: ${network.length} agents written and vacuumed in ${seconds} s)`);
   console.log(JSON.stringify(info));

@@ -68,6 +68,15 @@ export async function installmentsBench(): Promise<number> {
         rounds: ROUNDS,
       });
 
+    // Issue 34's goal: each page's throughput at least half of whoami's (both against the same bare baseline).
+    console.log('\nEach page against whoami (throughputs, each over the same bare baseline)');
+    for (const page of pages) {
+      const ofWhoami = ratios[page.name]! / ratios[whoami.name]!;
+      console.log(
+        `  ${page.name} / whoami throughput ${ofWhoami.toFixed(2)} (goal at least 0.5, issue 34) ${ofWhoami >= 0.5 ? 'met' : 'NOT met'}`,
+      );
+    }
+
     // p50 of every page and of whoami, in alternating rounds (medians): each page against the
     // authenticated baseline, and the goal, the last page over the first.
     const targets = [whoami, ...pages];

@@ -89,13 +89,19 @@ const Reason = z
   .regex(/^[^\u0000-\u001f\u007f-\u009f]+$/, 'printable text, no control characters');
 const READER: RouteAuth = { schemes: ['user'], permission: Permission.AGENTS_READ, refuseWaitingList: true };
 
-/** The agent, if the caller may see it (itself, an agent above it, or an admin); not found otherwise. */
+/**
+ * The agent, if the caller may see it (itself, an agent above it, or an admin); not found otherwise.
+ * An agent's hierarchy rows name agents only (foreign keys) and include its own at depth 0, so for
+ * an agent the one check is whether it is at or above the other: itself, which acting as an agent
+ * just read ACTIVE, needs no more; an admin needs the agent to exist.
+ */
 async function visibleAgent(db: Knex, ctx: Context, userId: string) {
   const caller = ctx.state.caller as UserCaller;
   const admin = (await actingAs(db, caller)) === 'admin';
-  const agent = await findAgent(db, caller.organizationId, userId);
-  if (!agent || !(admin || (await supervises(db, caller.organizationId, caller.userId, userId, 0))))
-    throw new ServiceError(ErrorCode.NOT_FOUND, 'No such agent');
+  const visible = admin
+    ? (await findAgent(db, caller.organizationId, userId)) !== undefined
+    : caller.userId === userId || (await supervises(db, caller.organizationId, caller.userId, userId, 0));
+  if (!visible) throw new ServiceError(ErrorCode.NOT_FOUND, 'No such agent');
   return { caller, admin };
 }
 /** The agent, if the caller may assign its customers: an agent above it or an admin (not the agent itself). */

@@ -90,7 +90,11 @@ describe('webhook deliveries', () => {
   it('a slow receiver holds back only its own deliveries, at most WEBHOOK_ENDPOINT_CONCURRENCY at a time', async () => {
     const slow = await endpoint(['transaction.failed']);
     const quick = await endpoint(['transaction.failed']);
-    await receiverControl(`/receivers/${slow.name}/mode`, 'PATCH', { answer: 'slow', slowMs: 3_000 });
+    // Slow but answering: an attempt that timed out would be retried, and its retries would race
+    // the waiting deliveries for the endpoint's slots.
+    const slowMs = 3_000;
+    assert.ok(slowMs < harness().config.WEBHOOK_TIMEOUT);
+    await receiverControl(`/receivers/${slow.name}/mode`, 'PATCH', { answer: 'slow', slowMs });
     const ids: string[] = [];
     for (let i = 0; i < 6; i++) ids.push(await failedTransaction(customer));
     const arrived = async (name: string) => {

@@ -112,6 +112,44 @@ describe('webhook deliveries', () => {
     assert.ok(quickTimes.at(-1)! < slowTimes[slots]!, 'the other endpoint’s deliveries did not wait behind it');
   });
 
+  it('the events list’s type filter and an endpoint’s deliveries status filter list only what they name, newest first, page by page', async () => {
+    const hook = await endpoint(['transaction.failed']);
+    const delivered = await failedTransaction(customer);
+    await until('the first delivery SUCCEEDED', async () => (await deliveriesOf(hook))[0]?.status === 'SUCCEEDED');
+    await receiverControl(`/receivers/${hook.name}/mode`, 'PATCH', { answer: 'gone', times: 1 });
+    const refused = await failedTransaction(customer);
+    await until('the second delivery FAILED', async () => (await deliveriesOf(hook))[0]?.status === 'FAILED');
+    const headers = await adminHeaders();
+
+    // Newest first, one a page: the refused transaction's event, then the delivered one's.
+    const first = await call('GET', '/v1/webhooks/events?type=transaction.failed&size=1', { headers });
+    assert.equal(first.status, 200);
+    assert.deepEqual(
+      first.body.data.map((e: { type: string; data: { id: string } }) => [e.type, e.data.id]),
+      [['transaction.failed', refused]],
+    );
+    const second = await call('GET', first.body.links.next, { headers });
+    assert.deepEqual(
+      second.body.data.map((e: { type: string; data: { id: string } }) => [e.type, e.data.id]),
+      [['transaction.failed', delivered]],
+    );
+    const posted = await call('GET', '/v1/webhooks/events?type=transaction.posted&size=100', { headers });
+    assert.ok(posted.body.data.every((e: { type: string }) => e.type === 'transaction.posted'));
+
+    const byStatus = async (status: string) =>
+      (await call('GET', `/v1/webhooks/endpoints/${hook.id}/deliveries?status=${status}`, { headers })).body.data.map(
+        (d: { event_id: string; status: string }) => [d.event_id, d.status],
+      );
+    assert.deepEqual(await byStatus('FAILED'), [[first.body.data[0].id, 'FAILED']]);
+    assert.deepEqual(await byStatus('SUCCEEDED'), [[second.body.data[0].id, 'SUCCEEDED']]);
+    for (const path of [
+      '/v1/webhooks/events?type=transaction.nope',
+      '/v1/webhooks/events?type=transaction.failed%00',
+      `/v1/webhooks/endpoints/${hook.id}/deliveries?status=LOST`,
+    ])
+      assert.equal((await call('GET', path, { headers })).status, 400, path);
+  });
+
   it('a 429 waits its Retry-After before the next attempt', async () => {
     const hook = await endpoint(['transaction.failed']);
     await receiverControl(`/receivers/${hook.name}/mode`, 'PATCH', {

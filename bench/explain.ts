@@ -218,19 +218,15 @@ async function main(cleanups: Cleanups) {
     ],
   ];
   // A page further on, by the list's own next link, for the lists that give one.
-  const next = async (caller: keyof typeof tokens, path: string) => {
-    const links = (JSON.parse(await call(caller, path)) as { links?: { next?: string | null } }).links;
-    return links?.next ? links.next.replace(/^https?:\/\/[^/]+/, '') : undefined;
+  const pageOf = async (caller: keyof typeof tokens, path: string) => {
+    const page = JSON.parse(await call(caller, path)) as { data: { id: string }[]; links?: { next?: string | null } };
+    return { first: page.data[0]?.id, next: page.links?.next?.replace(/^https?:\/\/[^/]+/, '') };
   };
-  const eventsNext = await next('admin', '/v1/webhooks/events?size=20');
-  if (eventsNext) lists.push(['webhook events, second page', 'admin', eventsNext]);
-  const accountNext = await next('borrower', `${accountList}?size=20`);
-  if (accountNext) lists.push(["account's installment transactions, second page", 'borrower', accountNext]);
-  lists.push([
-    "an event's deliveries",
-    'admin',
-    `/v1/webhooks/events/${(JSON.parse(await call('admin', '/v1/webhooks/events?size=1')) as { data: { id: string }[] }).data[0]!.id}/deliveries`,
-  ]);
+  const events = await pageOf('admin', '/v1/webhooks/events?size=20');
+  if (events.next) lists.push(['webhook events, second page', 'admin', events.next]);
+  const account = await pageOf('borrower', `${accountList}?size=20`);
+  if (account.next) lists.push(["account's installment transactions, second page", 'borrower', account.next]);
+  lists.push(["an event's deliveries", 'admin', `/v1/webhooks/events/${events.first}/deliveries`]);
 
   for (const [title, caller, path] of lists) {
     await call(caller, path);

@@ -21,6 +21,8 @@ const PLAIN_PATH = new RegExp(`^(?:/[\\x21-\\x24\\x26-\\x2e\\x30-\\x7e]{0,${INPU
 
 /** Keys that would reach an object's prototype if anything ever merged a body into an object. */
 const RESERVED_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
+/** Any of them anywhere in a JSON text (a key, a value, or a part of either). */
+const RESERVED_NAMES = new RegExp([...RESERVED_KEYS].join('|'));
 
 const refused = (problems: InvalidParam[]) =>
   new ServiceError(ErrorCode.INVALID_PARAMS, 'Invalid parameters', problems.slice(0, INPUT_LIMITS.problems));
@@ -71,26 +73,32 @@ export function requestGuard(): Middleware {
 }
 
 /**
- * How deeply a JSON text nests, read without parsing it (brackets outside strings), so an
- * absurdly nested body is refused before any parser or walker recurses into it.
+ * One pass over a JSON text, before it is parsed: how deeply it nests (brackets outside strings),
+ * so an absurdly nested body is refused before any parser or walker recurses into it; and whether
+ * a parsed value could hold anything inspectJson refuses. Text decoded as UTF-8 holds no lone
+ * surrogate, and JSON refuses a raw NUL (a control character) in a string, so either can only
+ * arrive as a `\u` escape; a reserved key only as its name in the text. A body with neither (most
+ * bodies) needs no walk after parsing.
  */
-export function jsonNestingExceeds(text: string, limit: number): boolean {
+export function scanJson(text: string, depthLimit: number): { tooDeep: boolean; needsInspection: boolean } {
   let depth = 0;
   let inString = false;
+  let escapes = false;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (inString) {
-      if (c === 0x5c)
+      if (c === 0x5c) {
+        if (text.charCodeAt(i + 1) === 0x75) escapes = true; // \u: any code unit, NUL and surrogates included
         i++; // a backslash escapes the next character
-      else if (c === 0x22) inString = false;
+      } else if (c === 0x22) inString = false;
     } else if (c === 0x22) inString = true;
     else if (c === 0x5b || c === 0x7b) {
-      if (++depth > limit) return true;
+      if (++depth > depthLimit) return { tooDeep: true, needsInspection: true };
     } else if (c === 0x5d || c === 0x7d) depth--;
   }
-  return false;
+  const needsInspection = escapes || unstorableText(text) !== undefined || RESERVED_NAMES.test(text);
+  return { tooDeep: false, needsInspection };
 }
-
 /**
  * Every string (keys included) of a parsed JSON body that cannot be stored, and every reserved
  * key, with its path (`body.a.0.b`). Iterative: the nesting was bounded before parsing.
@@ -137,10 +145,12 @@ export function parseGuardedForm(text: string): Record<string, string> {
 
 /**
  * A JSON body's text as a value, or the refusal in the route's family: nested past the limit
- * (checked before parsing), not JSON (MALFORMED_JSON), or holding what cannot be stored.
+ * (checked before parsing), not JSON (MALFORMED_JSON), or holding what cannot be stored (walked
+ * only when the scan found a `\u` escape or a reserved name).
  */
 export function parseGuardedJson(text: string): unknown {
-  if (jsonNestingExceeds(text, INPUT_LIMITS.jsonDepth)) {
+  const scanned = scanJson(text, INPUT_LIMITS.jsonDepth);
+  if (scanned.tooDeep) {
     throw refused([
       { path: 'body', reason: `nested deeper than ${INPUT_LIMITS.jsonDepth} levels`, sub_code: SubCode.TOO_DEEP },
     ]);
@@ -153,6 +163,7 @@ export function parseGuardedJson(text: string): unknown {
       { path: 'body', reason: 'malformed JSON', sub_code: SubCode.MALFORMED_JSON },
     ]);
   }
+  if (!scanned.needsInspection) return value;
   const problems = inspectJson(value);
   if (problems.length > 0) throw refused(problems);
   return value;

@@ -209,7 +209,7 @@ export async function moneyBench(): Promise<void> {
       }
     };
     const keys = Array.from({ length: CUSTOMERS }, () => randomUUID());
-    await Promise.all(keys.map((key, c) => post(c, key)));
+    await mapBounded(keys, (key, c) => post(c, key));
     await settledAll();
     const replay = await closedLoop(
       CONCURRENCY,

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import type { Knex } from 'knex';
-import { poster } from '../lib';
+import { mapBounded, poster } from '../lib';
 import { BENCH_LOAN, JPEG, seedApplicants, seedBorrowers, seedUsers, takeBenchLoans } from '../seed';
 import { below, seeded, shuffled } from './random';
 
@@ -102,7 +102,7 @@ export async function prepareActors(options: {
   await seedBorrowers(db, org, of('repayment'), BENCH_LOAN.deposit);
   await seedApplicants(db, org, of('activation'));
   await seedUsers(db, org, of('kyc_v2', 'kyc_v3'));
-  const withTokens = await Promise.all(actors.map(async (a) => ({ ...a, token: await options.token(a.id) })));
+  const withTokens = await mapBounded(actors, async (a) => ({ ...a, token: await options.token(a.id) }));
 
   // Each borrower's loan: the offer (its run's first task done), then taking it.
   const call = poster(

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import type { Knex } from '../../db/knex';
 import { DEMO } from '../../db/seeds/demo';
-import { inBatches, poster } from '../lib';
+import { inBatches, mapBounded, poster } from '../lib';
 import { type BenchBorrower, BENCH_LOAN, seedBorrowers, takeBenchLoans } from '../seed';
 
 /**
@@ -71,7 +71,7 @@ export async function preparePopulation(options: {
   await seedBorrowers(db, ORG, prospectRows, 0);
   const { token } = options;
   const withTokens = <T extends { id: string }>(rows: T[]) =>
-    Promise.all(rows.map(async (row) => ({ ...row, token: await token(row.id) })));
+    mapBounded(rows, async (row) => ({ ...row, token: await token(row.id) }));
   const borrowers = await withTokens(borrowerRows);
   const prospects = await withTokens(prospectRows);
   const staff = await Promise.all([DEMO.users.leader, DEMO.users.manager, DEMO.users.admin].map((u) => token(u.id)));

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { poster } from '../lib';
+import { mapBounded, poster } from '../lib';
 import { type BenchBorrower, BENCH_LOAN, seedBorrowers, takeBenchLoans } from '../seed';
 import type { ChaosDeployment } from './deployment';
 import { below, sleep } from './random';
@@ -39,7 +39,7 @@ export async function prepareBorrowers(deployment: ChaosDeployment, count: numbe
     payer: `+25473${String(i).padStart(6, '0')}0`,
   }));
   await seedBorrowers(deployment.db, deployment.organizationId, rows, BENCH_LOAN.deposit);
-  const borrowers = await Promise.all(rows.map(async (b) => ({ ...b, token: await deployment.token(b.id) })));
+  const borrowers = await mapBounded(rows, async (b) => ({ ...b, token: await deployment.token(b.id) }));
   const call = poster(
     deployment.apiUrl,
     borrowers.map((b) => b.token),

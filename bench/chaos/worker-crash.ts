@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { inconsistentLoans } from '../../db/loans/servicing-reads';
 import { type BenchApplicant, type BenchBorrower, seedApplicants, seedBorrowers, seedUsers } from '../seed';
+import { mapBounded } from '../lib';
 import {
   activate,
   ApiClient,
@@ -392,7 +393,7 @@ async function seedPopulation(deployment: ChaosDeployment, size: Sizes) {
   await seedApplicants(db, organizationId, activating);
   await seedUsers(db, organizationId, applicants);
   const withCaller = async <T extends { id: string; phone: string }>(list: T[]) =>
-    Promise.all(list.map(async (c) => ({ ...c, caller: { token: await deployment.token(c.id) } })));
+    mapBounded(list, async (c) => ({ ...c, caller: { token: await deployment.token(c.id) } }));
   return {
     depositors: (await withCaller(depositors)) as Customer[],
     senders: (await withCaller(senders)) as Customer[],

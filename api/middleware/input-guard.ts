@@ -21,7 +21,7 @@ const PLAIN_PATH = new RegExp(`^(?:/[\\x21-\\x24\\x26-\\x2e\\x30-\\x7e]{0,${INPU
 
 /** Keys that would reach an object's prototype if anything ever merged a body into an object. */
 const RESERVED_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
-/** Any of them anywhere in a JSON text (a key, a value, or a part of either). */
+/** Any of them anywhere in a JSON text (a key, a value, or a part of either). No `g`: `test` must keep no state. */
 const RESERVED_NAMES = new RegExp([...RESERVED_KEYS].join('|'));
 
 const refused = (problems: InvalidParam[]) =>
@@ -99,6 +99,7 @@ export function scanJson(text: string, depthLimit: number): { tooDeep: boolean; 
   const needsInspection = escapes || unstorableText(text) !== undefined || RESERVED_NAMES.test(text);
   return { tooDeep: false, needsInspection };
 }
+
 /**
  * Every string (keys included) of a parsed JSON body that cannot be stored, and every reserved
  * key, with its path (`body.a.0.b`). Iterative: the nesting was bounded before parsing.

@@ -122,17 +122,13 @@ describe('webhook deliveries', () => {
     const headers = await adminHeaders();
 
     // Newest first, one a page: the refused transaction's event, then the delivered one's.
+    const typesAndIds = (page: { body: { data: { type: string; data: { id: string } }[] } }) =>
+      page.body.data.map((e) => [e.type, e.data.id]);
     const first = await call('GET', '/v1/webhooks/events?type=transaction.failed&size=1', { headers });
     assert.equal(first.status, 200);
-    assert.deepEqual(
-      first.body.data.map((e: { type: string; data: { id: string } }) => [e.type, e.data.id]),
-      [['transaction.failed', refused]],
-    );
+    assert.deepEqual(typesAndIds(first), [['transaction.failed', refused]]);
     const second = await call('GET', first.body.links.next, { headers });
-    assert.deepEqual(
-      second.body.data.map((e: { type: string; data: { id: string } }) => [e.type, e.data.id]),
-      [['transaction.failed', delivered]],
-    );
+    assert.deepEqual(typesAndIds(second), [['transaction.failed', delivered]]);
     const posted = await call('GET', '/v1/webhooks/events?type=transaction.posted&size=100', { headers });
     assert.ok(posted.body.data.every((e: { type: string }) => e.type === 'transaction.posted'));
 

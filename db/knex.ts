@@ -1,7 +1,18 @@
 import path from 'node:path';
 import knex, { type Knex } from 'knex';
+import pg from 'pg';
 
 export type { Knex };
+
+/**
+ * A Postgres DATE is a calendar date, not an instant: node-postgres would read one as midnight in
+ * the process's time zone, so 1990-05-17 became 1990-05-16 once written out in UTC under
+ * TZ=Africa/Nairobi. Every DATE column (dates of birth, installment due dates, loan start dates,
+ * invoice dates) reads as the text Postgres sends, `YYYY-MM-DD` (the ISO DateStyle node-postgres
+ * needs for its timestamps too), and is written as that same text. Set once for the process,
+ * before any connection: the type parsers are node-postgres's own process-wide registry.
+ */
+pg.types.setTypeParser(pg.types.builtins.DATE, (text: string) => text);
 
 export const MIGRATIONS_DIR = path.join(__dirname, 'migrations');
 

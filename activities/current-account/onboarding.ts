@@ -29,7 +29,7 @@ async function provisionedOnboarding(
       firstName: firstName!,
       ...(rest.length > 0 && { middleName: rest.join(' ') }),
       lastName,
-      dateOfBirth: calendarDay(subject.dateOfBirth),
+      dateOfBirth: subject.dateOfBirth,
       idType: subject.idType,
       idNumber: subject.idNumber,
       // The number the activation code went to: the one the customer just proved.
@@ -42,13 +42,6 @@ async function provisionedOnboarding(
       selfie: base64('SELFIE'),
     },
   };
-}
-
-/** A Postgres date as YYYY-MM-DD: node-postgres reads one as local midnight, so local fields, not UTC ones. */
-function calendarDay(value: Date | string): string {
-  if (typeof value === 'string') return value.slice(0, 10);
-  const pad = (n: number) => String(n).padStart(2, '0');
-  return `${value.getFullYear()}-${pad(value.getMonth() + 1)}-${pad(value.getDate())}`;
 }
 
 /** The bank onboarding of an activation's user; a subject no longer provisioned is a refusal (SUBJECT_NOT_PROVISIONED). */

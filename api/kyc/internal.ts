@@ -90,7 +90,6 @@ const RESULT: Record<KycStatus, string> = {
   REJECTED: 'FAILED',
   EXPIRED: 'EXPIRED',
 };
-const day = (value: Date | string | null | undefined) => (value ? new Date(value).toISOString().slice(0, 10) : null);
 
 const forbidden = () => new ServiceError(ErrorCode.FORBIDDEN, 'Missing permission kyc.read for this organization');
 
@@ -103,7 +102,7 @@ function subjectView(user: KycUserRow, subject: KycSubjectRow) {
     name: subject.name ?? user.name ?? null,
     email: subject.email ?? user.email ?? null,
     id_number: subject.id_number ?? null,
-    date_of_birth: day(subject.date_of_birth),
+    date_of_birth: subject.date_of_birth,
     gender: subject.gender ?? null,
     identity_type: subject.identity_type ?? null,
   };

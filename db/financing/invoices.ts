@@ -65,13 +65,9 @@ const COLUMNS = [
   'extractions_begun_at',
 ];
 
-/** An invoice, its dates as the calendar dates they are (YYYY-MM-DD, whatever the DateStyle), not midnight in the server's zone. */
+/** An invoice; its dates read as the calendar dates they are (db/knex.ts). */
 function selectInvoice(db: Knex) {
-  return db('financing_invoices').select(
-    ...COLUMNS,
-    db.raw(`to_char(issued_date, 'YYYY-MM-DD') as issued_date`),
-    db.raw(`to_char(due_date, 'YYYY-MM-DD') as due_date`),
-  );
+  return db('financing_invoices').select(...COLUMNS, 'issued_date', 'due_date');
 }
 
 export function findInvoice(

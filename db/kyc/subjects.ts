@@ -11,7 +11,7 @@ export interface KycSubjectRow {
   email: string | null;
   phone: string | null;
   id_number: string | null;
-  date_of_birth: Date | string | null;
+  date_of_birth: string | null;
   gender: string | null;
   identity_type: string | null;
   country: string | null;

@@ -198,7 +198,7 @@ export function accountInstallments(
       { column: 'l.created_at', order: 'desc' },
       { column: 'i.position', order: 'asc' },
     ])
-    .select('i.*', db.raw(`to_char(i.due_date, 'YYYY-MM-DD') as due_date`), 'l.currency', 'l.status as loan_status');
+    .select('i.*', 'l.currency', 'l.status as loan_status');
 }
 
 /**

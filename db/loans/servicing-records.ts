@@ -53,7 +53,7 @@ export async function openObligations(
       'i.id',
       'i.loan_id',
       'i.position',
-      trx.raw(`to_char(i.due_date, 'YYYY-MM-DD') as due_date`),
+      'i.due_date',
       'i.principal',
       'i.interest',
       'i.penalties',

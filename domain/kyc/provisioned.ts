@@ -30,7 +30,7 @@ interface UserFacts {
 }
 interface SubjectFacts {
   name: string | null;
-  date_of_birth: Date | string | null;
+  date_of_birth: string | null;
   identity_type: string | null;
   id_number: string | null;
 }
@@ -55,7 +55,8 @@ export interface Provisioned<U, S, A> {
   application: A;
   /** The name's words, at least two. */
   names: string[];
-  dateOfBirth: Date | string;
+  /** YYYY-MM-DD. */
+  dateOfBirth: string;
   idType: ProvisionedIdType;
   idNumber: string;
   mobileNumber: string;

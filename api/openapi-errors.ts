@@ -56,7 +56,8 @@ export function errorResponsesOf(route: AnyRoute): Record<string, ResponseConfig
     );
     add(
       ErrorCode.IDEMPOTENCY_REQUEST_IN_PROGRESS,
-      'the first request with this Idempotency-Key is still running (Retry-After says when to ask again)',
+      'the first request with this Idempotency-Key is still running after IDEMPOTENCY_WAIT (an identical retry ' +
+        'waits that long for its answer): resend the same request after Retry-After',
     );
   }
   if (route.callback) {

@@ -84,8 +84,9 @@ const IDEMPOTENCY_KEY = z
   .meta({
     description:
       'Optional. Makes retries safe: the same key with the same request replays the stored answer; with a ' +
-      'different request it is 409 IDEMPOTENCY_KEY_REUSED; while the first is running, 409 ' +
-      'IDEMPOTENCY_REQUEST_IN_PROGRESS. An empty or longer key is 400.',
+      'different request it is 409 IDEMPOTENCY_KEY_REUSED. The same request while the first is still running waits ' +
+      'for its answer and replays it; only past IDEMPOTENCY_WAIT (10 s) is it 409 IDEMPOTENCY_REQUEST_IN_PROGRESS ' +
+      'with Retry-After: resend the same request. An empty or longer key is 400.',
   });
 
 /** The request headers of an idempotent route with Idempotency-Key, unless its own schema names it. */

@@ -64,6 +64,12 @@ export const platformSettings = {
    * it runs): past it the executor is taken for dead and a retry executes instead.
    */
   IDEMPOTENCY_LOCK_TIMEOUT: duration('60s'),
+  /**
+   * How long an identical retry that arrives while the first request still runs waits for the
+   * first one's stored answer, which it then replays; past it, 409 IDEMPOTENCY_REQUEST_IN_PROGRESS
+   * with Retry-After. Kept under IDEMPOTENCY_LOCK_TIMEOUT and under a client's own timeout.
+   */
+  IDEMPOTENCY_WAIT: duration('10s'),
   /** How often the idempotency-key-purge schedule deletes expired keys. */
   IDEMPOTENCY_PURGE_INTERVAL: duration('10m'),
 

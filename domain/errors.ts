@@ -80,7 +80,8 @@ export const DEFAULT_DESCRIPTION: Record<ErrorCode, string> = {
   METHOD_NOT_ALLOWED: 'Method Not Allowed',
   CONFLICT: 'Conflict',
   IDEMPOTENCY_KEY_REUSED: 'Idempotency-Key reused with a different request body',
-  IDEMPOTENCY_REQUEST_IN_PROGRESS: 'A request with this Idempotency-Key is still in progress; retry later',
+  IDEMPOTENCY_REQUEST_IN_PROGRESS:
+    'The first request with this Idempotency-Key is still executing: resend the same request after Retry-After to get its answer (it never executes twice)',
   PAYLOAD_TOO_LARGE: 'Payload Too Large',
   UNSUPPORTED_MEDIA_TYPE: 'Unsupported Media Type: send application/json',
   HEADERS_TOO_LARGE: 'Request Header Fields Too Large',

@@ -71,7 +71,10 @@ const APPLY_REFUSED =
   'the description starting with why: the offer has expired (OFFER_EXPIRED) or was taken (OFFER_TAKEN), terms outside the offer (OUT_OF_RANGE on loan_amount, tenure or ' +
   'collateral_amount), or a current-account available balance short of the collateral (INSUFFICIENT_FUNDS)';
 
-export function loanApplicationRoutes(deps: Needs<'db' | 'clock'>, workflows: LoanWorkflows): AnyRoute[] {
+export function loanApplicationRoutes(
+  deps: Needs<'db' | 'clock', 'IDEMPOTENCY_WAIT'>,
+  workflows: LoanWorkflows,
+): AnyRoute[] {
   const { offer, apply } = loanOffers(deps, workflows);
 
   const offerRoute = (code: 'partner-a' | undefined) =>
@@ -129,7 +132,8 @@ export function loanApplicationRoutes(deps: Needs<'db' | 'clock'>, workflows: Lo
       BAD_REQUEST: APPLY_REFUSED,
       NOT_FOUND: 'no such loan application of the caller',
       SERVICE_UNAVAILABLE:
-        'four other acceptances of the offer already wait for the one being decided: send it again after Retry-After',
+        'other acceptances of the offer kept it busy past IDEMPOTENCY_WAIT, or this request took it and its loan is ' +
+        'still being paid out past it: send it again (with the same Idempotency-Key) after Retry-After',
     },
     async handler(ctx, { body }) {
       await apply(ctx, body.application_id, {

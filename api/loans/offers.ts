@@ -27,7 +27,7 @@ import type { LoanWorkflows } from './workflows';
  * What the loan-application routes do (spec 4.3): make an offer to an eligible borrower (its
  * workflow started) and take it through that workflow's acceptOffer Update.
  */
-export function loanOffers(deps: Needs<'db' | 'clock'>, workflows: LoanWorkflows) {
+export function loanOffers(deps: Needs<'db' | 'clock', 'IDEMPOTENCY_WAIT'>, workflows: LoanWorkflows) {
   return {
     offer: (
       ctx: Context,
@@ -205,7 +205,7 @@ const startRun = (workflows: LoanWorkflows, offer: LoanApplicationRow) =>
 
 /** Takes an offer through its workflow's Update; answers the application as it is then (DISBURSED). */
 async function apply(
-  { db }: Needs<'db'>,
+  { db, config }: Needs<'db', 'IDEMPOTENCY_WAIT'>,
   workflows: LoanWorkflows,
   ctx: Context,
   applicationId: string,
@@ -230,22 +230,34 @@ async function apply(
   }
   // Taken by this request's first execution but not disbursed: its Update died with a worker (or
   // still runs). The same Update again finishes it; every step finds what the first one did.
-  const outcome =
-    application.status === 'APPROVED' || (ours && application.status === 'ACCEPTED')
-      ? await workflows.acceptOffer(
-          application.id,
-          { loanAmount: taken.loanAmount, tenure: taken.tenure, collateralAmount: taken.collateralAmount },
-          updateId,
-        )
-      : {
-          refused: application.status === 'EXPIRED' ? LoanOfferError.EXPIRED : LoanOfferError.TAKEN,
-          message: `The offer is ${application.status}`,
-        };
+  // Acceptances that find another one being decided (OFFER_BUSY) wait for it and ask again, as an
+  // identical keyed retry waits for its first execution: within IDEMPOTENCY_WAIT the answer is the
+  // verdict (the loan, or the offer taken), not a 503 a client may take for "try another key".
+  const waitUntil = Date.now() + config.IDEMPOTENCY_WAIT;
+  let outcome: Awaited<ReturnType<LoanWorkflows['acceptOffer']>>;
+  for (let pause = 50; ; pause = Math.min(pause * 2, 500)) {
+    outcome =
+      application.status === 'APPROVED' || (ours && application.status === 'ACCEPTED')
+        ? await workflows.acceptOffer(
+            application.id,
+            { loanAmount: taken.loanAmount, tenure: taken.tenure, collateralAmount: taken.collateralAmount },
+            updateId,
+          )
+        : {
+            refused: application.status === 'EXPIRED' ? LoanOfferError.EXPIRED : LoanOfferError.TAKEN,
+            message: `The offer is ${application.status}`,
+          };
+    if (!('refused' in outcome) || outcome.refused !== LoanOfferError.BUSY || Date.now() + pause > waitUntil) break;
+    await new Promise((resolve) => setTimeout(resolve, pause));
+  }
+  if ('refused' in outcome && outcome.refused === LoanOfferError.BUSY)
+    throw new ServiceError(ErrorCode.SERVICE_UNAVAILABLE, outcome.message, [], { 'Retry-After': '1' });
   if ('refused' in outcome) {
     // This very request's acceptance committed (the offer is taken under its Update id) while its
-    // Update was refused or lost with its run: not the execution's verdict, which is the loan.
-    // Answered 503, which is never stored, so the same keyed request again finishes it.
-    const now = await findLoanApplication(db, application.organization_id, application.id);
+    // Update was refused or lost with its run: not the execution's verdict, which is the loan. It is
+    // waited for (IDEMPOTENCY_WAIT); past that, 503, which is never stored, so the same keyed
+    // request again finishes it.
+    const now = await disbursedBy(db, application, updateId, waitUntil);
     if (now?.accepted_by === updateId && now.status === 'DISBURSED') {
       ctx.status = 200;
       ctx.body = appliedView(now);
@@ -258,6 +270,9 @@ async function apply(
         [],
         { 'Retry-After': '2' },
       );
+    // A run that has ended answers "no longer open"; the offer's row says whether it was taken.
+    if (outcome.refused === LoanOfferError.EXPIRED && (now?.status === 'ACCEPTED' || now?.status === 'DISBURSED'))
+      outcome = { refused: LoanOfferError.TAKEN, message: 'The offer has been taken already' };
     const path = outcome.details?.path ?? 'path.application_id';
     const subCode = outcome.refused === LoanOfferError.INVALID_TERMS ? SubCode.OUT_OF_RANGE : outcome.refused;
     throw refusal(path, outcome.message, subCode);
@@ -265,4 +280,16 @@ async function apply(
   const after = await findLoanApplication(db, application.organization_id, application.id);
   ctx.status = 200;
   ctx.body = appliedView(after!);
+}
+
+/**
+ * The application once the acceptance under `updateId` has paid out its loan (DISBURSED), read
+ * again until `waitUntil` while that acceptance is ACCEPTED; as it is otherwise.
+ */
+async function disbursedBy(db: Knex, application: LoanApplicationRow, updateId: string, waitUntil: number) {
+  for (let pause = 100; ; pause = Math.min(pause * 2, 500)) {
+    const now = await findLoanApplication(db, application.organization_id, application.id);
+    if (now?.accepted_by !== updateId || now.status !== 'ACCEPTED' || Date.now() + pause > waitUntil) return now;
+    await new Promise((resolve) => setTimeout(resolve, pause));
+  }
 }

@@ -5,7 +5,6 @@ import {
   WorkflowUpdateFailedError,
 } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
-import { ErrorCode, ServiceError } from '../../domain/errors';
 import type { Config } from '../../config';
 import { workflowIds } from '../../workflows/ids';
 import type { loanApplication } from '../../workflows/loans/loan-application';
@@ -89,9 +88,6 @@ export function loanWorkflows(temporal: Client, config: Pick<Config, 'LOAN_DAY_L
         if (error instanceof WorkflowNotFoundError)
           return { refused: LoanOfferError.EXPIRED, message: 'The offer is no longer open' };
         const cause = error instanceof WorkflowUpdateFailedError ? error.cause : undefined;
-        // Others wait for the acceptance being decided: nothing was decided for this one (503, not stored).
-        if (cause instanceof ApplicationFailure && cause.type === LoanOfferError.BUSY)
-          throw new ServiceError(ErrorCode.SERVICE_UNAVAILABLE, cause.message, [], { 'Retry-After': '1' });
         if (cause instanceof ApplicationFailure && cause.type)
           return { refused: cause.type, message: cause.message, details: cause.details?.[0] as { path: string } };
         throw error;

@@ -26,8 +26,13 @@ import { acquireKey, findKey, type KeyRow, releaseKey, renewKey, storeAnswer } f
  *   Validation and authorization run before this, so their refusals are never stored either.
  * - A retry with the same request (fingerprint of the validated path parameters and body) gets
  *   the stored answer byte for byte with `Idempotent-Replayed: true`; another request under the
- *   same key is 409 IDEMPOTENCY_KEY_REUSED; a retry while the first still runs is 409
- *   IDEMPOTENCY_REQUEST_IN_PROGRESS, never a second execution.
+ *   same key is 409 IDEMPOTENCY_KEY_REUSED. A retry while the first still runs waits for the
+ *   first one's answer (IDEMPOTENCY_WAIT at most) and replays it, as the spec says of identical
+ *   retries: a client written from the spec reads every 409 as "another body" and would resend
+ *   under a new key, a second prompt or payout. Only past the wait is it 409
+ *   IDEMPOTENCY_REQUEST_IN_PROGRESS with Retry-After, whose description says to resend the same
+ *   request; never a second execution. Should the first fail without an answer to store (its
+ *   key released), the waiting retry executes in its place, as it would had it come later.
  * - Concurrency rests on the primary key alone: one INSERT ... ON CONFLICT decides who executes.
  *   A running executor renews its lock; a RUNNING row whose lock has run out belongs to an
  *   executor that died, and the next retry takes it over in that same statement. A row past
@@ -55,6 +60,10 @@ const EXECUTED_REFUSALS = new Set<ErrorCode>([
   ErrorCode.CONFLICT,
 ]);
 const EXECUTED_STATUSES = new Set([...EXECUTED_REFUSALS].map((code) => HTTP_STATUS[code]));
+
+/** How often a waiting retry reads the key again: soon at first, then every quarter second. */
+const FIRST_POLL_MS = 20;
+const MAX_POLL_MS = 250;
 
 /** Headers that belong to the answer and are stored and replayed with its body. */
 const STORED_HEADERS = ['Location'];
@@ -137,9 +146,58 @@ function isStorable(body: unknown): boolean {
   return typeof (body as { pipe?: unknown }).pipe !== 'function';
 }
 
+/**
+ * Retries of this instance waiting on a key another request of this instance executes, woken the
+ * moment it stores or releases the key; a retry waiting on another instance's execution finds out
+ * by reading the row again (its poll).
+ */
+function keyWaiters() {
+  const waiting = new Map<string, Set<() => void>>();
+  const nameOf = (scope: string, key: string) => JSON.stringify([scope, key]);
+  return {
+    /** The key's execution here has ended (answer stored, or key released): its waiters look again. */
+    settled(scope: string, key: string) {
+      const name = nameOf(scope, key);
+      const wakers = waiting.get(name);
+      waiting.delete(name);
+      for (const wake of wakers ?? []) wake();
+    },
+    /** Resolves after `ms`, or sooner when the key's local executor settles it or the client goes away. */
+    pause(ctx: Context, scope: string, key: string, ms: number): Promise<void> {
+      return new Promise((resolve) => {
+        const name = nameOf(scope, key);
+        const wakers = waiting.get(name) ?? new Set();
+        waiting.set(name, wakers);
+        const done = () => {
+          clearTimeout(timer);
+          wakers.delete(done);
+          if (wakers.size === 0 && waiting.get(name) === wakers) waiting.delete(name);
+          ctx.res.off('close', done);
+          resolve();
+        };
+        const timer = setTimeout(done, ms);
+        wakers.add(done);
+        // The response closes before it is sent only when the client has gone away.
+        ctx.res.once('close', done);
+      });
+    },
+  };
+}
+
+/** Answers a stored answer again: its status, headers and exact bytes, marked replayed. */
+function replay(ctx: Context, row: KeyRow) {
+  ctx.status = row.response_status!;
+  ctx.set(REPLAYED_HEADER, 'true');
+  for (const [name, value] of Object.entries(row.response_headers ?? {})) ctx.set(name, value);
+  if (row.response_body !== null) {
+    ctx.body = row.response_body;
+    ctx.type = 'application/json';
+  }
+}
+
 export interface IdempotencyDeps {
   db: Knex;
-  config: Pick<Config, 'IDEMPOTENCY_KEY_TTL' | 'IDEMPOTENCY_LOCK_TIMEOUT'>;
+  config: Pick<Config, 'IDEMPOTENCY_KEY_TTL' | 'IDEMPOTENCY_LOCK_TIMEOUT' | 'IDEMPOTENCY_WAIT'>;
   clock: Clock;
   logger: Logger;
 }
@@ -149,18 +207,10 @@ export function createIdempotency({ db, config, clock, logger }: IdempotencyDeps
   const ttl = config.IDEMPOTENCY_KEY_TTL;
   const later = (from: Date, ms: number) => new Date(from.getTime() + ms);
 
+  const waiters = keyWaiters();
+
   const storedHeaders = (ctx: Context) =>
     Object.fromEntries(STORED_HEADERS.map((name) => [name, ctx.response.get(name)]).filter(([, value]) => value));
-
-  function replay(ctx: Context, row: KeyRow) {
-    ctx.status = row.response_status!;
-    ctx.set(REPLAYED_HEADER, 'true');
-    for (const [name, value] of Object.entries(row.response_headers ?? {})) ctx.set(name, value);
-    if (row.response_body !== null) {
-      ctx.body = row.response_body;
-      ctx.type = 'application/json';
-    }
-  }
 
   /**
    * A key whose release failed (Postgres was down when its execution failed, with 503) would hold
@@ -279,8 +329,10 @@ export function createIdempotency({ db, config, clock, logger }: IdempotencyDeps
       const fingerprint = fingerprintOf(input);
 
       // A row can vanish (a failed execution releases it) or expire between the two statements:
-      // then deciding again is right. Three rounds of that is contention, answered as in progress.
-      for (let round = 0; round < 3; round++) {
+      // then deciding again is right. Three times of that is contention, answered as in progress.
+      const waitUntil = Date.now() + config.IDEMPOTENCY_WAIT;
+      let poll = FIRST_POLL_MS;
+      for (let contended = 0; contended < 3;) {
         const token = randomUUID();
         const now = clock.now();
         const acquired = await acquireKey(db, scope, key, {
@@ -297,14 +349,28 @@ export function createIdempotency({ db, config, clock, logger }: IdempotencyDeps
               'idempotency key taken over (expired, or its executor stopped)',
             );
           ctx.state[EXECUTION_ID] = executionId(scope, key, fingerprint);
-          return execute(ctx, scope, key, token, handler);
+          try {
+            return await execute(ctx, scope, key, token, handler);
+          } finally {
+            waiters.settled(scope, key);
+          }
         }
         const row = await findKey(db, scope, key);
-        if (!row || row.expires_at <= clock.now()) continue;
+        if (!row || row.expires_at <= clock.now()) {
+          contended++;
+          continue;
+        }
         if (row.fingerprint !== fingerprint) throw new ServiceError(ErrorCode.IDEMPOTENCY_KEY_REUSED);
         if (row.state === 'DONE') return replay(ctx, row);
-        if (row.locked_until <= clock.now()) continue;
-        break;
+        if (row.locked_until <= clock.now()) {
+          contended++;
+          continue;
+        }
+        // The same request, still executing: wait for its answer, then decide again.
+        const left = waitUntil - Date.now();
+        if (left <= 0 || ctx.res.destroyed) break;
+        await waiters.pause(ctx, scope, key, Math.min(left, poll));
+        poll = Math.min(poll * 2, MAX_POLL_MS);
       }
       throw new ServiceError(ErrorCode.IDEMPOTENCY_REQUEST_IN_PROGRESS, undefined, [], { 'Retry-After': '1' });
     },

@@ -27,7 +27,7 @@ function assertConflict(reply: Reply, code: string) {
 }
 
 describe('spec 4.3 idempotency rule on the money routes (stk-push, send-money)', () => {
-  it('50 concurrent identical stk-push requests with one Idempotency-Key: one transaction, exactly one push at the provider, no 5xx', async () => {
+  it('spec 4.3 "identical retries replay it": 50 concurrent identical stk-push requests with one Idempotency-Key all answer the one transaction (201, none a 409), exactly one push at the provider', async () => {
     const customer = await newCustomer(0);
     const key = randomUUID();
     const body = { account_id: customer.current, amount: money(80_000), mobile_number: customer.phone };
@@ -35,13 +35,10 @@ describe('spec 4.3 idempotency rule on the money routes (stk-push, send-money)',
 
     const statuses = replies.map((r) => r.status);
     assert.ok(
-      statuses.every((s) => s < 500),
-      `no 5xx: ${statuses.join()}`,
+      statuses.every((s) => s === 201),
+      `every identical request answered as the first: ${statuses.join()}`,
     );
-    const created = replies.filter((r) => r.status === 201);
-    assert.ok(created.length >= 1, `one executed: ${statuses.join()}`);
-    for (const reply of replies.filter((r) => r.status !== 201))
-      assertConflict(reply, 'IDEMPOTENCY_REQUEST_IN_PROGRESS');
+    const created = replies;
     assert.ok(
       created.every((r) => r.text === created[0]!.text),
       'every 201 is the same answer',

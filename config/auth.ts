@@ -54,6 +54,12 @@ export const authSettings = {
    */
   PARTNER_EXCHANGE_AUDIENCE: z.string().min(1).default('lending-service:exchange'),
   REFRESH_TOKEN_TTL: duration('30d'),
+  /**
+   * A spent refresh token sent again this soon after it was spent, while the token it was rotated
+   * to is unused, answers that same pair (its first answer was lost on the way back); any other
+   * reuse revokes every token of the session.
+   */
+  REFRESH_TOKEN_REUSE_LEEWAY: duration('30s'),
   /** The service's private RS256 signing key as a JWK (JSON, with kid). Generated for npm start and tests. */
   SERVICE_SIGNING_KEY: z.string().min(1).optional(),
 };

@@ -91,13 +91,16 @@ export function authRoutes(deps: Needs<'serviceKeys', 'AUTH_MAX_HEADER_BYTES'>, 
       operationId: 'refreshSession',
       summary: 'Refresh a session: a new ID token and the next refresh token',
       description:
-        'No bearer token. The refresh token is single-use: replace both stored tokens with the answer. ' +
-        'A malformed body gets 400 BAD_REQUEST; an unknown, expired or already used refresh token gets 401 UNAUTHORISED, ' +
-        'and presenting a used one also revokes every token of its session.',
+        'No bearer token. The refresh token is single-use: replace both stored tokens with the answer. Every refusal ' +
+        'is 400 BAD_REQUEST (never 401, which tells a client to refresh). Presenting a used one revokes every token of ' +
+        'its session, except the same token sent again within REFRESH_TOKEN_REUSE_LEEWAY (30 s) of its use while the ' +
+        'token it was rotated to is unused (its answer was lost): that gets the same pair again.',
       tags: ['auth'],
       request: { body: RefreshRequest },
       responses: { 200: { description: 'New tokens', schema: SessionTokens } },
-      errors: { UNAUTHORISED: 'an unknown, expired, already used or revoked refresh token (sign in again)' },
+      errors: {
+        BAD_REQUEST: 'a malformed body, or an unknown, expired, already used or revoked refresh token (sign in again)',
+      },
       async handler(ctx, { body }) {
         ctx.body = await tokens.refresh(body.refresh_token);
       },

@@ -6,9 +6,10 @@ import { activePartners, type PartnerRow } from '../../db/auth/partners';
 import { insertRefreshToken, type RefreshSession, spendRefreshToken } from '../../db/auth/refresh-tokens';
 import type { Clock } from '../../domain/clock';
 import { type Grant, parseGrant } from '../../domain/rbac';
+import { ErrorCode, ServiceError } from '../../domain/errors';
 import { TokenUse, unauthorised } from './authenticator';
 import type { UserCaller } from './caller';
-import { hashSecret, randomSecret } from './secrets';
+import { hashSecret, openWith, randomSecret, sealWith } from './secrets';
 import type { ServiceKeys } from './service-keys';
 
 /** The answer of /v1/auth/exchange (the spec leaves it open; OAuth 2.0's token response shape). */
@@ -24,11 +25,25 @@ export interface SessionTokens {
   expires_in: number;
 }
 
+/** The label of the key a spent refresh token's answer is sealed with (api/auth/secrets.ts). */
+const ANSWER_SEAL = 'refresh-token-answer-v1';
+
+/** A refresh token that does not refresh: 400 BAD_REQUEST, the reason kept for debug logs only. */
+const refreshRefused = (reason: string) =>
+  Object.assign(
+    new ServiceError(
+      ErrorCode.BAD_REQUEST,
+      'The refresh token is unknown, expired, already used or revoked: sign in again',
+    ),
+    { reason },
+  );
+
 /**
  * Tokens this service issues: partner access tokens (exchange), and user sessions made of a
  * one-hour ID token and an opaque refresh token. Refresh tokens are single-use: each refresh
- * spends one and returns its successor in the same family; presenting a spent one is taken as
- * theft and revokes the whole family.
+ * spends one and returns its successor in the same family. Presenting a spent one is taken as
+ * theft and revokes the whole family, except the one case of a lost answer: the same token again
+ * within REFRESH_TOKEN_REUSE_LEEWAY while its successor is unused gets the same answer.
  */
 export function createTokenService(deps: {
   config: Pick<
@@ -38,6 +53,7 @@ export function createTokenService(deps: {
     | 'AUTH_JWKS_CACHE_MAX_AGE'
     | 'AUTH_JWKS_COOLDOWN'
     | 'PARTNER_EXCHANGE_AUDIENCE'
+    | 'REFRESH_TOKEN_REUSE_LEEWAY'
     | 'REFRESH_TOKEN_TTL'
     | 'SERVICE_TOKEN_AUDIENCE'
     | 'SERVICE_TOKEN_ISSUER'
@@ -96,10 +112,10 @@ export function createTokenService(deps: {
     return partners?.byIssuer.get(issuer);
   }
 
-  async function newRefreshToken(trx: Knex, user: RefreshSession, familyId: string) {
+  async function newRefreshToken(trx: Knex, user: RefreshSession, familyId: string, id: string = randomUUID()) {
     const refreshToken = randomSecret();
     await insertRefreshToken(trx, user.organizationId, {
-      id: randomUUID(),
+      id,
       family_id: familyId,
       user_id: user.userId,
       token_hash: hashSecret(refreshToken),
@@ -156,13 +172,36 @@ export function createTokenService(deps: {
       return { id_token: await idToken(user), refresh_token: refreshToken, expires_in: ttlSeconds };
     },
 
-    /** Spends a refresh token for a new ID token and its successor; reuse revokes the family. */
+    /**
+     * Spends a refresh token for a new ID token and its successor; reuse revokes the family, but
+     * the same token again within the leeway, its successor unused, answers that same pair. A
+     * token that does not refresh is 400 BAD_REQUEST (spec 4.1: "Error: body with code
+     * BAD_REQUEST"), never 401: a client told to refresh on 401 (spec 5.8) would refresh again.
+     */
     async refresh(presented: string): Promise<SessionTokens> {
-      const tokenHash = hashSecret(presented);
-      const outcome = await spendRefreshToken(db, tokenHash, clock, newRefreshToken);
+      const outcome = await spendRefreshToken(
+        db,
+        hashSecret(presented),
+        clock,
+        config.REFRESH_TOKEN_REUSE_LEEWAY,
+        async (trx, session, familyId) => {
+          const successorId = randomUUID();
+          const answer: SessionTokens = {
+            id_token: await idToken(session),
+            refresh_token: await newRefreshToken(trx, session, familyId, successorId),
+            expires_in: ttlSeconds,
+          };
+          const sealed = { ...answer, expires_at: Math.floor(clock.now().getTime() / 1000) + ttlSeconds };
+          return { successorId, sealedAnswer: sealWith(presented, ANSWER_SEAL, JSON.stringify(sealed)), answer };
+        },
+      );
       // A reuse's revocation must commit, so the refusal is thrown only after the transaction.
-      if (!outcome.ok) throw unauthorised(outcome.reason);
-      return { id_token: await idToken(outcome.session), refresh_token: outcome.refreshToken, expires_in: ttlSeconds };
+      if (!outcome.ok) throw refreshRefused(outcome.reason);
+      if ('issued' in outcome) return outcome.issued;
+      const opened = openWith(presented, ANSWER_SEAL, outcome.sealedAnswer);
+      if (!opened) throw refreshRefused('sealed answer does not open');
+      const { expires_at: expiresAt, ...answer } = JSON.parse(opened) as SessionTokens & { expires_at: number };
+      return { ...answer, expires_in: Math.max(0, expiresAt - Math.floor(clock.now().getTime() / 1000)) };
     },
   };
 }

@@ -13,6 +13,9 @@ export interface RefreshTokenRow {
   expires_at: Date;
   used_at: Date | null;
   revoked_at: Date | null;
+  /** The token this one was rotated to, and its answer sealed (db/migrations/20261211100000_refresh_token_successors.ts). */
+  successor_id: string | null;
+  successor_answer: Buffer | null;
 }
 
 /** The user and organization a refresh-token family signs in. */
@@ -30,23 +33,40 @@ export async function insertRefreshToken(
   await db('refresh_tokens').insert({ ...token, organization_id: organizationId });
 }
 
-export type SpentRefreshToken =
+/** What a rotation made: its successor's id, and the answer sealed for a retry within the leeway. */
+export interface Rotation<T> {
+  successorId: string;
+  sealedAnswer: Buffer;
+  answer: T;
+}
+
+export type SpentRefreshToken<T> =
   | { readonly ok: false; readonly reason: string }
-  | { readonly ok: true; readonly session: RefreshSession; readonly refreshToken: string };
+  | { readonly ok: true; readonly session: RefreshSession; readonly issued: T }
+  /** The same token again within the leeway, its successor unused: the first answer, still sealed. */
+  | { readonly ok: true; readonly session: RefreshSession; readonly sealedAnswer: Buffer };
 
 /**
- * Spends the refresh token with this hash in one transaction, under its family's lock: a spent or
- * revoked one revokes the family; an expired one, or one whose user is disabled or lost access, is
- * refused; else it is marked used and `issueSuccessor` stores its successor in the same
- * transaction. Refusals are returned, not thrown, so a revocation commits. No organization first:
- * the token is how it is learnt.
+ * Spends the refresh token with this hash in one transaction, under its family's lock.
+ *
+ * - A fresh one is marked used and `rotate` stores its successor in the same transaction; the
+ *   successor's id and the sealed answer are kept on the spent token.
+ * - A spent one sent again within `leewayMs` of its use, while its successor is unused and
+ *   nothing is revoked, answers the sealed first answer: the client lost it on the way back
+ *   (the grace period identity providers give rotated refresh tokens). Any other spent one, and
+ *   a revoked one, revokes the family: a stolen token in use.
+ * - An expired one, or one whose user is disabled or lost access, is refused.
+ *
+ * Refusals are returned, not thrown, so a revocation commits. No organization first: the token
+ * is how it is learnt.
  */
-export async function spendRefreshToken(
+export async function spendRefreshToken<T>(
   db: Knex,
   tokenHash: string,
   clock: Clock,
-  issueSuccessor: (trx: Knex.Transaction, session: RefreshSession, familyId: string) => Promise<string>,
-): Promise<SpentRefreshToken> {
+  leewayMs: number,
+  rotate: (trx: Knex.Transaction, session: RefreshSession, familyId: string) => Promise<Rotation<T>>,
+): Promise<SpentRefreshToken<T>> {
   return db.transaction(async (trx) => {
     const found = await trx('refresh_tokens')
       .where({ token_hash: tokenHash })
@@ -60,24 +80,39 @@ export async function spendRefreshToken(
       .forUpdate()
       .first<RefreshTokenRow | undefined>();
     if (!row) return { ok: false, reason: 'unknown refresh token' } as const;
-    if (row.used_at || row.revoked_at) {
+    const now = clock.now();
+    const retried = row.used_at && !row.revoked_at && (await lostAnswer(trx, row, now, leewayMs));
+    if ((row.used_at || row.revoked_at) && !retried) {
       await trx('refresh_tokens')
         .where({ family_id: row.family_id })
         .whereNull('revoked_at')
-        .update({ revoked_at: clock.now() });
+        .update({ revoked_at: now });
       return {
         ok: false,
         reason: row.revoked_at ? 'revoked refresh token' : 'refresh token reused: family revoked',
       } as const;
     }
-    if (row.expires_at.getTime() <= clock.now().getTime())
-      return { ok: false, reason: 'expired refresh token' } as const;
+    if (row.expires_at.getTime() <= now.getTime()) return { ok: false, reason: 'expired refresh token' } as const;
     const user = await findUserById(trx, row.user_id);
     const access = await hasAccess(trx, row.organization_id, row.user_id);
     if (!user || user.status === 'DISABLED' || !access)
       return { ok: false, reason: 'user no longer has access' } as const;
-    await trx('refresh_tokens').where({ id: row.id }).update({ used_at: clock.now() });
     const session = { userId: row.user_id, organizationId: row.organization_id };
-    return { ok: true, session, refreshToken: await issueSuccessor(trx, session, row.family_id) } as const;
+    if (retried) return { ok: true, session, sealedAnswer: row.successor_answer! } as const;
+    const rotation = await rotate(trx, session, row.family_id);
+    await trx('refresh_tokens')
+      .where({ id: row.id })
+      .update({ used_at: now, successor_id: rotation.successorId, successor_answer: rotation.sealedAnswer });
+    return { ok: true, session, issued: rotation.answer } as const;
   });
+}
+
+/** Whether a spent token is its own answer lost: sent again within the leeway, its successor unused. */
+async function lostAnswer(trx: Knex.Transaction, row: RefreshTokenRow, now: Date, leewayMs: number) {
+  if (!row.used_at || !row.successor_id || !row.successor_answer) return false;
+  if (now.getTime() - row.used_at.getTime() > leewayMs) return false;
+  const successor = await trx('refresh_tokens')
+    .where({ id: row.successor_id, family_id: row.family_id })
+    .first<Pick<RefreshTokenRow, 'used_at' | 'revoked_at'> | undefined>('used_at', 'revoked_at');
+  return successor !== undefined && !successor.used_at && !successor.revoked_at;
 }

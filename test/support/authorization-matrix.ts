@@ -208,7 +208,7 @@ export const RULES: Record<string, Rule> = {
   'GET /docs/assets/{asset}': PUBLIC,
   'GET /.well-known/jwks.json': PUBLIC,
   'POST /v1/auth/exchange': { auth: 'partnerJwt', success: [200] },
-  'POST /v1/auth/refresh': { auth: 'request', hidden: 401, success: [200] },
+  'POST /v1/auth/refresh': { auth: 'request', hidden: 400, success: [200] },
   'POST /v1/auth/sessions': { auth: USER, scope: 'caller', success: [201] },
   'GET /v1/auth/whoami': { auth: ['user', 'partner', 'api_key', 'financing'], scope: 'caller', success: [200] },
 

@@ -9,10 +9,12 @@ import {
   type PhoneChangeRow,
 } from '../../db/current-account/phone-changes';
 import { otpDigest } from '../../domain/current-account/codes';
+import { phoneChangeUrl } from '../../domain/current-account/links';
 import { phoneChangeView } from '../../domain/current-account/views';
 import { ErrorCode, ServiceError } from '../../domain/errors';
 import { isKenyanMobile } from '../../domain/identifiers';
 import type { Needs } from '../deps';
+import { publicBaseUrl } from '../public-url';
 import { type AnyRoute, defineRoute } from '../route';
 import {
   answerOf,
@@ -86,6 +88,8 @@ type PhoneChangeDeps = Needs<
   | 'OTP_SENDS_PER_HOUR_PER_USER'
   | 'OTP_SENDS_PER_HOUR_PER_DESTINATION'
   | 'PUBLIC_BASE_URL'
+  | 'HOST'
+  | 'PORT'
 >;
 
 /** A change as the API answers it. */
@@ -98,7 +102,7 @@ const changeView = (baseUrl: string | undefined, row: PhoneChangeRow): z.infer<t
  */
 export function phoneChangeRoutes(deps: PhoneChangeDeps, workflows: SelfServiceWorkflows): AnyRoute[] {
   const { db, config } = deps;
-  const view = (row: PhoneChangeRow) => changeView(config.PUBLIC_BASE_URL, row);
+  const view = (ctx: Context, row: PhoneChangeRow) => changeView(publicBaseUrl(ctx, config), row);
   async function own(ctx: Context, id: string): Promise<PhoneChangeRow> {
     const { organizationId, userId } = self(ctx);
     const row = await findPhoneChange(db, organizationId, userId, id);
@@ -136,7 +140,7 @@ export function phoneChangeRoutes(deps: PhoneChangeDeps, workflows: SelfServiceW
             : await workflows.confirmPhoneChange(row.id, digest, updateId),
           config,
         );
-        ctx.body = view(await own(ctx, row.id));
+        ctx.body = view(ctx, await own(ctx, row.id));
       },
     });
 
@@ -154,7 +158,7 @@ export function phoneChangeRoutes(deps: PhoneChangeDeps, workflows: SelfServiceW
       responses: { 200: { description: 'The change', schema: PhoneChange } },
       errors: { NOT_FOUND: 'no such change of the caller' },
       async handler(ctx, { params }) {
-        ctx.body = view(await own(ctx, params.changeId));
+        ctx.body = view(ctx, await own(ctx, params.changeId));
       },
     }),
     proof('authorize'),
@@ -165,7 +169,6 @@ export function phoneChangeRoutes(deps: PhoneChangeDeps, workflows: SelfServiceW
 /** POST changes: request a change of the mobile number (a code to its owner first). */
 function requestChangeRoute(deps: PhoneChangeDeps, workflows: SelfServiceWorkflows) {
   const { db, clock, config } = deps;
-  const view = (row: PhoneChangeRow) => changeView(config.PUBLIC_BASE_URL, row);
   return defineRoute({
     method: 'post',
     path: '/v1/user/accounts/current/phone/changes',
@@ -173,7 +176,8 @@ function requestChangeRoute(deps: PhoneChangeDeps, workflows: SelfServiceWorkflo
     summary: 'Change the caller’s mobile number',
     description:
       'Sends the owner an authorization code (to the current mobile, or to the e-mail once verified) and answers the ' +
-      'change, INITIALIZING (201); while one is open it is answered instead (200). After the owner authorizes, a code ' +
+      'change, INITIALIZING (201). While one is open, the same request (number and channel) answers it (200); one for ' +
+      'another number or channel is 409 CONFLICT naming the open change (Location: its URL). After the owner authorizes, a code ' +
       'goes to the new mobile; once it is confirmed the bank changes the number, and the user’s number changes in the ' +
       'same database transaction that records the bank’s confirmation. The bank is asked only after both codes, so ' +
       'nobody changes the bank’s record without the owner. Needs a current account opened at the bank (activated).',
@@ -189,6 +193,7 @@ function requestChangeRoute(deps: PhoneChangeDeps, workflows: SelfServiceWorkflo
         'not a Kenyan mobile number, the caller’s own number, or the EMAIL channel while the e-mail is unverified (a ' +
         'number another user holds is answered as a free one: the change ends REJECTED NUMBER_TAKEN before the bank)',
       NOT_FOUND: 'no current account opened at the bank',
+      CONFLICT: 'a change for another number or channel is open (named in the description; Location is its URL)',
       TOO_MANY_REQUESTS: 'too many codes sent to the caller or a destination in the last hour (Retry-After)',
       SERVICE_UNAVAILABLE: 'self-service is not configured',
     },
@@ -222,6 +227,20 @@ function requestChangeRoute(deps: PhoneChangeDeps, workflows: SelfServiceWorkflo
         },
         now,
       );
+      // An open change answers only the same request again; one for another number or channel is
+      // refused naming the open change (our choice where the spec is silent: answering the open one
+      // for another number would leave the new number without its code, and the client unaware).
+      if (
+        !made.created &&
+        (made.row.new_phone_number !== number || made.row.authorization_channel !== body.authorization_channel)
+      ) {
+        ctx.set('Location', phoneChangeUrl(publicBaseUrl(ctx, config), made.row.id));
+        throw new ServiceError(
+          ErrorCode.CONFLICT,
+          `Mobile-number change ${made.row.id} is open (${made.row.status}) for another number or channel: finish it, ` +
+            'or ask again once it has ended (a step not completed in time ends it REJECTED EXPIRED)',
+        );
+      }
       await answerStarted(
         ctx,
         made,
@@ -229,7 +248,7 @@ function requestChangeRoute(deps: PhoneChangeDeps, workflows: SelfServiceWorkflo
           start: (changeId) => workflows.startPhoneChange({ changeId, ...ids }),
           drop: (id) => dropInitializingPhoneChange(db, ids.organizationId, id),
         },
-        view,
+        (row) => changeView(publicBaseUrl(ctx, config), row),
       );
     },
   });

@@ -275,6 +275,36 @@ describe('spec 4.7: mobile-number change (phone-change/<id>): the owner authoriz
     assert.equal((await textsTo(number.e164)).length, 0, 'nothing sent to the new number');
   });
 
+  it('while a change is open, the same request answers it (200) and one for another number or channel is 409 CONFLICT naming it: no code goes to the other number', async function () {
+    this.timeout(60_000);
+    const customer = await activatedCustomer();
+    const [number, other] = [freshNumber(), freshNumber()];
+    const ask = (national: string, channel = 'OLD_MOBILE') =>
+      request(customer.headers, {
+        new_mobile_country_code: '254',
+        new_mobile_number: national,
+        authorization_channel: channel,
+      });
+    // The e-mail counts as verified (that flow has its own suite), so EMAIL is a channel it may ask for.
+    await harness().db('users').where({ id: customer.user.id }).update({ email_verified_at: new Date() });
+    const created = await ask(number.national);
+    assert.equal(created.status, 201, created.text);
+    const id = created.body.id as string;
+    const again = await ask(`0${number.national}`);
+    assert.equal(again.status, 200, again.text);
+    assert.equal(again.body.id, id);
+    for (const conflicting of [await ask(other.national), await ask(number.national, 'EMAIL')]) {
+      assert.equal(conflicting.status, 409, conflicting.text);
+      assert.deepEqual(Object.keys(conflicting.body).sort(), ['code', 'description']);
+      assert.equal(conflicting.body.code, 'CONFLICT');
+      assert.match(conflicting.body.description, new RegExp(`change ${id} is open`));
+      assert.ok(!conflicting.text.includes(number.national), 'the open change’s number is not repeated');
+      assert.equal(conflicting.headers.get('location'), created.body.url);
+    }
+    await changeWhen(customer.headers, id, 'AWAITING_AUTHORIZATION');
+    assert.deepEqual(await textsTo(other.e164), [], 'nothing was sent to the other number');
+  });
+
   it('each step has an expiry: a change not authorized in time is REJECTED (EXPIRED) by its timer', async function () {
     this.timeout(60_000);
     const customer = await activatedCustomer();

@@ -7,7 +7,10 @@ export const platformSettings = {
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 
   HOST: z.string().min(1).default('127.0.0.1'),
-  /** Trust X-Forwarded-For from a load balancer in front of the API. */
+  /**
+   * Trust X-Forwarded-For, X-Forwarded-Proto and X-Forwarded-Host from a load balancer in front of
+   * the API: the client's address, and the scheme and host of the API's links without PUBLIC_BASE_URL.
+   */
   TRUST_PROXY: flag(false),
   /**
    * With TRUST_PROXY, how many proxies in front of the API append to X-Forwarded-For: the client
@@ -15,7 +18,10 @@ export const platformSettings = {
    */
   TRUST_PROXY_HOPS: positiveInt(1),
   PORT: port(3000),
-  /** Public base address of the API, used in links such as callback URLs. Defaults to http://HOST:PORT. */
+  /**
+   * Public base address of the API, used in links such as callback URLs. Unset, the API makes its
+   * answers' links under each request's own origin (api/public-url.ts); the worker's links need it.
+   */
   PUBLIC_BASE_URL: optionalUrl,
   BODY_LIMIT: byteSize('100kb'),
   /** The verification routes carry base64 selfies, documents and liveness frames. */

@@ -11,6 +11,7 @@ import { tokenDigest } from '../../domain/current-account/codes';
 import { emailConfirmUrl, emailVerificationUrl } from '../../domain/current-account/links';
 import { ErrorCode, ServiceError } from '../../domain/errors';
 import type { Needs } from '../deps';
+import { publicBaseUrl } from '../public-url';
 import { type AnyRoute, defineRoute } from '../route';
 import {
   answerOf,
@@ -66,17 +67,19 @@ export function emailVerificationRoutes(
     | 'OTP_SENDS_PER_HOUR_PER_USER'
     | 'OTP_SENDS_PER_HOUR_PER_DESTINATION'
     | 'PUBLIC_BASE_URL'
+    | 'HOST'
+    | 'PORT'
   >,
   workflows: SelfServiceWorkflows,
 ): AnyRoute[] {
   const { db, clock, config } = deps;
-  const view = (row: EmailVerificationRow): z.infer<typeof EmailVerification> => ({
+  const view = (ctx: Context, row: EmailVerificationRow): z.infer<typeof EmailVerification> => ({
     id: row.id,
-    url: emailVerificationUrl(config.PUBLIC_BASE_URL, row.id),
+    url: emailVerificationUrl(publicBaseUrl(ctx, config), row.id),
     status: row.status,
     created_at: iso(row.created_at)!,
     verified_at: iso(row.verified_at),
-    confirm_url: emailConfirmUrl(config.PUBLIC_BASE_URL, row.id),
+    confirm_url: emailConfirmUrl(publicBaseUrl(ctx, config), row.id),
     resource_id: `emv_${row.id.replace(/-/g, '')}`,
     expires_at: iso(row.expires_at),
     failure_reason: row.failure_reason,
@@ -124,7 +127,7 @@ export function emailVerificationRoutes(
             start: (verificationId) => workflows.startEmailVerification({ verificationId, ...ids }),
             drop: (id) => dropInitializingEmailVerification(db, ids.organizationId, id),
           },
-          view,
+          (row) => view(ctx, row),
         );
       },
     }),
@@ -139,7 +142,7 @@ export function emailVerificationRoutes(
       responses: { 200: { description: 'The verification', schema: EmailVerification } },
       errors: { NOT_FOUND: 'no such verification of the caller' },
       async handler(ctx, { params }) {
-        ctx.body = view(await own(ctx, params.emailVerificationId));
+        ctx.body = view(ctx, await own(ctx, params.emailVerificationId));
       },
     }),
     defineRoute({
@@ -165,7 +168,7 @@ export function emailVerificationRoutes(
         const row = await own(ctx, params.emailVerificationId);
         const digest = tokenDigest(body.token);
         answerOf(await workflows.confirmEmail(row.id, digest, submissionId(headers, self(ctx), digest)), config);
-        ctx.body = view(await own(ctx, row.id));
+        ctx.body = view(ctx, await own(ctx, row.id));
       },
     }),
   ];

@@ -18,6 +18,8 @@ export interface CallOptions {
   contentType?: string;
   headers?: Record<string, string>;
   baseUrl?: string;
+  /** Check the exchange against /openapi.json: always for the test API, on request for another instance of it. */
+  contract?: boolean;
 }
 
 /** An answer that disagrees with our own OpenAPI document (test/support/contract.ts). */
@@ -26,8 +28,8 @@ export class ContractMismatch extends Error {
 }
 
 /**
- * One real HTTP request to the test API (or another base URL). Exchanges with the test API are
- * checked against /openapi.json: an answer (or an accepted JSON body) the document disagrees
+ * One real HTTP request to the test API (or another base URL). Exchanges with the test API (and
+ * with another instance of it, when told `contract`) are checked against /openapi.json: an answer (or an accepted JSON body) the document disagrees
  * with throws ContractMismatch, naming the operation, the status and the JSON paths.
  */
 export async function call(method: string, path: string, options: CallOptions = {}): Promise<Reply> {
@@ -48,7 +50,7 @@ export async function call(method: string, path: string, options: CallOptions = 
   } catch {
     parsed = undefined;
   }
-  if (options.baseUrl === undefined) {
+  if (options.contract ?? options.baseUrl === undefined) {
     const problems = contractProblems({
       method,
       path,

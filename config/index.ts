@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { agentSettings } from './agents';
 import { authSettings } from './auth';
 import { currentAccountSettings } from './current-account';
 import { financingSettings } from './financing';
@@ -25,6 +26,7 @@ export const configShape = {
   ...currentAccountSettings,
   ...financingSettings,
   ...webhookSettings,
+  ...agentSettings,
 };
 export const configSchema = z.object(configShape);
 

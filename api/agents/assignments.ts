@@ -118,54 +118,75 @@ async function managedAgent(db: Knex, ctx: Context, userId: string) {
  * (`agents.admin`); who may assign or unassign: those above it and the admins. Anyone else is
  * told there is no such agent (404), so the hierarchy is not probed.
  */
-export function assignmentRoutes(deps: Needs<'db' | 'clock'>): AnyRoute[] {
+export function assignmentRoutes(deps: Needs<'db' | 'clock', 'AGENT_CUSTOMERS_MAX'>): AnyRoute[] {
   return [listCustomersRoute(deps), assignRoute(deps), unassignRoute(deps)];
 }
 
-/** GET customers: the agent's assignments, paged by the Link header. */
-function listCustomersRoute({ db }: Needs<'db'>) {
+/**
+ * GET customers (spec 4.6: "Response: array of Agent assignment"): the array holds every active
+ * assignment of the agent, so a client that reads no Link header misses none; bounded by
+ * AGENT_CUSTOMERS_MAX, far above any agent's book, with a 400 beyond it that says to page. Ended
+ * assignments (the history) only when asked for (`history=true`). Paging is there for whoever
+ * wants it: `size` (or a cursor) pages the same list through the Link header. Our choices where
+ * the spec is silent.
+ */
+function listCustomersRoute({ db, config }: Needs<'db', 'AGENT_CUSTOMERS_MAX'>) {
+  const most = config.AGENT_CUSTOMERS_MAX;
   return defineRoute({
     method: 'get',
     path: '/v1/agents/{userId}/customers',
     operationId: 'listAgentCustomers',
-    summary: 'An agent’s customers: its assignments, active first, then its history',
+    summary: 'An agent’s customers: every active assignment (its history when asked for)',
     description:
       'Visible to the agent itself, the agents above it and the organization’s admins; to anyone else the agent is not ' +
-      'found (404). Order: active assignments first, then ended ones, each newest assignment first. The body is the ' +
-      'spec’s array of Agent assignment; paging rides in the `Link` header (RFC 8288): `<…?size=20&after=…>; ' +
-      'rel="next"` while more follow, `<…?size=20&before=…>; rel="prev"` while some precede (relative to this ' +
-      'path, keeping size; none at either end). size 1 to 100 (default 20); after and before together are 400.',
+      'found (404). The body is the spec’s array of Agent assignment: every active assignment of the agent, newest ' +
+      `first (at most AGENT_CUSTOMERS_MAX, ${most}: an agent with more is 400, page with size). With history=true the ` +
+      'ended assignments follow the active ones, newest first. Paging is optional: with size (1 to 100) or a cursor ' +
+      'the same list comes a page at a time, paged by the `Link` header (RFC 8288): `<…?size=20&after=…>; rel="next"` ' +
+      'while more follow, `<…?size=20&before=…>; rel="prev"` while some precede (relative to this path, keeping size ' +
+      'and history; none at either end; a page without size is 20); after and before together are 400.',
     tags: ['agents'],
     auth: READER,
     request: {
       params: AgentPath,
       query: z.strictObject({
-        size: z.coerce.number().int().min(1).max(AGENT_PAGE_SIZE.max).default(AGENT_PAGE_SIZE.default),
+        size: z.coerce
+          .number()
+          .int()
+          .min(1)
+          .max(AGENT_PAGE_SIZE.max)
+          .optional()
+          .meta({ description: 'Pages the list (default: the whole list, unpaged)' }),
         after: Cursor.optional(),
         before: Cursor.optional(),
+        history: z
+          .enum(['true', 'false'])
+          .default('false')
+          .meta({ description: 'true: the ended assignments too, after the active ones' }),
       }),
     },
     responses: {
       200: {
-        description: 'A page of assignments (an array; the Link header pages)',
+        description: 'Every active assignment (and with history=true the ended ones), or one page of them',
         schema: z.array(AgentAssignment).meta({ id: 'AgentAssignmentList' }),
         headers: {
           Link: {
             description:
-              'RFC 8288 links to the neighbouring pages, relative to this path: rel="next" and rel="prev" when ' +
-              'there are such pages; absent when there are none.',
+              'When paging (size or a cursor): RFC 8288 links to the neighbouring pages, relative to this path: ' +
+              'rel="next" and rel="prev" when there are such pages; absent when there are none.',
           },
         },
       },
     },
     errors: {
-      BAD_REQUEST: 'size out of range, a cursor this service did not give out, or after and before together',
+      BAD_REQUEST: `size out of range, a cursor this service did not give out, after and before together, or more than ${most} assignments unpaged (page with size)`,
       NOT_FOUND: 'no such agent, or not one the caller may see',
       FORBIDDEN: 'an agent that is not ACTIVE (SUSPENDED or INACTIVE) acts as no agent',
     },
     async handler(ctx, { params, query }) {
       const { caller } = await visibleAgent(db, ctx, params.userId);
       if (query.after && query.before) throw new ServiceError(ErrorCode.BAD_REQUEST, 'Bad Request');
+      const history = query.history === 'true';
       const key = query.after ? 'after' : 'before';
       const cursor = query[key];
       const position = cursor === undefined ? undefined : decodeCursor(cursor);
@@ -173,12 +194,24 @@ function listCustomersRoute({ db }: Needs<'db'>) {
         throw new ServiceError(ErrorCode.INVALID_PARAMS, 'Invalid parameters', [
           { path: `query.${key}`, reason: 'not a cursor this list gave out', sub_code: SubCode.INVALID_VALUE },
         ]);
+      if (query.size === undefined && cursor === undefined) {
+        const all = await agentAssignments(db, caller.organizationId, params.userId, { size: most, history });
+        if (all.more)
+          throw new ServiceError(
+            ErrorCode.BAD_REQUEST,
+            `The agent has more than ${most} ${history ? '' : 'active '}assignments: page them with size (1 to ${AGENT_PAGE_SIZE.max}) and the Link header`,
+          );
+        ctx.body = all.rows.map(view);
+        return;
+      }
+      const size = query.size ?? AGENT_PAGE_SIZE.default;
       const page = await agentAssignments(db, caller.organizationId, params.userId, {
-        size: query.size,
+        size,
+        history,
         ...(position && { [key]: position }),
       });
       const link = (rel: 'next' | 'prev', row: AssignmentRow) =>
-        `<${ctx.path}?size=${query.size}&${rel === 'next' ? 'after' : 'before'}=${encodeCursor(row)}>; rel="${rel}"`;
+        `<${ctx.path}?size=${size}${history ? '&history=true' : ''}&${rel === 'next' ? 'after' : 'before'}=${encodeCursor(row)}>; rel="${rel}"`;
       const links = [
         ...(page.more ? [link('next', page.rows.at(-1)!)] : []),
         ...(page.less ? [link('prev', page.rows[0]!)] : []),

@@ -60,17 +60,18 @@ function selectAssignments(db: Knex, organizationId: string) {
 }
 
 /**
- * One page of an agent's assignments: active first, then its history, each newest first; after
- * a position (forward) or before one (backward, read in reverse then put back in order). `more`:
- * rows follow the page; `less`: rows precede it.
+ * One page of an agent's assignments: its active ones, newest first, then (with `history`) its
+ * ended ones, newest first; after a position (forward) or before one (backward, read in reverse
+ * then put back in order). `more`: rows follow the page; `less`: rows precede it.
  */
 export async function agentAssignments(
   db: Knex,
   organizationId: string,
   agentUserId: string,
-  page: { size: number; after?: AssignmentPosition; before?: AssignmentPosition },
+  page: { size: number; history: boolean; after?: AssignmentPosition; before?: AssignmentPosition },
 ): Promise<{ rows: AssignmentRow[]; more: boolean; less: boolean }> {
   const q = selectAssignments(db, organizationId).where('s.agent_user_id', agentUserId);
+  if (!page.history) q.where('s.is_active', true);
   const at = page.after ?? page.before;
   const towardsStart = page.before !== undefined;
   if (at)

@@ -1,6 +1,8 @@
 import { strict as assert } from 'node:assert';
 import { randomUUID } from 'node:crypto';
 import { AGENT_NETWORKS, DEMO } from '../../db/seeds/demo';
+import { buildApp } from '../../api/app';
+import { startApi } from '../../api/server';
 import { harness } from '../support/harness';
 import { call, type Reply } from '../support/http';
 import { backendToken, bearer } from '../support/tokens';
@@ -91,7 +93,9 @@ describe('spec 4.6: GET /v1/agents/{userId}/customers and assignments with histo
       [peer, true, DEMO.users.leader.id, 'Moved to a closer agent'],
     );
     assert.match(moved.body.resource_id, /^asg_[0-9a-f]{32}$/);
-    const history = await call('GET', customersPath(agent), { headers: manager });
+    const current = await call('GET', customersPath(agent), { headers: manager });
+    assert.ok(!current.body.some((a: { id: string }) => a.id === first.body.id), 'ended ones only when asked for');
+    const history = await call('GET', `${customersPath(agent)}?history=true`, { headers: manager });
     const ended = history.body.find((a: { id: string }) => a.id === first.body.id);
     assert.deepEqual(
       [ended.is_active, ended.unassigned_by, ended.unassignment_reason, typeof ended.unassigned_at],
@@ -205,6 +209,79 @@ describe('spec 4.6: GET /v1/agents/{userId}/customers and assignments with histo
     assert.equal(within.status, 201, within.text);
   });
 
+  it('spec 4.6 "Response: array of Agent assignment": without size the array holds every active assignment (past 20, no Link), ended ones only with history=true; past AGENT_CUSTOMERS_MAX it is 400 telling to page', async function () {
+    this.timeout(60_000);
+    const admin = await as(DEMO.users.admin.id);
+    const target = network
+      .filter((a) => a.role === 'AGENT' && a.user_id !== agent && a.user_id !== peer)
+      .at(-1)!.user_id;
+    const assigned: string[] = [];
+    for (let i = 0; i < 25; i += 1) {
+      const reply = await call('POST', customersPath(target), {
+        headers: admin,
+        json: { customer_user_id: await newCustomer() },
+      });
+      assert.equal(reply.status, 201, reply.text);
+      assigned.push(reply.body.id);
+    }
+    const ended = await call(
+      'POST',
+      `${customersPath(target)}/${(await harness().db('agent_assignments').where({ id: assigned[0] }).first()).customer_user_id}/unassign`,
+      {
+        headers: admin,
+        json: { reason: 'Moved away' },
+      },
+    );
+    assert.equal(ended.status, 200, ended.text);
+    const active = await harness()
+      .db('agent_assignments')
+      .where({ agent_user_id: target, is_active: true })
+      .pluck('id');
+    const every = await harness().db('agent_assignments').where({ agent_user_id: target }).pluck('id');
+
+    const all = await call('GET', customersPath(target), { headers: admin });
+    assert.equal(all.status, 200, all.text);
+    assert.equal(all.headers.get('link'), null, 'the whole list, unpaged');
+    assert.deepEqual([...all.body.map((a: { id: string }) => a.id)].sort(), [...active].sort());
+    assert.ok(all.body.length > 20 && all.body.every((a: { is_active: boolean }) => a.is_active));
+    for (const id of assigned.slice(1)) assert.ok(all.body.some((a: { id: string }) => a.id === id));
+    const withHistory = await call('GET', `${customersPath(target)}?history=true`, { headers: admin });
+    assert.deepEqual([...withHistory.body.map((a: { id: string }) => a.id)].sort(), [...every].sort());
+    const actives = withHistory.body.map((a: { is_active: boolean }) => a.is_active);
+    assert.deepEqual(
+      actives,
+      [...actives].sort((a: boolean, b: boolean) => Number(b) - Number(a)),
+      'active first',
+    );
+
+    // The bound, on an instance whose maximum is the agent's book less one, then exactly it.
+    const { deps } = harness();
+    for (const [most, status] of [
+      [active.length - 1, 400],
+      [active.length, 200],
+    ] as const) {
+      const api = await startApi(
+        buildApp({ ...deps, config: { ...deps.config, AGENT_CUSTOMERS_MAX: most } }),
+        '127.0.0.1',
+        0,
+      );
+      try {
+        const reply = await call('GET', customersPath(target), { headers: admin, baseUrl: api.url, contract: true });
+        assert.equal(reply.status, status, reply.text);
+        if (status === 400) {
+          assert.equal(reply.body.code, 'BAD_REQUEST');
+          assert.match(reply.body.description, new RegExp(`more than ${most} active assignments: page them with size`));
+          const paged = await call('GET', `${customersPath(target)}?size=10`, { headers: admin, baseUrl: api.url });
+          assert.equal(paged.status, 200);
+          assert.equal(paged.body.length, 10);
+          assert.match(paged.headers.get('link') ?? '', /rel="next"/);
+        } else assert.equal(reply.body.length, active.length);
+      } finally {
+        await api.close();
+      }
+    }
+  });
+
   it('spec 4.6: the answer is an array of Agent assignment; pages ride in the Link header (rel="next" and rel="prev", RFC 8288)', async () => {
     const manager = await as(DEMO.users.manager.id);
     const target = peer;
@@ -215,7 +292,7 @@ describe('spec 4.6: GET /v1/agents/{userId}/customers and assignments with histo
       });
       assert.equal(reply.status, 201);
     }
-    const all = await call('GET', `${customersPath(target)}?size=100`, { headers: manager });
+    const all = await call('GET', `${customersPath(target)}?size=100&history=true`, { headers: manager });
     assert.ok(Array.isArray(all.body), 'a top-level JSON array');
     assert.equal(all.headers.get('link'), null, 'one page: no links');
     const linked = (reply: Reply, rel: string) => {
@@ -224,7 +301,7 @@ describe('spec 4.6: GET /v1/agents/{userId}/customers and assignments with histo
     };
     // Forward to the end by rel="next", then back to the start by rel="prev": every assignment once each way.
     const forward: string[] = [];
-    let path: string | null = `${customersPath(target)}?size=2`;
+    let path: string | null = `${customersPath(target)}?size=2&history=true`;
     let last: Reply | undefined;
     while (path) {
       last = await call('GET', path, { headers: manager });

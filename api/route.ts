@@ -124,6 +124,8 @@ export function deprecatedAlias<R extends RequestSchemas, A extends RequestSchem
     /** The alias's own answers when it serves only some of the successor's (one success status each). */
     responses?: Record<number, RouteResponse>;
     toSuccessorInput?: (input: RouteInput<A>) => RouteInput<R>;
+    /** Set on ctx.state before the successor runs: what the successor is told of the alias it serves. */
+    state?: Record<string, unknown>;
   },
 ): Route<A> {
   return {
@@ -138,6 +140,7 @@ export function deprecatedAlias<R extends RequestSchemas, A extends RequestSchem
     responses: alias.responses ?? successor.responses,
     async handler(ctx, input) {
       const mapped = alias.toSuccessorInput ? alias.toSuccessorInput(input) : (input as unknown as RouteInput<R>);
+      Object.assign(ctx.state, alias.state);
       await successor.handler(ctx, mapped);
     },
   };

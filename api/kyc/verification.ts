@@ -43,6 +43,15 @@ const ProviderSession = z
   })
   .meta({ id: 'ProviderSession' });
 
+/**
+ * Set by the capture alias (spec 4.2: "a lone selfie gets only the passive check"): a lone selfie
+ * is taken whatever version the header negotiates. v3's enhanced document verification takes no
+ * job without 6 to 8 liveness frames, so a lone selfie's job runs on v2, the generation with the
+ * passive check, and stays there (its api_version is v2). The unified POST keeps the version's own
+ * requirements (spec 8: frames bounded by the requirements GET verification answers).
+ */
+const LONE_SELFIE_PASSIVE = 'loneSelfiePassive';
+
 /** The capture alias: the server_upload fields without the channel (a liveness selfie, frames, ID front and back). */
 const Capture = ServerUpload.omit({ channel: true }).meta({ id: 'CaptureRequest' });
 const Session = z.strictObject({ consent: z.boolean().optional() }).optional();
@@ -81,6 +90,7 @@ export function kycVerificationRoutes(deps: VerificationDeps, workflows: KycWork
       request: { params: ApplicationPath, headers: VersionsHeader, body: Capture },
       responses: { 202: SUBMITTED },
       toSuccessorInput: (input) => ({ ...input, body: { ...input.body, channel: 'server_upload' as const } }),
+      state: { [LONE_SELFIE_PASSIVE]: true },
     }),
     deprecatedAlias(verify, {
       path: '/v1/kyc/applications/{id}/verification/session',
@@ -150,7 +160,9 @@ function startVerificationRoute(deps: VerificationDeps, workflows: KycWorkflows,
     async handler(ctx, { params, headers, body }) {
       const caller = ctx.state.caller as UserCaller;
       const application = await ownApplication(deps, caller, params.id);
-      const apiVersion = pinVersion(application, headers['x-provider-api-versions']);
+      const negotiated = pinVersion(application, headers['x-provider-api-versions']);
+      const lone = body.channel === 'server_upload' && (body.liveness_images?.length ?? 0) === 0;
+      const apiVersion = lone && ctx.state[LONE_SELFIE_PASSIVE] === true && negotiated === 'v3' ? 'v2' : negotiated;
       if (!view(application).can_submit)
         throw new ServiceError(
           ErrorCode.CONFLICT,

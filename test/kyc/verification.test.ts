@@ -461,6 +461,35 @@ describe('spec 4.2 and 9: deprecated aliases over the same engine', () => {
     assert.equal((await simulatorJob(user.id))?.received.livenessImages, 0);
   });
 
+  it('spec 4.2 "a lone selfie gets only the passive check": the capture alias takes one on v3 too, its job run on v2 (the generation with the passive check) with no frames; the unified POST on v3 still asks for frames', async () => {
+    const user = await newApplicant();
+    const id = await newApplication(user);
+    const body = upload() as Record<string, unknown>;
+    delete body.channel;
+    const headers = { ...(await applicantHeaders(user)), 'X-Provider-Api-Versions': 'v3' };
+    const reply = await call('POST', `${verification(id)}/capture`, { headers, json: body });
+    assert.equal(reply.status, 202, reply.text);
+    assertDeprecated(reply, `/v1/kyc/applications/${id}/verification`);
+    assert.equal((await settledStatus(user, id)).body.status, 'APPROVED');
+    const job = await simulatorJob(user.id);
+    assert.equal(job?.apiVersion, 'v2');
+    assert.equal(job?.received.livenessImages, 0);
+    const stored = await harness().db('kyc_applications').where({ id }).first('api_version');
+    assert.equal(stored.api_version, 'v2', 'the job stays on the version it ran on');
+
+    const other = await newApplicant();
+    const otherId = await newApplication(other);
+    const unified = await call('POST', verification(otherId), {
+      headers: { ...(await applicantHeaders(other)), 'X-Provider-Api-Versions': 'v3' },
+      json: upload(),
+    });
+    assert.equal(unified.status, 400, unified.text);
+    assert.ok(
+      unified.body.invalid_params.some((p: { path: string }) => p.path === 'body.liveness_images'),
+      unified.text,
+    );
+  });
+
   it('POST session answers the provider session (201) with Deprecation', async () => {
     const user = await newApplicant();
     const id = await newApplication(user);

@@ -154,7 +154,7 @@ export function buildApp(deps: AppDeps, options: { extraRoutes?: AnyRoute[] } = 
       [route.method.toUpperCase()],
       [
         ...deprecationOf(route, deps.config),
-        requestGuard(),
+        requestGuard(route.path),
         ...(callback
           ? callbackSources(callback.sources, () => metrics.callbackRefused(callback.provider, 'source'))
           : []),

@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import { ErrorCode, type InvalidParam, ServiceError, SubCode } from '../domain/errors';
+import { unstorableText } from '../domain/text';
 
 /** The parts of a request a route can declare a schema for, named as they appear in `invalid_params[].path`. */
 export const REQUEST_PARTS = { params: 'path', query: 'query', headers: 'header', body: 'body' } as const;
@@ -43,8 +44,20 @@ function subCodeOf(issue: z.core.$ZodIssue, value: unknown): string {
   }
 }
 
+/**
+ * `<part>.<name>`, one step of the convention of `invalid_params[].path` (api/schemas/errors.ts):
+ * a name that is not fit to be echoed as it is (unstorable, empty, or holding a dot, a quote, a
+ * backslash or a space) is given JSON-quoted, its unstorable characters escaped
+ * (`body."a\u0000b"`), and cut at 100 characters.
+ */
+export function named(parent: string, name: string): string {
+  const plain = name.length > 0 && !unstorableText(name) && !/["\\.\s]/.test(name);
+  const shown = plain ? name : JSON.stringify(name);
+  return `${parent}.${shown.length > 100 ? `${shown.slice(0, 99)}…` : shown}`;
+}
+
 const joinPath = (prefix: string, path: readonly PropertyKey[]) =>
-  [prefix, ...path.map((key) => String(key))].join('.');
+  path.reduce<string>((joined, key) => named(joined, String(key)), prefix);
 
 /** Every zod issue as `invalid_params` entries: one per offending field, unknown keys one each. */
 export function toInvalidParams(part: RequestPart, error: z.ZodError, input: unknown): InvalidParam[] {

@@ -30,6 +30,18 @@ export const ServerUpload = z.strictObject({
     .default('KE')
     .meta({ description: 'Two-letter country of the document; KE when omitted.' }),
   id_number: z.string().min(1).max(64).optional(),
+  name: z
+    .string()
+    .trim()
+    .min(1)
+    .max(200)
+    .optional()
+    .meta({
+      description:
+        "Extension: the applicant's full name as on the document. v3 sends the given and last names to the provider: " +
+        'without one on file (missing_applicant_fields names it) it must come here.',
+      example: 'Amina Wanjiru Otieno',
+    }),
   date_of_birth: z.iso
     .date()
     .refine((day) => day >= '1900-01-01' && Date.parse(day) <= Date.now(), 'a past date, 1900 or later')
@@ -124,8 +136,12 @@ export function submissionChecks(
   return { rulesFor, validateServerUpload };
 }
 
-/** v3 sends the applicant's given and last names: a submission without a name on file is refused here, not by the provider later. */
-export async function requireApplicantName(db: Knex, caller: UserCaller): Promise<void> {
+/**
+ * v3 sends the applicant's given and last names: a submission with no name, neither in its body
+ * nor on file, is refused here (body.name), not by the provider later.
+ */
+export async function requireApplicantName(db: Knex, caller: UserCaller, given: string | undefined): Promise<void> {
+  if (given) return;
   const [subject, user] = await Promise.all([
     findSubject(db, caller.organizationId, caller.userId),
     findUser(db, caller.organizationId, caller.userId),
@@ -133,8 +149,9 @@ export async function requireApplicantName(db: Knex, caller: UserCaller): Promis
   if (!(subject?.name ?? user?.name)?.trim())
     throw new ServiceError(ErrorCode.INVALID_PARAMS, 'Invalid parameters', [
       {
-        path: 'applicant.name',
-        reason: "the provider needs the applicant's name on file (missing_applicant_fields lists it)",
+        path: 'body.name',
+        reason:
+          "the provider needs the applicant's name: send it, or have it on file (missing_applicant_fields lists it)",
         sub_code: SubCode.REQUIRED,
       },
     ]);

@@ -170,7 +170,7 @@ function startVerificationRoute(deps: VerificationDeps, workflows: KycWorkflows,
         );
       if (body.channel === 'server_upload') {
         const images = validateServerUpload(body, apiVersion);
-        if (apiVersion === 'v3') await requireApplicantName(db, caller);
+        if (apiVersion === 'v3') await requireApplicantName(db, caller, body.name);
         const pending = await submit(application, {
           channel: 'server_upload',
           apiVersion,
@@ -180,6 +180,7 @@ function startVerificationRoute(deps: VerificationDeps, workflows: KycWorkflows,
             identity_type: body.id_type,
             id_number: body.id_number ?? null,
             date_of_birth: body.date_of_birth ?? null,
+            ...(body.name && { name: body.name }),
           },
         });
         const input: KycVerificationInput = {

@@ -53,12 +53,19 @@ export function loanServicingRoutes(deps: Needs<'db'>, workflows: LoanServicingW
     const caller = ctx.state.caller as Caller;
     return caller.scheme === 'user' ? `user:${caller.userId}` : `${caller.scheme}:${caller.id}`;
   };
-  async function answer(ctx: Context, organizationId: string, accountId: string, outcome: ServicingAnswer) {
+  /** The run's answer: the event booked, or its refusal naming the field it is about (`fieldOf`). */
+  async function answer(
+    ctx: Context,
+    organizationId: string,
+    accountId: string,
+    outcome: ServicingAnswer,
+    fieldOf: (refused: string) => string,
+  ) {
     if ('refused' in outcome) {
       if (outcome.refused === LoanServicingError.NOT_FOUND)
         throw new ServiceError(ErrorCode.NOT_FOUND, outcome.message);
       throw new ServiceError(ErrorCode.BAD_REQUEST, `${outcome.refused}: ${outcome.message}`, [
-        { path: 'body', reason: outcome.message, sub_code: outcome.refused },
+        { path: fieldOf(outcome.refused), reason: outcome.message, sub_code: outcome.refused },
       ]);
     }
     const event = await findAccountEvent(db, organizationId, accountId, outcome.eventId);
@@ -124,7 +131,7 @@ export function loanServicingRoutes(deps: Needs<'db'>, workflows: LoanServicingW
           : !repayment.allocated
             ? { refused: LoanServicingError.NOTHING_ALLOCATED, message: 'The repayment paid no installment' }
             : { refused: LoanServicingError.LOAN_CLOSED, message: 'The loans the repayment paid are repaid' };
-        await answer(ctx, organizationId, params.accountId, outcome);
+        await answer(ctx, organizationId, params.accountId, outcome, () => 'path.transactionId');
       },
     }),
     defineRoute({
@@ -167,7 +174,9 @@ export function loanServicingRoutes(deps: Needs<'db'>, workflows: LoanServicingW
           reason: body.reason,
           by: by(ctx),
         });
-        await answer(ctx, organizationId, params.accountId, outcome);
+        await answer(ctx, organizationId, params.accountId, outcome, (refused) =>
+          refused === LoanServicingError.OVER_WAIVABLE ? 'body.amount.value' : 'body.loan_id',
+        );
       },
     }),
   ];

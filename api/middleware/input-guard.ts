@@ -1,6 +1,7 @@
 import type { Middleware } from 'koa';
 import { ErrorCode, type InvalidParam, ServiceError, SubCode } from '../../domain/errors';
 import { unstorableText } from '../../domain/text';
+import { named } from '../validation';
 
 /**
  * The one guard at the edge: bytes that Postgres, the JSON parser or a workflow cannot take are
@@ -27,15 +28,24 @@ const RESERVED_NAMES = new RegExp([...RESERVED_KEYS].join('|'));
 const refused = (problems: InvalidParam[]) =>
   new ServiceError(ErrorCode.INVALID_PARAMS, 'Invalid parameters', problems.slice(0, INPUT_LIMITS.problems));
 
-/** A name that is itself fit to be echoed back in `invalid_params[].path`, else the part alone. */
-const named = (part: string, name: string) => (unstorableText(name) || name.length > 100 ? part : `${part}.${name}`);
+/**
+ * The name of each path segment of a route template: its parameter (`{id}` is `path.id`), or,
+ * for a literal segment, the segment's position (it matched the route, so it is only ever
+ * refused past the length limit, which no literal reaches).
+ */
+const segmentNames = (template: string) =>
+  template.split('/').map((segment, index) => {
+    const param = /^\{(.+)\}$/.exec(segment)?.[1];
+    return `path.${param ?? index}`;
+  });
 
 /**
  * Path segments and query values, before routing: a segment that is not percent-encoded UTF-8
  * (a lone surrogate arrives as %ED%A0%80), holds a NUL, or is longer than the limit; a query
  * name or value holding a NUL or a lone surrogate.
  */
-export function requestGuard(): Middleware {
+export function requestGuard(routePath: string): Middleware {
+  const names = segmentNames(routePath);
   return async (ctx, next) => {
     // Most requests are plain: nothing encoded, nothing past the limit, no query. They pass as they are.
     if (PLAIN_PATH.test(ctx.path) && ctx.querystring === '') return next();
@@ -47,17 +57,18 @@ export function requestGuard(): Middleware {
         segment = decodeURIComponent(raw);
       } catch {
         problems.push({
-          path: 'path',
+          path: names[index] ?? `path.${index}`,
           reason: `segment ${index} is not percent-encoded UTF-8`,
           sub_code: SubCode.INVALID_CHARACTERS,
         });
         return;
       }
       const why = unstorableText(segment);
-      if (why) problems.push({ path: 'path', reason: `segment ${index} ${why}`, sub_code: SubCode.INVALID_CHARACTERS });
+      const path = names[index] ?? `path.${index}`;
+      if (why) problems.push({ path, reason: `segment ${index} ${why}`, sub_code: SubCode.INVALID_CHARACTERS });
       else if (segment.length > INPUT_LIMITS.pathSegment) {
         problems.push({
-          path: 'path',
+          path,
           reason: `segment ${index} is longer than ${INPUT_LIMITS.pathSegment} characters`,
           sub_code: SubCode.TOO_LONG,
         });
@@ -117,10 +128,11 @@ export function inspectJson(value: unknown): InvalidParam[] {
     } else if (current !== null && typeof current === 'object') {
       for (const [key, item] of Object.entries(current)) {
         const keyWhy = unstorableText(key);
-        if (keyWhy) problems.push({ path, reason: `a key ${keyWhy}`, sub_code: SubCode.INVALID_CHARACTERS });
+        if (keyWhy)
+          problems.push({ path: named(path, key), reason: `a key ${keyWhy}`, sub_code: SubCode.INVALID_CHARACTERS });
         else if (RESERVED_KEYS.has(key))
-          problems.push({ path: `${path}.${key}`, reason: 'reserved key name', sub_code: SubCode.RESERVED_KEY });
-        else stack.push({ value: item, path: `${path}.${key}` });
+          problems.push({ path: named(path, key), reason: 'reserved key name', sub_code: SubCode.RESERVED_KEY });
+        else stack.push({ value: item, path: named(path, key) });
       }
     }
   }
@@ -136,7 +148,7 @@ export function parseGuardedForm(text: string): Record<string, string> {
   const problems: InvalidParam[] = [];
   for (const [key, value] of new URLSearchParams(text)) {
     if (Object.hasOwn(fields, key))
-      problems.push({ path: 'body', reason: 'a field given twice', sub_code: SubCode.INVALID_VALUE });
+      problems.push({ path: named('body', key), reason: 'a field given twice', sub_code: SubCode.INVALID_VALUE });
     fields[key] = value;
   }
   problems.push(...inspectJson(fields));

@@ -15,7 +15,10 @@ export const InvalidParam = z
   .object({
     path: z.string().meta({
       example: 'path.id',
-      description: 'The offending field: path., query., header. or body. and its JSON path.',
+      description:
+        'The offending field: path., query., header. or body. and its JSON path (dot-separated, array items by index; ' +
+        'a name that cannot be echoed as it is JSON-quoted, e.g. body."a.b"). The part alone (body) when the part as ' +
+        'a whole is at fault: missing, not UTF-8, not JSON, nested too deep.',
     }),
     reason: z.string().meta({ example: 'Invalid UUID' }),
     sub_code: z.string().meta({ example: 'INVALID_UUID' }),

@@ -1,54 +1,11 @@
 import { strict as assert } from 'node:assert';
-import { request } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { DEMO } from '../../db/seeds/demo';
 import { harness } from '../support/harness';
-import { call, type Reply } from '../support/http';
+import { call, rawCall as raw, type Reply } from '../support/http';
 import { applicantHeaders, newApplicant, newApplication, simulatorControl } from '../support/kyc';
 import { callbacksRecorded, newCustomer, pushAccepted, transactionRow } from '../support/money';
 import { backendToken, bearer } from '../support/tokens';
-
-/** Sends exactly these path and body bytes (fetch would normalise them). */
-function raw(
-  method: string,
-  path: string,
-  body?: string | Buffer,
-  headers: Record<string, string> = {},
-): Promise<Reply> {
-  const url = new URL(harness().baseUrl);
-  return new Promise((resolve, reject) => {
-    const req = request(
-      {
-        host: url.hostname,
-        port: url.port,
-        method,
-        path,
-        headers: { ...(body !== undefined && { 'content-type': 'application/json' }), ...headers },
-      },
-      (res) => {
-        let text = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk) => (text += chunk));
-        res.on('end', () => {
-          let parsed: unknown;
-          try {
-            parsed = JSON.parse(text);
-          } catch {
-            parsed = undefined;
-          }
-          resolve({
-            status: res.statusCode!,
-            headers: new Headers(res.headers as Record<string, string>),
-            text,
-            body: parsed,
-          });
-        });
-      },
-    );
-    req.on('error', reject);
-    req.end(body);
-  });
-}
 
 const nested = (depth: number) => `${'['.repeat(depth)}${']'.repeat(depth)}`;
 const subCodes = (reply: Reply) => (reply.body?.invalid_params ?? []).map((p: { sub_code: string }) => p.sub_code);

@@ -1,4 +1,5 @@
 import { appendFileSync } from 'node:fs';
+import { request } from 'node:http';
 import { contractProblems } from './contract';
 import { harness } from './harness';
 
@@ -87,4 +88,46 @@ export function assertDeprecated(reply: Reply, successor?: string) {
   if (successor && !link.includes(`<${successor}>; rel="successor-version"`))
     problems.push(`Link without the successor ${successor}: ${link}`);
   if (problems.length > 0) throw new Error(`not announced as deprecated (${reply.status}): ${problems.join('; ')}`);
+}
+
+/** Sends exactly these path and body bytes to the test API (fetch would normalise them); not contract-checked. */
+export function rawCall(
+  method: string,
+  path: string,
+  body?: string | Buffer,
+  headers: Record<string, string> = {},
+): Promise<Reply> {
+  const url = new URL(harness().baseUrl);
+  return new Promise((resolve, reject) => {
+    const req = request(
+      {
+        host: url.hostname,
+        port: url.port,
+        method,
+        path,
+        headers: { ...(body !== undefined && { 'content-type': 'application/json' }), ...headers },
+      },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk) => (text += chunk));
+        res.on('end', () => {
+          let parsed: unknown;
+          try {
+            parsed = JSON.parse(text);
+          } catch {
+            parsed = undefined;
+          }
+          resolve({
+            status: res.statusCode!,
+            headers: new Headers(res.headers as Record<string, string>),
+            text,
+            body: parsed,
+          });
+        });
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
 }

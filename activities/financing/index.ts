@@ -1,8 +1,9 @@
 import { ApplicationFailure } from '@temporalio/common';
-import { settleDocument } from '../../db/financing/documents';
+import { createHash } from 'node:crypto';
+import { documentDigest, keepDocumentDigest, settleDocument } from '../../db/financing/documents';
 import { findExtractionJob, recordExtraction } from '../../db/financing/invoices';
 import type { ExtractionOutcome } from '../../domain/financing/extraction';
-import { SIGNATURE_BYTES, storedDocumentProblem } from '../../domain/financing/content';
+import { storedDocumentProblem } from '../../domain/financing/content';
 import { documentKey } from '../../domain/financing/keys';
 import { type AnalysisOutcome, ExtractionError } from '../../providers/extraction/protocol';
 import { ExtractionFailure, type ExtractionJob, type UploadFound } from '../../workflows/financing/messages';
@@ -32,6 +33,10 @@ function stepFailure(error: unknown, step: 'analyze' | 'read'): unknown {
 
 /** The provider fetches the document at once; the URL need not outlive a few minutes. */
 const READ_URL_SECONDS = 300;
+/** Why a document whose kept copy differs from the one recorded is not extracted. */
+const CHANGED = 'The stored document is not the one registered: its SHA-256 differs from the one recorded';
+const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
+
 /** A store's Last-Modified is believed only within this much of our clock. */
 const CLOCK_SKEW_MS = 5 * 60_000;
 
@@ -80,7 +85,9 @@ export function createFinancingActivities({
      * is read whole (one ranged GET of at most its declared size), checked, and those very bytes are
      * written create-only at the document key, which no URL can write; then the upload is deleted.
      * From then on (a retry, a re-extraction) only that copy is read: a second PUT to the upload URL
-     * cannot change what is checked or what the provider reads.
+     * cannot change what is checked or what the provider reads. The copy's SHA-256 is recorded the
+     * first time and checked on every read after: a copy that differs (written by anything holding
+     * the store's own credentials) ends the extraction FAILED, DOCUMENT_CHANGED, unanalysed.
      */
     async findUpload(input: {
       organizationId: string;
@@ -92,7 +99,7 @@ export function createFinancingActivities({
       const { storage } = providers;
       const declared = { contentType: input.contentType, sizeBytes: input.sizeBytes };
       const key = documentKey(input.objectKey);
-      let object = await storage.readStart(key, SIGNATURE_BYTES);
+      let object = await storage.readStart(key, input.sizeBytes);
       if (!object && key !== input.objectKey) {
         const upload = await storage.readStart(input.objectKey, input.sizeBytes);
         if (!upload) return { status: 'MISSING' };
@@ -100,11 +107,20 @@ export function createFinancingActivities({
         if (problem) return { status: 'MISMATCH', reason: problem };
         // Stored by an earlier attempt meanwhile: that copy stays, and is what is checked below.
         const stored = await storage.storeOnce({ key, body: upload.head, contentType: input.contentType });
-        object = stored ? upload : await storage.readStart(key, SIGNATURE_BYTES);
+        object = stored ? upload : await storage.readStart(key, input.sizeBytes);
       }
       if (!object) return { status: 'MISSING' };
       const problem = storedDocumentProblem(declared, object);
       if (problem) return { status: 'MISMATCH', reason: problem };
+      const digest = sha256(object.head);
+      const recorded = await keepDocumentDigest(db, input.organizationId, input.documentId, digest);
+      if (recorded !== digest) {
+        logger.error(
+          { document_id: input.documentId },
+          'kept copy of a financing document differs from the one recorded',
+        );
+        return { status: 'MISMATCH', reason: CHANGED };
+      }
       if (key !== input.objectKey)
         await storage.remove(input.objectKey).catch((error: unknown) =>
           // Left behind, it is never read again (the bucket's lifecycle rule on uploads/ removes it).
@@ -123,14 +139,28 @@ export function createFinancingActivities({
 
     /**
      * Submits the document for analysis (our copy of it, kept by findUpload: objectKey is its upload
-     * key); answers the provider's result id.
+     * key); answers the provider's result id. Given the document (runs since the digest patch), the
+     * copy is read and checked against its recorded SHA-256 first, just before the provider is
+     * handed a URL to it.
      */
-    async analyzeInvoice(input: { objectKey: string }): Promise<{ resultId: string }> {
+    async analyzeInvoice(input: {
+      objectKey: string;
+      document?: { organizationId: string; documentId: string; sizeBytes: number };
+    }): Promise<{ resultId: string }> {
       const client = extraction();
-      const { url } = await providers.storage.presignGet({
-        key: documentKey(input.objectKey),
-        expiresInSeconds: READ_URL_SECONDS,
-      });
+      const key = documentKey(input.objectKey);
+      const { document } = input;
+      if (document) {
+        const [recorded, copy] = await Promise.all([
+          documentDigest(db, document.organizationId, document.documentId),
+          providers.storage.readStart(key, document.sizeBytes),
+        ]);
+        if (!recorded || !copy || sha256(copy.head) !== recorded) {
+          logger.error({ document_id: document.documentId }, 'financing document not analysed: its kept copy differs');
+          throw ApplicationFailure.nonRetryable(CHANGED, ExtractionFailure.DOCUMENT_CHANGED);
+        }
+      }
+      const { url } = await providers.storage.presignGet({ key, expiresInSeconds: READ_URL_SECONDS });
       try {
         return await client.analyze({ documentUrl: url });
       } catch (error) {

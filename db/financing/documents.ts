@@ -21,6 +21,8 @@ export interface FinancingDocumentRow {
   presigned_bytes: string;
   /** An invoice registered it (set by a trigger on the invoice). */
   registered: boolean;
+  /** The SHA-256 (hex) of its kept copy, once kept. */
+  sha256: string | null;
 }
 
 type NewDocument = Pick<
@@ -170,4 +172,30 @@ export async function settleDocument(
         ? { status: 'UPLOADED', uploaded_at: outcome.uploadedAt }
         : { status: 'NEVER_UPLOADED' },
     );
+}
+
+/**
+ * Records the SHA-256 of a document's kept copy unless one is recorded already, and answers the
+ * recorded one: the first read of the copy fixes what every later read must find. Undefined when
+ * there is no such document.
+ */
+export async function keepDocumentDigest(
+  db: Knex,
+  organizationId: string,
+  id: string,
+  sha256: string,
+): Promise<string | undefined> {
+  const [row] = await db('financing_documents')
+    .where({ organization_id: organizationId, id })
+    .update({ sha256: db.raw('coalesce(sha256, ?)', [sha256]) })
+    .returning<{ sha256: string }[]>('sha256');
+  return row?.sha256;
+}
+
+/** The SHA-256 recorded for a document's kept copy; undefined when none is (or there is no such document). */
+export async function documentDigest(db: Knex, organizationId: string, id: string): Promise<string | undefined> {
+  const row = await db('financing_documents')
+    .where({ organization_id: organizationId, id })
+    .first<{ sha256: string | null } | undefined>('sha256');
+  return row?.sha256 ?? undefined;
 }

@@ -1,4 +1,8 @@
 import { strict as assert } from 'node:assert';
+import { createHash } from 'node:crypto';
+import type { ApplicationFailure } from '@temporalio/common';
+import { createFinancingActivities } from '../../activities/financing';
+import { ExtractionFailure } from '../../workflows/financing/messages';
 import { DEMO } from '../../db/seeds/demo';
 import { createObjectStore } from '../../providers/storage';
 import { harness } from '../support/harness';
@@ -116,6 +120,50 @@ describe('spec 4.5: POST /v1/financing/merchants/{merchantId}/uploads/presign', 
     const reextracted = await settledInvoice(registered.body.id);
     assert.deepEqual([reextracted.status, reextracted.amount_minor_units], ['EXTRACTED', 250_000]);
     assert.deepEqual([await analysesOf(second), await analysesOf(html)], [2, 0], 'the provider read our copy again');
+  });
+
+  it('a document, once uploaded, never changes: its kept copy’s SHA-256 is recorded when kept, and a copy changed in the store afterwards is never analysed (the extraction FAILED, DOCUMENT_CHANGED), neither by its store step nor by its analysis step', async function () {
+    this.timeout(60_000);
+    const { db, config, deps } = harness();
+    const store = createObjectStore(config);
+    const first = invoicePdf({ 'Invoice number': 'INV-00000011', Total: 'KES 1,250.50' });
+    const forged = invoicePdf({ 'Invoice number': 'INV-00000011', Total: 'KES 9,999.99' });
+    assert.equal(first.length, forged.length);
+    const reply = await call('POST', presignPath(merchant.id), {
+      headers: await headersFor(),
+      json: { document_type: 'INVOICE', content_type: 'application/pdf', size_bytes: first.length },
+    });
+    const documentId = reply.body.upload_ref as string;
+    await fetch(reply.body.url, { method: 'PUT', headers: { 'Content-Type': 'application/pdf' }, body: first });
+    const registered = await registerInvoice(documentId);
+    assert.equal(registered.status, 201, registered.text);
+    assert.equal((await settledInvoice(registered.body.id)).status, 'EXTRACTED');
+    const row = await db('financing_documents').where({ id: documentId }).first();
+    assert.equal(row.sha256, createHash('sha256').update(first).digest('hex'), 'the digest of what was kept');
+
+    // Someone holding the store's own credentials replaces the kept copy (no URL can).
+    const kept = `documents/${row.object_key.slice('uploads/'.length)}`;
+    await store.remove(kept);
+    assert.equal(await store.storeOnce({ key: kept, body: forged, contentType: 'application/pdf' }), true);
+    const again = await registerInvoice(documentId);
+    assert.equal(again.status, 200, again.text);
+    const failed = await settledInvoice(registered.body.id);
+    assert.equal(failed.status, 'FAILED');
+    assert.match(failed.failure_reason, /SHA-256 differs/);
+    assert.equal(await analysesOf(forged), 0, 'the changed copy never reached the provider');
+    const recorded = await db('financing_documents').where({ id: documentId }).first('sha256');
+    assert.equal(recorded.sha256, row.sha256, 'the first digest stays the one recorded');
+
+    // The analysis step checks it too, right before the provider is handed the copy.
+    const activities = createFinancingActivities(deps);
+    await assert.rejects(
+      activities.analyzeInvoice({
+        objectKey: row.object_key,
+        document: { organizationId: row.organization_id, documentId, sizeBytes: first.length },
+      }),
+      (error: ApplicationFailure) => error.type === ExtractionFailure.DOCUMENT_CHANGED,
+    );
+    assert.equal(await analysesOf(forged), 0);
   });
 
   it('each validation failure is 400 INVALID_PARAMS in the validation shape, naming the field; nothing is recorded', async () => {

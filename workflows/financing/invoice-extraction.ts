@@ -4,6 +4,7 @@ import {
   allHandlersFinished,
   condition,
   continueAsNew,
+  patched,
   proxyActivities,
   proxyLocalActivities,
   setHandler,
@@ -58,6 +59,8 @@ const MAX_RESULT_POLL_MS = 10_000;
 const FINAL = new Set<string>(Object.values(ExtractionFailure));
 /** Past this, the run continues as new between extractions. */
 const HISTORY_LIMIT = 10_000;
+/** The analysis step checks the kept copy's SHA-256 before the provider reads it (it was not told which document it was). */
+const ANALYZE_CHECKS_DIGEST = 'invoice-analyze-checks-digest';
 
 /**
  * An invoice's extractions (`invoice-extraction/<document id>`). Started or signalled by
@@ -110,7 +113,10 @@ async function extract(job: ExtractionJob, input: InvoiceExtractionInput): Promi
 
   const deadline = Date.now() + input.extractionDeadlineMs;
   try {
-    const { resultId } = await providerSteps(deadline - Date.now()).analyzeInvoice({ objectKey: job.objectKey });
+    const document = { organizationId: input.organizationId, documentId: job.documentId, sizeBytes: job.sizeBytes };
+    const { resultId } = await providerSteps(deadline - Date.now()).analyzeInvoice(
+      patched(ANALYZE_CHECKS_DIGEST) ? { objectKey: job.objectKey, document } : { objectKey: job.objectKey },
+    );
     for (;;) {
       const analysis = await providerSteps(deadline - Date.now()).readAnalysis({ resultId });
       if (analysis.status === 'succeeded') {

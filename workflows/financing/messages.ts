@@ -44,4 +44,6 @@ export const ExtractionFailure = {
   RESULT_GONE: 'EXTRACTION_RESULT_GONE',
   /** No extraction provider is configured. */
   NOT_CONFIGURED: 'NOT_CONFIGURED',
+  /** The kept copy is not the document registered: its SHA-256 differs from the one recorded. */
+  DOCUMENT_CHANGED: 'DOCUMENT_CHANGED',
 } as const;

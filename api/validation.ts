@@ -48,12 +48,14 @@ function subCodeOf(issue: z.core.$ZodIssue, value: unknown): string {
  * `<part>.<name>`, one step of the convention of `invalid_params[].path` (api/schemas/errors.ts):
  * a name that is not fit to be echoed as it is (unstorable, empty, or holding a dot, a quote, a
  * backslash or a space) is given JSON-quoted, its unstorable characters escaped
- * (`body."a\u0000b"`), and cut at 100 characters.
+ * (`body."a\u0000b"`); a name is cut at 100 code points (the last one `…`).
  */
 export function named(parent: string, name: string): string {
-  const plain = name.length > 0 && !unstorableText(name) && !/["\\.\s]/.test(name);
-  const shown = plain ? name : JSON.stringify(name);
-  return `${parent}.${shown.length > 100 ? `${shown.slice(0, 99)}…` : shown}`;
+  // Cut by code points, before quoting: a cut never splits a surrogate pair or an escape.
+  const points = Array.from(name);
+  const cut = points.length > 100 ? `${points.slice(0, 99).join('')}…` : name;
+  const plain = cut.length > 0 && !unstorableText(cut) && !/["\\.\s]/.test(cut);
+  return `${parent}.${plain ? cut : JSON.stringify(cut)}`;
 }
 
 const joinPath = (prefix: string, path: readonly PropertyKey[]) =>

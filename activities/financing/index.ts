@@ -151,11 +151,15 @@ export function createFinancingActivities({
       const key = documentKey(input.objectKey);
       const { document } = input;
       if (document) {
-        const [recorded, copy] = await Promise.all([
-          documentDigest(db, document.organizationId, document.documentId),
-          providers.storage.readStart(key, document.sizeBytes),
-        ]);
-        if (!recorded || !copy || sha256(copy.head) !== recorded) {
+        const copy = await providers.storage.readStart(key, document.sizeBytes);
+        const digest = copy && copy.sizeBytes === document.sizeBytes ? sha256(copy.head) : undefined;
+        // A store step that ran before the digests (an older worker mid-deploy) recorded none: the
+        // first read records it, as the store step does for copies kept before them.
+        const recorded =
+          digest &&
+          ((await documentDigest(db, document.organizationId, document.documentId)) ??
+            (await keepDocumentDigest(db, document.organizationId, document.documentId, digest)));
+        if (!digest || recorded !== digest) {
           logger.error({ document_id: document.documentId }, 'financing document not analysed: its kept copy differs');
           throw ApplicationFailure.nonRetryable(CHANGED, ExtractionFailure.DOCUMENT_CHANGED);
         }

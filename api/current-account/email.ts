@@ -69,6 +69,8 @@ export function emailVerificationRoutes(
     | 'PUBLIC_BASE_URL'
     | 'HOST'
     | 'PORT'
+    | 'TRUST_PROXY'
+    | 'TRUST_PROXY_HOPS'
   >,
   workflows: SelfServiceWorkflows,
 ): AnyRoute[] {

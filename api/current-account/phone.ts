@@ -90,6 +90,8 @@ type PhoneChangeDeps = Needs<
   | 'PUBLIC_BASE_URL'
   | 'HOST'
   | 'PORT'
+  | 'TRUST_PROXY'
+  | 'TRUST_PROXY_HOPS'
 >;
 
 /** A change as the API answers it. */

@@ -38,8 +38,9 @@ export const ServerUpload = z.strictObject({
     .optional()
     .meta({
       description:
-        "Extension: the applicant's full name as on the document. v3 sends the given and last names to the provider: " +
-        'without one on file (missing_applicant_fields names it) it must come here.',
+        "Extension: the applicant's full name as on the document, for a job on v3, which sends the given and last " +
+        'names to the provider with the document: without one on file (missing_applicant_fields names it) it must ' +
+        'come here. A job on v2 uses the name on file and does not store this one.',
       example: 'Amina Wanjiru Otieno',
     }),
   date_of_birth: z.iso
@@ -88,7 +89,17 @@ export function submissionChecks(
       consentRequired: config.KYC_CONSENT_REQUIRED,
     });
 
-  function validateServerUpload(body: z.infer<typeof ServerUpload>, version: ProviderApiVersion) {
+  /**
+   * The submission checked against the rules of `version`, the one negotiated; `passiveOn`: a lone
+   * selfie the capture alias takes for the passive check (spec 4.2), its job run on that version,
+   * is held to every rule of `version` (consent, face image types) but its frames, and its document
+   * must be one both versions take.
+   */
+  function validateServerUpload(
+    body: z.infer<typeof ServerUpload>,
+    version: ProviderApiVersion,
+    passiveOn?: ProviderApiVersion,
+  ) {
     const rules = rulesFor(version);
     const problems: InvalidParam[] = [];
     const images: { kind: string; position: number; image: DecodedImage }[] = [];
@@ -107,10 +118,13 @@ export function submissionChecks(
     take('DOCUMENT_FRONT', 0, body.document_front, 'body.document_front');
     if (body.document_back) take('DOCUMENT_BACK', 0, body.document_back, 'body.document_back');
     (body.liveness_images ?? []).forEach((frame, i) => take('LIVENESS', i, frame, `body.liveness_images.${i}`, true));
-    if (!isSupportedDocument(version, body.country, body.id_type)) {
+    const unsupportedOn = [version, ...(passiveOn ? [passiveOn] : [])].find(
+      (on) => !isSupportedDocument(on, body.country, body.id_type),
+    );
+    if (unsupportedOn) {
       problems.push({
         path: 'body.id_type',
-        reason: `${body.id_type} is not supported for ${body.country} on ${version}`,
+        reason: `${body.id_type} is not supported for ${body.country} on ${unsupportedOn}`,
         sub_code: KycSubCode.UNSUPPORTED_DOCUMENT,
       });
     }
@@ -122,7 +136,8 @@ export function submissionChecks(
       });
     }
     const frames = body.liveness_images?.length ?? 0;
-    if ((frames > 0 || rules.requiresLiveness) && (frames < rules.minLiveness || frames > rules.maxLiveness)) {
+    const framesAsked = frames > 0 || (rules.requiresLiveness && !passiveOn);
+    if (framesAsked && (frames < rules.minLiveness || frames > rules.maxLiveness)) {
       problems.push({
         path: 'body.liveness_images',
         reason: `between ${rules.minLiveness} and ${rules.maxLiveness} frames`,

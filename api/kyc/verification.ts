@@ -47,8 +47,9 @@ const ProviderSession = z
  * Set by the capture alias (spec 4.2: "a lone selfie gets only the passive check"): a lone selfie
  * is taken whatever version the header negotiates. v3's enhanced document verification takes no
  * job without 6 to 8 liveness frames, so a lone selfie's job runs on v2, the generation with the
- * passive check, and stays there (its api_version is v2). The unified POST keeps the version's own
- * requirements (spec 8: frames bounded by the requirements GET verification answers).
+ * passive check, and stays there (its api_version is v2); it is still held to every other rule of
+ * the version negotiated (v3's consent and face image types). The unified POST keeps the
+ * version's own requirements (spec 8: frames bounded by the requirements GET verification answers).
  */
 const LONE_SELFIE_PASSIVE = 'loneSelfiePassive';
 
@@ -169,7 +170,7 @@ function startVerificationRoute(deps: VerificationDeps, workflows: KycWorkflows,
           `The application is ${application.status} and cannot take a submission`,
         );
       if (body.channel === 'server_upload') {
-        const images = validateServerUpload(body, apiVersion);
+        const images = validateServerUpload(body, negotiated, apiVersion === negotiated ? undefined : apiVersion);
         if (apiVersion === 'v3') await requireApplicantName(db, caller, body.name);
         const pending = await submit(application, {
           channel: 'server_upload',
@@ -180,7 +181,8 @@ function startVerificationRoute(deps: VerificationDeps, workflows: KycWorkflows,
             identity_type: body.id_type,
             id_number: body.id_number ?? null,
             date_of_birth: body.date_of_birth ?? null,
-            ...(body.name && { name: body.name }),
+            // Only v3 sends the name with the document; a v2 job uses the name on file.
+            ...(apiVersion === 'v3' && body.name && { name: body.name }),
           },
         });
         const input: KycVerificationInput = {

@@ -10,6 +10,7 @@ import type { Caller } from '../auth/caller';
 import { errorBody, errorFamilyOf, HTTP_STATUS } from '../errors';
 import type { AnyRoute } from '../route';
 import { acquireKey, findKey, type KeyRow, releaseKey, renewKey, storeAnswer } from '../../db/idempotency/keys';
+import { keyWaiters } from './idempotency-waiters';
 
 /**
  * Idempotency-Key (spec 4.3) for the routes declared `idempotent`, backed by one Postgres table
@@ -64,6 +65,8 @@ const EXECUTED_STATUSES = new Set([...EXECUTED_REFUSALS].map((code) => HTTP_STAT
 /** How often a waiting retry reads the key again: soon at first, then every quarter second. */
 const FIRST_POLL_MS = 20;
 const MAX_POLL_MS = 250;
+/** Retries one instance lets wait on one key at once; more are answered 409 in progress at once. */
+const MAX_WAITERS = 64;
 
 /** Headers that belong to the answer and are stored and replayed with its body. */
 const STORED_HEADERS = ['Location'];
@@ -146,44 +149,6 @@ function isStorable(body: unknown): boolean {
   return typeof (body as { pipe?: unknown }).pipe !== 'function';
 }
 
-/**
- * Retries of this instance waiting on a key another request of this instance executes, woken the
- * moment it stores or releases the key; a retry waiting on another instance's execution finds out
- * by reading the row again (its poll).
- */
-function keyWaiters() {
-  const waiting = new Map<string, Set<() => void>>();
-  const nameOf = (scope: string, key: string) => JSON.stringify([scope, key]);
-  return {
-    /** The key's execution here has ended (answer stored, or key released): its waiters look again. */
-    settled(scope: string, key: string) {
-      const name = nameOf(scope, key);
-      const wakers = waiting.get(name);
-      waiting.delete(name);
-      for (const wake of wakers ?? []) wake();
-    },
-    /** Resolves after `ms`, or sooner when the key's local executor settles it or the client goes away. */
-    pause(ctx: Context, scope: string, key: string, ms: number): Promise<void> {
-      return new Promise((resolve) => {
-        const name = nameOf(scope, key);
-        const wakers = waiting.get(name) ?? new Set();
-        waiting.set(name, wakers);
-        const done = () => {
-          clearTimeout(timer);
-          wakers.delete(done);
-          if (wakers.size === 0 && waiting.get(name) === wakers) waiting.delete(name);
-          ctx.res.off('close', done);
-          resolve();
-        };
-        const timer = setTimeout(done, ms);
-        wakers.add(done);
-        // The response closes before it is sent only when the client has gone away.
-        ctx.res.once('close', done);
-      });
-    },
-  };
-}
-
 /** Answers a stored answer again: its status, headers and exact bytes, marked replayed. */
 function replay(ctx: Context, row: KeyRow) {
   ctx.status = row.response_status!;
@@ -193,6 +158,22 @@ function replay(ctx: Context, row: KeyRow) {
     ctx.body = row.response_body;
     ctx.type = 'application/json';
   }
+}
+
+/**
+ * A key whose release failed (Postgres was down when its execution failed, with 503) would hold
+ * its lock until it runs out, answering the client's retries 409 in progress although nothing
+ * runs: it is released as soon as Postgres answers again, tried every half second until then.
+ */
+function releaseLater(db: Knex, lockTimeout: number, scope: string, key: string, token: string) {
+  const giveUpAt = Date.now() + lockTimeout;
+  const attempt = () =>
+    setTimeout(() => {
+      releaseKey(db, scope, key, token).catch(() => {
+        if (Date.now() < giveUpAt) attempt();
+      });
+    }, 500).unref();
+  attempt();
 }
 
 export interface IdempotencyDeps {
@@ -211,22 +192,6 @@ export function createIdempotency({ db, config, clock, logger }: IdempotencyDeps
 
   const storedHeaders = (ctx: Context) =>
     Object.fromEntries(STORED_HEADERS.map((name) => [name, ctx.response.get(name)]).filter(([, value]) => value));
-
-  /**
-   * A key whose release failed (Postgres was down when its execution failed, with 503) would hold
-   * its lock until it runs out, answering the client's retries 409 in progress although nothing
-   * runs: it is released as soon as Postgres answers again, tried every half second until then.
-   */
-  function releaseLater(scope: string, key: string, token: string) {
-    const giveUpAt = Date.now() + lockTimeout;
-    const attempt = () =>
-      setTimeout(() => {
-        releaseKey(db, scope, key, token).catch(() => {
-          if (Date.now() < giveUpAt) attempt();
-        });
-      }, 500).unref();
-    attempt();
-  }
 
   async function execute(
     ctx: Context,
@@ -253,7 +218,7 @@ export function createIdempotency({ db, config, clock, logger }: IdempotencyDeps
             { err: error, req_id: ctx.state.requestId },
             'idempotency key not released; released in the background once Postgres answers',
           );
-          releaseLater(scope, key, token);
+          releaseLater(db, lockTimeout, scope, key, token);
         },
       );
     try {
@@ -330,32 +295,38 @@ export function createIdempotency({ db, config, clock, logger }: IdempotencyDeps
 
       // A row can vanish (a failed execution releases it) or expire between the two statements:
       // then deciding again is right. Three times of that is contention, answered as in progress.
+      // A waiting retry only reads the key (one read shared by this instance's waiters on it); it
+      // tries to take the key only when it found it free.
       const waitUntil = Date.now() + config.IDEMPOTENCY_WAIT;
       let poll = FIRST_POLL_MS;
+      let free = true;
       for (let contended = 0; contended < 3;) {
-        const token = randomUUID();
-        const now = clock.now();
-        const acquired = await acquireKey(db, scope, key, {
-          fingerprint,
-          token,
-          now,
-          lockedUntil: later(now, lockTimeout),
-          expiresAt: later(now, ttl),
-        });
-        if (acquired) {
-          if (!acquired.inserted)
-            logger.warn(
-              { req_id: ctx.state.requestId, scope },
-              'idempotency key taken over (expired, or its executor stopped)',
-            );
-          ctx.state[EXECUTION_ID] = executionId(scope, key, fingerprint);
-          try {
-            return await execute(ctx, scope, key, token, handler);
-          } finally {
-            waiters.settled(scope, key);
+        if (free) {
+          const token = randomUUID();
+          const now = clock.now();
+          const acquired = await acquireKey(db, scope, key, {
+            fingerprint,
+            token,
+            now,
+            lockedUntil: later(now, lockTimeout),
+            expiresAt: later(now, ttl),
+          });
+          if (acquired) {
+            if (!acquired.inserted)
+              logger.warn(
+                { req_id: ctx.state.requestId, scope },
+                'idempotency key taken over (expired, or its executor stopped)',
+              );
+            ctx.state[EXECUTION_ID] = executionId(scope, key, fingerprint);
+            try {
+              return await execute(ctx, scope, key, token, handler);
+            } finally {
+              waiters.settled(scope, key);
+            }
           }
         }
-        const row = await findKey(db, scope, key);
+        const row = await waiters.read(scope, key, () => findKey(db, scope, key));
+        free = true;
         if (!row || row.expires_at <= clock.now()) {
           contended++;
           continue;
@@ -366,11 +337,13 @@ export function createIdempotency({ db, config, clock, logger }: IdempotencyDeps
           contended++;
           continue;
         }
-        // The same request, still executing: wait for its answer, then decide again.
+        // The same request, still executing: wait for its answer, then look again. Retries piling
+        // up on one key past MAX_WAITERS are told at once to come back (each holds a connection).
         const left = waitUntil - Date.now();
-        if (left <= 0 || ctx.res.destroyed) break;
+        if (left <= 0 || ctx.res.destroyed || waiters.count(scope, key) >= MAX_WAITERS) break;
         await waiters.pause(ctx, scope, key, Math.min(left, poll));
         poll = Math.min(poll * 2, MAX_POLL_MS);
+        free = false;
       }
       throw new ServiceError(ErrorCode.IDEMPOTENCY_REQUEST_IN_PROGRESS, undefined, [], { 'Retry-After': '1' });
     },

@@ -7,7 +7,6 @@ import { forEachConcurrently } from '../../domain/concurrency';
 import { ErrorCode, ServiceError, SubCode } from '../../domain/errors';
 import { eventView, renderSettings } from '../../domain/webhooks/events';
 import type { Needs } from '../deps';
-import { publicBaseUrl } from '../public-url';
 import { type AnyRoute, defineRoute } from '../route';
 import { MANAGER, organizationOf, TAG } from './endpoints';
 import {
@@ -61,12 +60,11 @@ const subscribed = (endpoint: WebhookEndpointRow, event: WebhookEventRow) =>
  * events since a time. A resend is the delivery's run started again: same event, same webhook-id.
  */
 export function webhookEventRoutes(
-  deps: Needs<'db' | 'clock', 'PUBLIC_BASE_URL' | 'HOST' | 'PORT' | 'KYC_MAX_RESUBMISSIONS'>,
+  deps: Needs<'db' | 'clock', 'PUBLIC_BASE_URL' | 'KYC_MAX_RESUBMISSIONS'>,
   workflows: WebhookWorkflows,
 ): AnyRoute[] {
   const { db } = deps;
-  // The resources' links as the API answers them: under the request's origin without PUBLIC_BASE_URL.
-  const settings = (ctx: Context) => ({ ...renderSettings(deps.config), baseUrl: publicBaseUrl(ctx, deps.config) });
+  const settings = renderSettings(deps.config);
   const common = { tags: TAG, extension: true as const, auth: MANAGER };
 
   async function eventOf(ctx: Context, id: string) {
@@ -131,7 +129,7 @@ export function webhookEventRoutes(
         if (query.since) params.set('since', query.since);
         if (last) params.set('after', encodePosition(last.occurred_at, last.id));
         ctx.body = {
-          data: page.rows.map((event) => eventView(event, settings(ctx))),
+          data: page.rows.map((event) => eventView(event, settings)),
           links: { next: page.more ? `${ctx.path}?${params}` : null },
         };
       },
@@ -146,7 +144,7 @@ export function webhookEventRoutes(
       responses: { 200: { description: 'The event', schema: WebhookEvent } },
       errors: { NOT_FOUND: 'no such event in the caller’s organization' },
       async handler(ctx, { params }) {
-        ctx.body = eventView(await eventOf(ctx, params.id), settings(ctx));
+        ctx.body = eventView(await eventOf(ctx, params.id), settings);
       },
     }),
     defineRoute({

@@ -50,7 +50,8 @@ export type SpentRefreshToken<T> =
  * Spends the refresh token with this hash in one transaction, under its family's lock.
  *
  * - A fresh one is marked used and `rotate` stores its successor in the same transaction; the
- *   successor's id and the sealed answer are kept on the spent token.
+ *   successor's id and the sealed answer are kept on the spent token, until the successor is
+ *   spent in turn or the family revoked (then it is cleared: it can no longer be asked for).
  * - A spent one sent again within `leewayMs` of its use, while its successor is unused and
  *   nothing is revoked, answers the sealed first answer: the client lost it on the way back
  *   (the grace period identity providers give rotated refresh tokens). Any other spent one, and
@@ -86,7 +87,7 @@ export async function spendRefreshToken<T>(
       await trx('refresh_tokens')
         .where({ family_id: row.family_id })
         .whereNull('revoked_at')
-        .update({ revoked_at: now });
+        .update({ revoked_at: now, successor_answer: null });
       return {
         ok: false,
         reason: row.revoked_at ? 'revoked refresh token' : 'refresh token reused: family revoked',
@@ -103,6 +104,10 @@ export async function spendRefreshToken<T>(
     await trx('refresh_tokens')
       .where({ id: row.id })
       .update({ used_at: now, successor_id: rotation.successorId, successor_answer: rotation.sealedAnswer });
+    // This token's own answer, kept on the token it succeeded, can no longer be asked for: forget it.
+    await trx('refresh_tokens')
+      .where({ family_id: row.family_id, successor_id: row.id })
+      .update({ successor_answer: null });
     return { ok: true, session, issued: rotation.answer } as const;
   });
 }

@@ -154,7 +154,7 @@ describe('spec 4.1: sessions and POST /v1/auth/refresh', () => {
     assert.equal(next.status, 200, next.text);
   });
 
-  it('the answer kept for a lost one is sealed: the table holds neither the ID token nor the successor', async () => {
+  it('the answer kept for a lost one is sealed (the table holds neither the ID token nor the successor) and forgotten once the successor is spent', async () => {
     const session = await signIn();
     const first = await refresh(session.refresh_token);
     const [spent] = (await familyOf(session.refresh_token)).filter(
@@ -164,6 +164,13 @@ describe('spec 4.1: sessions and POST /v1/auth/refresh', () => {
     assert.ok(stored.length > 28);
     for (const secret of [first.body.refresh_token, first.body.id_token, first.body.id_token.split('.')[1]])
       assert.ok(!stored.includes(secret), 'nothing readable of the answer');
+    // Once the successor is spent in turn, the answer can no longer be asked for, and is gone.
+    assert.equal((await refresh(first.body.refresh_token)).status, 200);
+    const after = await harness()
+      .db('refresh_tokens')
+      .where({ token_hash: hashSecret(session.refresh_token) })
+      .first('successor_answer');
+    assert.equal(after.successor_answer, null);
   });
 
   it('reuse of a spent refresh token once its successor was used revokes the whole family', async () => {

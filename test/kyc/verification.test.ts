@@ -477,6 +477,19 @@ describe('spec 4.2 and 9: deprecated aliases over the same engine', () => {
     const stored = await harness().db('kyc_applications').where({ id }).first('api_version');
     assert.equal(stored.api_version, 'v2', 'the job stays on the version it ran on');
 
+    // Every other rule of the version negotiated still holds: v3's consent.
+    const unconsenting = await newApplicant();
+    const unconsentingId = await newApplication(unconsenting);
+    const refused = await call('POST', `${verification(unconsentingId)}/capture`, {
+      headers: { ...(await applicantHeaders(unconsenting)), 'X-Provider-Api-Versions': 'v3' },
+      json: { ...body, consent: false },
+    });
+    assert.equal(refused.status, 400, refused.text);
+    assert.deepEqual(
+      refused.body.invalid_params.map((p: { path: string }) => p.path),
+      ['body.consent'],
+    );
+
     const other = await newApplicant();
     const otherId = await newApplication(other);
     const unified = await call('POST', verification(otherId), {

@@ -200,6 +200,27 @@ describe('spec 4.3: Idempotency-Key on money-moving POSTs', () => {
       assert.equal(executions(value), 2);
     });
 
+    it('retries piling up on one key are bounded: past 64 waiting on one instance, the rest are told 409 in progress at once; the first still executes once and the waiters replay it', async function () {
+      this.timeout(30_000);
+      const key = randomUUID();
+      const value = freshValue();
+      const token = bearer(await backendToken(users.customer.id));
+      const send = () =>
+        call('POST', PATH, { headers: { ...token, 'Idempotency-Key': key }, json: { value, delay_ms: 1_500 } });
+      const first = send();
+      await until(() => executions(value) === 1);
+      const replies = await Promise.all(Array.from({ length: 80 }, send));
+      const done = await first;
+      assert.equal(done.status, 201);
+      const replayed = replies.filter((r) => r.status === 201);
+      const refused = replies.filter((r) => r.status === 409);
+      assert.equal(replayed.length + refused.length, 80, replies.map((r) => r.status).join());
+      assert.equal(replayed.length, 64, 'as many as may wait');
+      for (const reply of replayed) assert.equal(reply.text, done.text);
+      for (const reply of refused) assert.equal(reply.body.code, 'IDEMPOTENCY_REQUEST_IN_PROGRESS');
+      assert.equal(executions(value), 1);
+    });
+
     for (const delay of [0, 150]) {
       it(`50 concurrent identical requests execute exactly once and every one answers it (handler takes ${delay} ms)`, async function () {
         this.timeout(30_000);

@@ -86,17 +86,39 @@ describe('/openapi.json "format: uri": without PUBLIC_BASE_URL every link is abs
     );
   });
 
-  it('a Host that is not a host (a path, a query, a user) falls back to the address the API listens on', () => {
-    const config = { PUBLIC_BASE_URL: undefined, HOST: '127.0.0.1', PORT: 3000 };
-    const ctx = (host: string, protocol = 'http') => ({ host, protocol }) as Context;
-    assert.equal(publicBaseUrl(ctx('api.lender.example:8443', 'https'), config), 'https://api.lender.example:8443');
-    assert.equal(publicBaseUrl(ctx('API.Lender.Example'), config), 'http://api.lender.example');
-    for (const host of ['evil.example/path', 'evil.example?x=1', 'a b', '', 'evil.example#x'])
-      assert.equal(publicBaseUrl(ctx(host), config), 'http://127.0.0.1:3000', host);
-    assert.equal(publicBaseUrl(ctx('x', 'gopher'), config), 'http://x');
+  it('a Host that is not a host (a path, a query, a user) falls back to the address the API listens on; behind proxies, the forwarded entries our own proxies wrote count', () => {
+    const config = {
+      PUBLIC_BASE_URL: undefined,
+      HOST: '127.0.0.1',
+      PORT: 3000,
+      TRUST_PROXY: false,
+      TRUST_PROXY_HOPS: 1,
+    };
+    const ctx = (headers: Record<string, string>, protocol = 'http') =>
+      ({ protocol, get: (name: string) => headers[name.toLowerCase()] ?? '' }) as unknown as Context;
+    const host = (value: string) => ctx({ host: value });
     assert.equal(
-      publicBaseUrl(ctx('evil.example'), { ...config, PUBLIC_BASE_URL: 'https://api.lender.example' }),
+      publicBaseUrl(ctx({ host: 'api.lender.example:8443' }, 'https'), config),
+      'https://api.lender.example:8443',
+    );
+    assert.equal(publicBaseUrl(host('API.Lender.Example'), config), 'http://api.lender.example');
+    for (const value of ['evil.example/path', 'evil.example?x=1', 'a b', '', 'evil.example#x', 'user@evil.example'])
+      assert.equal(publicBaseUrl(host(value), config), 'http://127.0.0.1:3000', value);
+    assert.equal(publicBaseUrl(host(''), { ...config, HOST: '0.0.0.0' }), 'http://localhost:3000');
+    assert.equal(
+      publicBaseUrl(host('evil.example'), { ...config, PUBLIC_BASE_URL: 'https://api.lender.example' }),
       'https://api.lender.example',
     );
+    // Two proxies appending: the client's own entry (leftmost) is not believed.
+    const forwarded = ctx({
+      host: 'internal:3000',
+      'x-forwarded-host': 'attacker.example, api.lender.example, lb.internal',
+      'x-forwarded-proto': 'http, https, http',
+    });
+    assert.equal(
+      publicBaseUrl(forwarded, { ...config, TRUST_PROXY: true, TRUST_PROXY_HOPS: 2 }),
+      'https://api.lender.example',
+    );
+    assert.equal(publicBaseUrl(forwarded, config), 'http://internal:3000', 'no proxy trusted: the Host');
   });
 });

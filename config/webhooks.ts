@@ -29,6 +29,14 @@ export const webhookSettings = {
   WEBHOOK_ACTIVITY_SLOTS: positiveInt(32),
   /** Deliveries in flight to one endpoint from one worker; more wait, so a slow receiver holds up only its own. */
   WEBHOOK_ENDPOINT_CONCURRENCY: positiveInt(4),
+  /**
+   * Deliveries resends may start again within WEBHOOK_RESEND_WINDOW, of one endpoint and of one
+   * organization (a resend naming an endpoint costs one at least); past either, 429 with
+   * Retry-After. A resend of a delivery still queued is coalesced with it and costs nothing more.
+   */
+  WEBHOOK_RESEND_WINDOW: duration('1h'),
+  WEBHOOK_RESENDS_PER_ENDPOINT: positiveInt(1_000),
+  WEBHOOK_RESENDS_PER_ORGANIZATION: positiveInt(2_000),
   /** Endpoints one organization may register. */
   WEBHOOK_ENDPOINTS_MAX: positiveInt(16),
   /** How long one dispatcher run lasts before its schedule starts the next one. */

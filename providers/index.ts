@@ -12,6 +12,7 @@ import type { MobileMoneyClient } from './mobile-money/protocol';
 import { createObjectStore, type ObjectStore } from './storage';
 import { createExtractionClient } from './extraction/client';
 import type { InvoiceExtractionClient } from './extraction/protocol';
+import { servicePorts } from './webhooks/addresses';
 import { createWebhookClient, type WebhookClient } from './webhooks/client';
 
 /**
@@ -84,6 +85,7 @@ export function createProviders(config: Config): Providers {
       allowed: config.WEBHOOK_ALLOWED_ADDRESSES,
       timeoutMs: config.WEBHOOK_TIMEOUT,
       userAgent: 'lending-service-webhooks/1',
+      ownPorts: servicePorts(config),
     }),
   };
 }

@@ -3,7 +3,7 @@ import { findDelivery, finishDelivery, recordAttempt } from '../../db/webhooks/d
 import { endpointAnswered, endpointFailed, findEndpoint } from '../../db/webhooks/endpoints';
 import { findEvent } from '../../db/webhooks/events';
 import { eventView, renderSettings } from '../../domain/webhooks/events';
-import { backoffMs, verdictOf } from '../../domain/webhooks/verdicts';
+import { backoffMs, receiverExcerpt, verdictOf } from '../../domain/webhooks/verdicts';
 import { WebhookFailure, type WebhookDeliveryInput } from '../../workflows/webhooks/messages';
 import type { Needs } from '../deps';
 import type { DeliveryOutcome } from '../../providers/webhooks/client';
@@ -78,7 +78,7 @@ export function createWebhookDeliveryActivities(
         attempted_at: now,
         duration_ms: outcome.durationMs,
         ...(outcome.kind === 'answered'
-          ? { status_code: outcome.status, error: null, response_body: outcome.body.replace(/\0/g, '') }
+          ? { status_code: outcome.status, error: null, response_body: receiverExcerpt(outcome) }
           : { status_code: null, error: `${outcome.error}: ${outcome.detail}`, response_body: null }),
       });
       const verdict = verdictOf(outcome, now);

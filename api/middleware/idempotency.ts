@@ -68,8 +68,11 @@ const MAX_POLL_MS = 250;
 /** Retries one instance lets wait on one key at once; more are answered 409 in progress at once. */
 const MAX_WAITERS = 64;
 
-/** Headers that belong to the answer and are stored and replayed with its body. */
-const STORED_HEADERS = ['Location'];
+/**
+ * Headers that belong to the answer and are stored and replayed with its body: a replay of an
+ * answer carrying a secret (a webhook endpoint's) is as uncacheable as the first.
+ */
+const STORED_HEADERS = ['Location', 'Cache-Control'];
 
 /** JSON with every object's keys sorted, recursively: equal values give equal text. */
 export function canonicalJson(value: unknown): string {

@@ -11,7 +11,7 @@ import {
 } from '../../db/webhooks/endpoints';
 import { ErrorCode, ServiceError, SubCode } from '../../domain/errors';
 import { Permission } from '../../domain/rbac';
-import { hostRefusal } from '../../providers/webhooks/addresses';
+import { allowedFor, hostRefusal, OWN_ADDRESS_SETTINGS, servicePorts } from '../../providers/webhooks/addresses';
 import { newSecret } from '../../providers/webhooks/signature';
 import type { Needs } from '../deps';
 import { IdempotencyKeyHeader } from '../middleware/idempotency';
@@ -51,12 +51,19 @@ const NO_ENDPOINT = 'No such webhook endpoint';
 
 type EndpointDeps = Needs<
   'db' | 'clock',
-  'NODE_ENV' | 'WEBHOOK_ALLOWED_ADDRESSES' | 'WEBHOOK_ENDPOINTS_MAX' | 'WEBHOOK_SECRET_GRACE'
+  | 'NODE_ENV'
+  | 'WEBHOOK_ALLOWED_ADDRESSES'
+  | 'WEBHOOK_ENDPOINTS_MAX'
+  | 'WEBHOOK_SECRET_GRACE'
+  | 'PORT'
+  | 'WORKER_METRICS_PORT'
+  | 'FINANCING_ISSUERS'
+  | (typeof OWN_ADDRESS_SETTINGS)[number]
 >;
 
 /** The URL's scheme, credentials and every address its host resolves to, or INVALID_PARAMS naming body.url. */
 export async function checkUrl(
-  config: Pick<EndpointDeps['config'], 'NODE_ENV' | 'WEBHOOK_ALLOWED_ADDRESSES'>,
+  config: Omit<EndpointDeps['config'], 'WEBHOOK_ENDPOINTS_MAX' | 'WEBHOOK_SECRET_GRACE'>,
   url: string,
 ): Promise<void> {
   const target = new URL(url);
@@ -67,8 +74,11 @@ export async function checkUrl(
   };
   if (config.NODE_ENV === 'production' && target.protocol !== 'https:') refuse('must be https');
   if (target.username || target.password) refuse('must not carry credentials');
-  const refused = await hostRefusal(target.hostname, config.WEBHOOK_ALLOWED_ADDRESSES);
-  if (refused) refuse(refused);
+  // Aimed at one of the service's own ports (its API, metrics, Postgres, Temporal, providers): public addresses only.
+  const allowed = allowedFor(target, config.WEBHOOK_ALLOWED_ADDRESSES, servicePorts(config));
+  const refused = await hostRefusal(target.hostname, allowed);
+  if (refused)
+    refuse(allowed === config.WEBHOOK_ALLOWED_ADDRESSES ? refused : `${refused}: the port is one of the service's own`);
 }
 /**
  * Webhook endpoints (extension): an organization registers where its events go. The URL is
@@ -129,6 +139,7 @@ export function webhookEndpointRoutes(deps: EndpointDeps): AnyRoute[] {
         if (!row)
           throw new ServiceError(ErrorCode.CONFLICT, `At most ${config.WEBHOOK_ENDPOINTS_MAX} webhook endpoints`);
         ctx.status = 201;
+        ctx.set('Cache-Control', 'no-store');
         ctx.body = { ...endpointView(row), secret: row.secret };
       },
     }),

@@ -1,6 +1,6 @@
 import type { Context } from 'koa';
 import { z } from 'zod';
-import { type DeliveryStatus, listDeliveries, pendingDelivery } from '../../db/webhooks/deliveries';
+import { type DeliveryStatus, listDeliveries, resendDeliveries } from '../../db/webhooks/deliveries';
 import { findEndpoint, listEndpoints, type WebhookEndpointRow } from '../../db/webhooks/endpoints';
 import { findEvent, listEvents, markStarted, type WebhookEventRow } from '../../db/webhooks/events';
 import { forEachConcurrently } from '../../domain/concurrency';
@@ -37,7 +37,9 @@ const DeliveryPage = z
   .meta({ id: 'WebhookDeliveryPage' });
 const Resent = z
   .strictObject({
-    data: z.array(WebhookDelivery).meta({ description: 'The deliveries sent again (PENDING), one per endpoint' }),
+    data: z.array(WebhookDelivery).meta({
+      description: 'The deliveries sent again (PENDING), and those still queued that the resend coalesced with',
+    }),
   })
   .meta({ id: 'WebhookResend' });
 
@@ -60,7 +62,14 @@ const subscribed = (endpoint: WebhookEndpointRow, event: WebhookEventRow) =>
  * events since a time. A resend is the delivery's run started again: same event, same webhook-id.
  */
 export function webhookEventRoutes(
-  deps: Needs<'db' | 'clock', 'PUBLIC_BASE_URL' | 'KYC_MAX_RESUBMISSIONS'>,
+  deps: Needs<
+    'db' | 'clock',
+    | 'PUBLIC_BASE_URL'
+    | 'KYC_MAX_RESUBMISSIONS'
+    | 'WEBHOOK_RESEND_WINDOW'
+    | 'WEBHOOK_RESENDS_PER_ENDPOINT'
+    | 'WEBHOOK_RESENDS_PER_ORGANIZATION'
+  >,
   workflows: WebhookWorkflows,
 ): AnyRoute[] {
   const { db } = deps;
@@ -185,28 +194,51 @@ type Lookups = {
 };
 
 function resendRoutes(
-  deps: Needs<'db' | 'clock'>,
+  deps: Needs<
+    'db' | 'clock',
+    'WEBHOOK_RESEND_WINDOW' | 'WEBHOOK_RESENDS_PER_ENDPOINT' | 'WEBHOOK_RESENDS_PER_ORGANIZATION'
+  >,
   workflows: WebhookWorkflows,
   { eventOf, endpointOf }: Lookups,
 ): AnyRoute[] {
-  const { db, clock } = deps;
+  const { db, clock, config } = deps;
+  const budget = {
+    windowMs: config.WEBHOOK_RESEND_WINDOW,
+    perEndpoint: config.WEBHOOK_RESENDS_PER_ENDPOINT,
+    perOrganization: config.WEBHOOK_RESENDS_PER_ORGANIZATION,
+  };
   const common = { tags: TAG, extension: true as const, auth: MANAGER };
+  /** Starts again what the resend restarted (coalescing what is still queued), within the budget; or 429. */
   async function resend(organizationId: string, pairs: { event: WebhookEventRow; endpoint: WebhookEndpointRow }[]) {
-    const sent: z.infer<typeof WebhookDelivery>[] = [];
-    await forEachConcurrently(pairs, 16, async ({ event, endpoint }) => {
-      const delivery = await pendingDelivery(db, organizationId, event.id, endpoint.id, clock.now());
-      if (!delivery) return; // purged by its retention meanwhile: nothing to send
-      await workflows.resend({
+    const decided = await resendDeliveries(
+      db,
+      organizationId,
+      pairs.map(({ event, endpoint }) => ({ eventId: event.id, endpointId: endpoint.id })),
+      clock.now(),
+      budget,
+    );
+    if ('refused' in decided)
+      throw new ServiceError(
+        ErrorCode.TOO_MANY_REQUESTS,
+        `Resends would start more than ${decided.refused.over === 'ENDPOINT' ? `${budget.perEndpoint} deliveries of this endpoint` : `${budget.perOrganization} deliveries of the organization`} within WEBHOOK_RESEND_WINDOW: send it later`,
+        [],
+        { 'Retry-After': String(Math.ceil(decided.refused.retryAfterMs / 1000)) },
+      );
+    await forEachConcurrently(decided.restarted, 16, (delivery) =>
+      workflows.resend({
         organizationId,
         deliveryId: delivery.id,
         generation: delivery.generation,
-        eventId: event.id,
-        endpointId: endpoint.id,
-      });
-      await markStarted(db, [delivery.id], clock.now());
-      sent.push(deliveryView(delivery));
-    });
-    return { data: sent };
+        eventId: delivery.event_id,
+        endpointId: delivery.endpoint_id,
+      }),
+    );
+    await markStarted(
+      db,
+      decided.restarted.map((d) => d.id),
+      clock.now(),
+    );
+    return { data: [...decided.restarted, ...decided.coalesced].map((delivery) => deliveryView(delivery)) };
   }
   return [
     defineRoute({
@@ -216,12 +248,13 @@ function resendRoutes(
       operationId: 'resendWebhookEvent',
       summary: 'Send an event again',
       description:
-        'To the endpoint named, or to every enabled endpoint subscribed to its type, now: a delivery still waiting out its backoff is tried again at once (an attempt already under way may still arrive, under the same webhook-id).',
+        'To the endpoint named, or to every enabled endpoint subscribed to its type, now: a delivery waiting out its backoff after a failed attempt is tried again at once (an attempt already under way may still arrive, under the same webhook-id); one still queued (not tried since it was made or last resent) is the same delivery, answered as it is. Within WEBHOOK_RESEND_WINDOW resends may start at most WEBHOOK_RESENDS_PER_ENDPOINT deliveries of one endpoint and WEBHOOK_RESENDS_PER_ORGANIZATION of the organization (each endpoint named costs one at least): beyond, 429 with Retry-After, nothing sent.',
       request: { params: IdParams, body: z.strictObject({ endpoint_id: z.uuid().optional() }).optional() },
       responses: { 202: { description: 'The deliveries started again', schema: Resent } },
       errors: {
         NOT_FOUND: 'no such event, or endpoint, in the caller’s organization',
         CONFLICT: 'the endpoint named is disabled, or not subscribed to the event’s type',
+        TOO_MANY_REQUESTS: 'past the resend budget of the endpoint or the organization (Retry-After)',
       },
       async handler(ctx, { params, body }) {
         const organizationId = organizationOf(ctx);
@@ -244,13 +277,14 @@ function resendRoutes(
       path: '/v1/webhooks/endpoints/{id}/resend',
       operationId: 'resendWebhookEndpointEvents',
       summary: 'Send an endpoint every event since a time again',
-      description: `The events of the types it is subscribed to, from \`since\` on; at most ${RESEND_MAX} per call (a later \`since\` for more).`,
+      description: `The events of the types it is subscribed to, from \`since\` on; at most ${RESEND_MAX} per call (a later \`since\` for more). Deliveries still queued are coalesced, and the resend budget applies, as for one event's resend.`,
       request: { params: IdParams, body: z.strictObject({ since: z.iso.datetime({ offset: true }) }) },
       responses: { 202: { description: 'The deliveries started again', schema: Resent } },
       errors: {
         NOT_FOUND: 'no such endpoint in the caller’s organization',
         CONFLICT: 'the endpoint is disabled',
         BAD_REQUEST: `more than ${RESEND_MAX} events since then`,
+        TOO_MANY_REQUESTS: 'past the resend budget of the endpoint or the organization (Retry-After)',
       },
       async handler(ctx, { params, body }) {
         const organizationId = organizationOf(ctx);

@@ -68,7 +68,15 @@ const Attempt = z
     status_code: z.number().int().nullable().meta({ description: 'The receiver’s answer; null when none came' }),
     duration_ms: z.number().int(),
     error: z.string().nullable().meta({ description: 'Why no answer came: timeout, connection, address refused' }),
-    response_body: z.string().nullable().meta({ description: 'The first 1 kB of the answer' }),
+    response_body: z
+      .string()
+      .nullable()
+      .meta({
+        description:
+          'A short excerpt (at most 200 characters) of an answer that reads as a receiver’s: plain text or JSON of at ' +
+          'most 512 bytes, control characters dropped, anything that reads as a token or key redacted; null for any ' +
+          'other answer (its status alone is kept)',
+      }),
   })
   .meta({ id: 'WebhookAttempt' });
 

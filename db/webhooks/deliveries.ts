@@ -14,6 +14,8 @@ export interface WebhookDeliveryRow {
   last_status_code: number | null;
   last_error: string | null;
   workflow_started_at: Date | null;
+  /** When the current generation last finished an attempt; null while it is queued. */
+  tried_at: Date | null;
   completed_at: Date | null;
   created_at: Date;
   updated_at: Date;
@@ -34,38 +36,123 @@ export interface WebhookAttemptRow {
 export const findDelivery = (db: Knex, organizationId: string, id: string) =>
   db('webhook_deliveries').where({ organization_id: organizationId, id }).first<WebhookDeliveryRow | undefined>();
 
+/** WEBHOOK_RESEND_WINDOW and the most deliveries resends may start again in it, per endpoint and per organization. */
+export interface ResendBudget {
+  windowMs: number;
+  perEndpoint: number;
+  perOrganization: number;
+}
+
+export type Resent =
+  | { refused: { over: 'ENDPOINT' | 'ORGANIZATION'; retryAfterMs: number } }
+  | { restarted: WebhookDeliveryRow[]; coalesced: WebhookDeliveryRow[] };
+
 /**
- * The delivery of an event to an endpoint, PENDING again (a resend) or new (an event from before
- * the endpoint subscribed); the caller starts its run, then marks it started (markStarted), so a
- * start that failed leaves it to the dispatcher.
+ * A resend of these (event, endpoint) pairs, decided in one transaction under the organization's
+ * resend lock (so concurrent resends of one organization, from any API instance, are counted one
+ * after another):
+ * - a delivery still queued (PENDING, never tried since it was made or last resent) is the same
+ *   delivery: coalesced, answered as it is, not started again;
+ * - every other one (tried and waiting out its backoff, ended, or an event from before the
+ *   endpoint subscribed) becomes PENDING again in a new generation, for the caller to start its
+ *   run (then markStarted, so a start that failed is left to the dispatcher);
+ * - unless that would start more than the budget's deliveries of one endpoint, or of the
+ *   organization, within its window (each endpoint named costs one at least): then nothing is
+ *   changed and the answer is when enough of the window will have passed.
+ * Events held while their deliveries turn PENDING: the retention's purge skips an event so held
+ * (and sees the PENDING delivery once this commits); one it purged first is left out.
  */
-export async function pendingDelivery(
+export async function resendDeliveries(
   db: Knex,
   organizationId: string,
-  eventId: string,
-  endpointId: string,
+  pairs: readonly { eventId: string; endpointId: string }[],
   now: Date,
-): Promise<WebhookDeliveryRow | undefined> {
+  budget: ResendBudget,
+): Promise<Resent> {
   return db.transaction(async (trx) => {
-    // The event held while its delivery turns PENDING: the retention's purge skips an event so
-    // held (and sees the PENDING delivery once this commits); one it purged first is gone here.
-    const event = await trx('webhook_events')
-      .where({ organization_id: organizationId, id: eventId })
-      .forKeyShare()
-      .first('id');
-    if (!event) return undefined;
-    const [row] = await trx('webhook_deliveries')
-      .insert({ organization_id: organizationId, event_id: eventId, endpoint_id: endpointId })
-      .onConflict(['event_id', 'endpoint_id'])
-      .merge({
-        status: 'PENDING',
-        completed_at: null,
-        workflow_started_at: null,
-        generation: trx.raw('webhook_deliveries.generation + 1'),
-        updated_at: now,
-      })
-      .returning<WebhookDeliveryRow[]>('*');
-    return row;
+    await trx.raw('select pg_advisory_xact_lock(hashtext(?))', [`webhook-resend:${organizationId}`]);
+    const since = new Date(now.getTime() - budget.windowMs);
+    await trx('webhook_resends').where({ organization_id: organizationId }).where('resent_at', '<', since).delete();
+    const live = new Set(
+      await trx('webhook_events')
+        .where({ organization_id: organizationId })
+        .whereIn('id', [...new Set(pairs.map((p) => p.eventId))])
+        .forKeyShare()
+        .pluck<string[]>('id'),
+    );
+    const wanted = pairs.filter((p) => live.has(p.eventId));
+    const existing: WebhookDeliveryRow[] =
+      wanted.length === 0
+        ? []
+        : await trx('webhook_deliveries')
+            .where({ organization_id: organizationId })
+            .whereIn(
+              ['event_id', 'endpoint_id'],
+              wanted.map((p) => [p.eventId, p.endpointId]),
+            )
+            .forUpdate()
+            .select('*');
+    const pairKey = (eventId: string, endpointId: string) => `${eventId}/${endpointId}`;
+    const byPair = new Map(existing.map((row) => [pairKey(row.event_id, row.endpoint_id), row]));
+    const coalesced: WebhookDeliveryRow[] = [];
+    const restart: { eventId: string; endpointId: string }[] = [];
+    for (const pair of wanted) {
+      const row = byPair.get(pairKey(pair.eventId, pair.endpointId));
+      if (row?.status === 'PENDING' && row.tried_at === null) coalesced.push(row);
+      else restart.push(pair);
+    }
+
+    const cost = new Map<string, number>(pairs.map((p) => [p.endpointId, 0]));
+    for (const pair of restart) cost.set(pair.endpointId, cost.get(pair.endpointId)! + 1);
+    for (const [endpointId, n] of cost) cost.set(endpointId, Math.max(1, n));
+    const used = await trx('webhook_resends')
+      .where({ organization_id: organizationId })
+      .where('resent_at', '>=', since)
+      .groupBy('endpoint_id')
+      .select<{ endpoint_id: string; deliveries: string; oldest: Date }[]>(
+        'endpoint_id',
+        trx.raw('sum(deliveries) as deliveries'),
+        trx.raw('min(resent_at) as oldest'),
+      );
+    const retryAfter = (oldest: Date | undefined) =>
+      Math.max(1_000, (oldest ? oldest.getTime() : now.getTime()) + budget.windowMs - now.getTime());
+    const total = [...cost.values()].reduce((a, b) => a + b, 0);
+    const usedTotal = used.reduce((a, u) => a + Number(u.deliveries), 0);
+    if (usedTotal + total > budget.perOrganization) {
+      const oldest = used.map((u) => u.oldest).sort((a, b) => a.getTime() - b.getTime())[0];
+      return { refused: { over: 'ORGANIZATION', retryAfterMs: retryAfter(oldest) } } as const;
+    }
+    for (const [endpointId, n] of cost) {
+      const mine = used.find((u) => u.endpoint_id === endpointId);
+      if (Number(mine?.deliveries ?? 0) + n > budget.perEndpoint)
+        return { refused: { over: 'ENDPOINT', retryAfterMs: retryAfter(mine?.oldest) } } as const;
+    }
+    await trx('webhook_resends').insert(
+      [...cost].map(([endpointId, deliveries]) => ({
+        organization_id: organizationId,
+        endpoint_id: endpointId,
+        resent_at: now,
+        deliveries,
+      })),
+    );
+    const restarted: WebhookDeliveryRow[] =
+      restart.length === 0
+        ? []
+        : await trx('webhook_deliveries')
+            .insert(
+              restart.map((p) => ({ organization_id: organizationId, event_id: p.eventId, endpoint_id: p.endpointId })),
+            )
+            .onConflict(['event_id', 'endpoint_id'])
+            .merge({
+              status: 'PENDING',
+              completed_at: null,
+              workflow_started_at: null,
+              tried_at: null,
+              generation: trx.raw('webhook_deliveries.generation + 1'),
+              updated_at: now,
+            })
+            .returning<WebhookDeliveryRow[]>('*');
+    return { restarted, coalesced };
   });
 }
 
@@ -92,6 +179,7 @@ export async function recordAttempt(
         attempts: trx.raw('attempts + 1'),
         last_status_code: attempt.status_code,
         last_error: attempt.error,
+        tried_at: attempt.attempted_at,
         updated_at: attempt.attempted_at,
       });
   });

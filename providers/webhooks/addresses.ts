@@ -66,8 +66,9 @@ function unmapped(address: string): { address: string; family: 'ipv4' | 'ipv6' }
 /** Why a webhook may not reach this IP address, or undefined when it may. */
 export function addressRefusal(ip: string, allowed: AllowedAddresses): string | undefined {
   const { address, family } = unmapped(ip);
-  if (ALWAYS.check(address, family)) return `${ip} is a link-local, unspecified, multicast or reserved address`;
+  // Loopback first: ::1 lies inside the always-refused ::/96 (IPv4-compatible) block.
   if (LOOPBACK.check(address, family)) return allowed === 'public' ? `${ip} is a loopback address` : undefined;
+  if (ALWAYS.check(address, family)) return `${ip} is a link-local, unspecified, multicast or reserved address`;
   if (PRIVATE.check(address, family)) return allowed === 'private' ? undefined : `${ip} is a private address`;
   return undefined;
 }
@@ -116,4 +117,64 @@ export async function hostRefusal(
       resolve(error ? refusal : undefined);
     });
   });
+}
+
+/** Settings naming where the service's own parts and dependencies listen (URLs, or host:port). */
+export const OWN_ADDRESS_SETTINGS = [
+  'PUBLIC_BASE_URL',
+  'DATABASE_URL',
+  'TEMPORAL_ADDRESS',
+  'AUTH_JWKS_URL',
+  'KYC_PROVIDER_URL',
+  'MOBILE_MONEY_URL',
+  'SMS_PROVIDER_URL',
+  'EMAIL_PROVIDER_URL',
+  'BANK_URL',
+  'OBJECT_STORE_ENDPOINT',
+  'EXTRACTION_URL',
+] as const;
+type OwnAddresses = Partial<Record<(typeof OWN_ADDRESS_SETTINGS)[number], string>> & {
+  PORT: number;
+  WORKER_METRICS_PORT: number;
+  FINANCING_ISSUERS?: readonly { jwks_url: string }[];
+};
+
+/** Where our own infrastructure listens by default, refused whether configured here or not. */
+const INFRASTRUCTURE_PORTS = [5432 /* Postgres */, 7233 /* Temporal */, 8233 /* Temporal UI */, 9464 /* metrics */];
+const DEFAULT_PORTS: Record<string, number> = { 'http:': 80, 'https:': 443, 'postgres:': 5432, 'postgresql:': 5432 };
+
+/** The port of a URL or `host:port` setting, its scheme's default when none is written. */
+function portOf(address: string): number | undefined {
+  try {
+    const url = new URL(/^[a-z][a-z0-9+.-]*:\/\//i.test(address) ? address : `tcp://${address}`);
+    return url.port ? Number(url.port) : DEFAULT_PORTS[url.protocol];
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The ports of the service itself (the API, the worker's metrics), its dependencies (Postgres,
+ * Temporal, the object store) and its providers (under `npm start`, their simulators and control
+ * APIs). A webhook aimed at one of them is held to public addresses only, whatever
+ * WEBHOOK_ALLOWED_ADDRESSES says: a tenant cannot aim its deliveries at our own services on
+ * loopback or the private network and read what they answer.
+ */
+export function servicePorts(config: OwnAddresses): Set<number> {
+  const ports = new Set<number>([...INFRASTRUCTURE_PORTS, config.PORT, config.WORKER_METRICS_PORT]);
+  const addresses = [
+    ...OWN_ADDRESS_SETTINGS.map((name) => config[name]),
+    ...(config.FINANCING_ISSUERS ?? []).map((issuer) => issuer.jwks_url),
+  ];
+  for (const address of addresses) {
+    const port = address === undefined ? undefined : portOf(address);
+    if (port !== undefined) ports.add(port);
+  }
+  return ports;
+}
+
+/** The addresses a webhook to `target` may reach: public only when it aims at one of the service's own ports. */
+export function allowedFor(target: URL, allowed: AllowedAddresses, ownPorts: ReadonlySet<number>): AllowedAddresses {
+  const port = target.port ? Number(target.port) : DEFAULT_PORTS[target.protocol];
+  return port !== undefined && ownPorts.has(port) ? 'public' : allowed;
 }

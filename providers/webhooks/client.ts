@@ -1,11 +1,20 @@
 import http from 'node:http';
 import https from 'node:https';
-import { type AllowedAddresses, AddressRefused, checkedLookup, hostRefusal } from './addresses';
+import { type AllowedAddresses, AddressRefused, allowedFor, checkedLookup, hostRefusal } from './addresses';
 import { signedHeaders } from './signature';
 
 /** What a receiver answered (the start of its body), or why nothing was answered. */
 export type DeliveryOutcome =
-  | { kind: 'answered'; status: number; retryAfter?: string; body: string; durationMs: number }
+  | {
+      kind: 'answered';
+      status: number;
+      retryAfter?: string;
+      contentType?: string;
+      /** The first RESPONSE_KEPT bytes of the answer, and how many it had (as far as read). */
+      body: string;
+      size: number;
+      durationMs: number;
+    }
   | { kind: 'unanswered'; error: 'timeout' | 'connection' | 'address'; detail: string; durationMs: number };
 
 /** How much of a receiver's answer is read (and kept for operators); the rest is not waited for. */
@@ -30,15 +39,28 @@ export interface WebhookMessage {
  * outcome and at most RESPONSE_KEPT bytes of the body are read (a 2xx with an endless body is
  * still a 2xx), an Upgrade (101) or a socket closed mid-answer settles at once.
  */
-export function createWebhookClient(options: { allowed: AllowedAddresses; timeoutMs: number; userAgent: string }) {
-  const lookup = checkedLookup(options.allowed);
+export function createWebhookClient(options: {
+  allowed: AllowedAddresses;
+  timeoutMs: number;
+  userAgent: string;
+  /** The service's own ports (servicePorts): a target on one may reach public addresses only. */
+  ownPorts?: ReadonlySet<number>;
+}) {
+  const lookups = new Map<AllowedAddresses, ReturnType<typeof checkedLookup>>();
+  const lookupFor = (allowed: AllowedAddresses) => {
+    let lookup = lookups.get(allowed);
+    if (!lookup) lookups.set(allowed, (lookup = checkedLookup(allowed)));
+    return lookup;
+  };
   return {
     async deliver(message: WebhookMessage): Promise<DeliveryOutcome> {
       const started = performance.now();
       const elapsed = () => Math.round(performance.now() - started);
       const target = new URL(message.url);
+      const allowed = allowedFor(target, options.allowed, options.ownPorts ?? new Set());
+      const lookup = lookupFor(allowed);
       const literalRefusal = /^[\d.]+$|^\[/.test(target.hostname)
-        ? await hostRefusal(target.hostname, options.allowed)
+        ? await hostRefusal(target.hostname, allowed)
         : undefined;
       if (literalRefusal) return { kind: 'unanswered', error: 'address', detail: literalRefusal, durationMs: 0 };
       const headers = {
@@ -48,11 +70,19 @@ export function createWebhookClient(options: { allowed: AllowedAddresses; timeou
       };
       return new Promise((resolve) => {
         let settled = false;
-        let answer: { status: number; retryAfter?: string; kept: Buffer[]; size: number } | undefined;
+        let answer:
+          { status: number; retryAfter?: string; contentType?: string; kept: Buffer[]; size: number } | undefined;
         const transport = target.protocol === 'https:' ? https : http;
         const req = transport.request(target, { method: 'POST', headers, lookup, agent: false }, (res) => {
           const retryAfter = res.headers['retry-after'];
-          answer = { status: res.statusCode ?? 0, ...(retryAfter ? { retryAfter } : {}), kept: [], size: 0 };
+          const contentType = res.headers['content-type'];
+          answer = {
+            status: res.statusCode ?? 0,
+            ...(retryAfter ? { retryAfter } : {}),
+            ...(contentType ? { contentType } : {}),
+            kept: [],
+            size: 0,
+          };
           const reading = answer;
           res.on('data', (chunk: Buffer) => {
             reading.kept.push(chunk.subarray(0, RESPONSE_KEPT - reading.size));

@@ -17,9 +17,15 @@ describe('webhook addresses and verdicts', () => {
         assert.ok(addressRefusal(ip, allowed), `${ip} under ${allowed}`);
   });
 
-  it('loopback and private addresses only where the setting allows them', () => {
+  it('loopback ([::1] too) and private addresses only where the setting allows them', () => {
     assert.ok(addressRefusal('127.0.0.1', 'public'));
     assert.equal(addressRefusal('127.0.0.1', 'loopback'), undefined);
+    // [::1] is loopback, allowed as 127.0.0.1 is (it lies inside the refused ::/96; ::2 still is refused).
+    assert.ok(addressRefusal('::1', 'public'));
+    assert.equal(addressRefusal('::1', 'loopback'), undefined);
+    assert.equal(addressRefusal('::1', 'private'), undefined);
+    assert.ok(addressRefusal('::2', 'loopback'));
+    assert.ok(addressRefusal('::127.0.0.1', 'loopback'), 'IPv4-compatible loopback is not ::1');
     assert.ok(addressRefusal('10.1.2.3', 'loopback'));
     assert.ok(addressRefusal('::ffff:a00:7', 'loopback'), 'IPv4-mapped, as URLs write it');
     assert.equal(addressRefusal('10.1.2.3', 'private'), undefined);

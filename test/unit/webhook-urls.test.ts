@@ -1,5 +1,6 @@
 import { strict as assert } from 'node:assert';
 import { checkUrl } from '../../api/webhooks/endpoints';
+import { loadConfig } from '../../config';
 import { ServiceError } from '../../domain/errors';
 
 const refusal = async (config: Parameters<typeof checkUrl>[0], url: string) => {
@@ -13,7 +14,14 @@ const refusal = async (config: Parameters<typeof checkUrl>[0], url: string) => {
 };
 
 describe('webhook endpoint URLs', () => {
-  const production = { NODE_ENV: 'production', WEBHOOK_ALLOWED_ADDRESSES: 'public' } as const;
+  const production = loadConfig({ NODE_ENV: 'production', WEBHOOK_ALLOWED_ADDRESSES: 'public' });
+  const loopback = loadConfig({
+    NODE_ENV: 'test',
+    WEBHOOK_ALLOWED_ADDRESSES: 'loopback',
+    PORT: '3000',
+    AUTH_JWKS_URL: 'http://127.0.0.1:3101/backend/jwks',
+    DATABASE_URL: 'postgres://postgres@127.0.0.1/lending',
+  });
 
   it('in production an endpoint must be https', async () => {
     assert.equal(await refusal(production, 'http://93.184.216.34/hook'), 'must be https');
@@ -22,8 +30,23 @@ describe('webhook endpoint URLs', () => {
 
   it('loopback is refused unless the setting allows it, link-local always', async () => {
     assert.match(String(await refusal(production, 'https://127.0.0.1/hook')), /loopback/);
-    const loopback = { NODE_ENV: 'test', WEBHOOK_ALLOWED_ADDRESSES: 'loopback' } as const;
     assert.equal(await refusal(loopback, 'http://127.0.0.1:3109/webhooks/demo'), undefined);
+    assert.equal(await refusal(loopback, 'http://[::1]:3109/webhooks/demo'), undefined, '[::1] is loopback too');
     assert.match(String(await refusal(loopback, 'http://169.254.169.254/')), /link-local/);
+  });
+
+  it("the service's own ports (API, metrics, Postgres, Temporal, its providers and simulators) are refused on any address but a public one, whatever the setting", async () => {
+    const own = [
+      'http://127.0.0.1:3000/v1/auth/whoami', // the API (PORT)
+      'http://127.0.0.1:9464/metrics', // the worker's metrics
+      'http://127.0.0.1:5432/', // Postgres (DATABASE_URL's default port)
+      'http://[::1]:7233/', // Temporal
+      'http://127.0.0.1:8233/', // the Temporal UI
+      'http://127.0.0.1:3101/backend/token', // the identity provider (AUTH_JWKS_URL)
+    ];
+    for (const url of own) assert.match(String(await refusal(loopback, url)), /service's own/, url);
+    const privately = loadConfig({ NODE_ENV: 'test', WEBHOOK_ALLOWED_ADDRESSES: 'private' });
+    assert.match(String(await refusal(privately, 'http://10.0.0.5:5432/')), /service's own/);
+    assert.equal(await refusal(privately, 'http://10.0.0.5:8443/hook'), undefined);
   });
 });

@@ -1,5 +1,9 @@
 import { strict as assert } from 'node:assert';
 import { randomUUID } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { buildApp } from '../../api/app';
+import { startApi } from '../../api/server';
 import { purgeWebhookEvents } from '../../db/webhooks/retention';
 import { scheduleIds, workflowIds } from '../../workflows/ids';
 import { harness } from '../support/harness';
@@ -222,6 +226,78 @@ describe('webhook deliveries', () => {
     for (const id of ids) await awaitReceived(hook.name, id, 2);
   });
 
+  it('a resend of a delivery still queued is coalesced with it: twenty resends in a row while its attempt is under way start it once, and the receiver gets one more copy', async () => {
+    const hook = await endpoint(['transaction.failed']);
+    const id = await failedTransaction(customer);
+    const [first] = await awaitReceived(hook.name, id);
+    const slowMs = 3_000;
+    await receiverControl(`/receivers/${hook.name}/mode`, 'PATCH', { answer: 'slow', slowMs });
+    const headers = await adminHeaders();
+    const path = `/v1/webhooks/events/${first!.webhookId}/resend`;
+    const replies: Awaited<ReturnType<typeof call>>[] = [];
+    replies.push(await call('POST', path, { headers, json: { endpoint_id: hook.id } }));
+    await awaitReceived(hook.name, id, 2); // the resent attempt arrived, its answer held
+    for (let i = 0; i < 19; i++) replies.push(await call('POST', path, { headers, json: { endpoint_id: hook.id } }));
+    assert.deepEqual(new Set(replies.map((r) => r.status)), new Set([202]));
+    for (const reply of replies) assert.equal(reply.body.data.length, 1);
+    await receiverControl(`/receivers/${hook.name}/mode`, 'PATCH', { answer: 'normal' });
+    await until('the resent delivery SUCCEEDED', async () => (await deliveriesOf(hook))[0]?.status === 'SUCCEEDED');
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    assert.equal(receivedAbout(hook.name, id).length, 2, 'the original and one resend, not twenty');
+  });
+
+  it('resends are bounded per endpoint and per organization within WEBHOOK_RESEND_WINDOW: past either, 429 with Retry-After and nothing sent', async function () {
+    this.timeout(60_000);
+    await removeEndpoints(made.splice(0));
+    // The organization's budget starts empty: earlier tests' resends are within the window too.
+    await harness().db('webhook_resends').where({ organization_id: customer.user.organization_id }).delete();
+    const [one, two] = [await endpoint(['transaction.failed']), await endpoint(['transaction.failed'])];
+    const since = new Date().toISOString();
+    const ids = [];
+    for (let i = 0; i < 4; i++) ids.push(await failedTransaction(customer));
+    for (const id of ids) {
+      await awaitReceived(one.name, id);
+      await awaitReceived(two.name, id);
+    }
+    const { deps } = harness();
+    const api = await startApi(
+      buildApp({
+        ...deps,
+        config: { ...deps.config, WEBHOOK_RESENDS_PER_ENDPOINT: 3, WEBHOOK_RESENDS_PER_ORGANIZATION: 5 },
+      }),
+      '127.0.0.1',
+      0,
+    );
+    try {
+      const headers = await adminHeaders();
+      const send = (path: string, json: unknown) =>
+        call('POST', path, { headers, json, baseUrl: api.url, contract: true });
+      const tooMany = (reply: Awaited<ReturnType<typeof call>>) => {
+        assert.equal(reply.status, 429, reply.text);
+        assert.equal(reply.body.code, 'TOO_MANY_REQUESTS');
+        assert.ok(Number(reply.headers.get('retry-after')) >= 1);
+      };
+      // Four deliveries of one endpoint at once: past its three.
+      tooMany(await send(`/v1/webhooks/endpoints/${one.id}/resend`, { since }));
+      const rows = await harness().db('webhook_events').whereIn('resource_id', ids).select('id', 'resource_id');
+      const events = ids.map((id) => rows.find((row) => row.resource_id === id)!.id as string);
+      const resendOf = (event: string, hook: Registered) =>
+        send(`/v1/webhooks/events/${event}/resend`, { endpoint_id: hook.id });
+      for (const event of events.slice(0, 3)) assert.equal((await resendOf(event, one)).status, 202);
+      tooMany(await resendOf(events[3]!, one));
+      // The organization's five: two more of the other endpoint, then none.
+      for (const event of events.slice(0, 2)) assert.equal((await resendOf(event, two)).status, 202);
+      tooMany(await resendOf(events[2]!, two));
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      for (const [i, id] of ids.entries()) {
+        assert.equal(receivedAbout(one.name, id).length, i < 3 ? 2 : 1, `endpoint one, event ${i}`);
+        assert.equal(receivedAbout(two.name, id).length, i < 2 ? 2 : 1, `endpoint two, event ${i}`);
+      }
+    } finally {
+      await api.close();
+    }
+  });
+
   it('after a rotation a receiver knowing only the new secret verifies every delivery', async () => {
     const hook = await endpoint(['transaction.failed']);
     const rotated = await call('POST', `/v1/webhooks/endpoints/${hook.id}/secret/rotate`, {
@@ -266,6 +342,77 @@ describe('webhook deliveries', () => {
     });
     assert.match(delivery.last_error, /address refused/);
     assert.equal(delivery.attempts[0].status_code, null);
+  });
+
+  it('a receiver’s answer is shown only as a short excerpt of what reads as a receiver’s, secret-like runs redacted; any other answer (a page, an internal service’s reply) shows its status alone', async () => {
+    await removeEndpoints(made.splice(0)); // room under WEBHOOK_ENDPOINTS_MAX for three more
+    const token = `eyJhbGciOiJSUzI1NiJ9.${'a'.repeat(40)}.${'b'.repeat(40)}`;
+    const answers: Record<string, { type: string; body: string }> = {
+      json: { type: 'application/json', body: JSON.stringify({ error: 'bad signature', access_token: token }) },
+      page: { type: 'text/html', body: '<!doctype html><title>Internal admin</title>' },
+      large: { type: 'text/plain', body: `secret ${'x'.repeat(600)}` },
+    };
+    const server = createServer((req, res) => {
+      const answer = answers[(req.url ?? '').slice(1)]!;
+      req.resume();
+      res.writeHead(500, { 'content-type': answer.type }).end(answer.body);
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = server.address() as AddressInfo;
+      const hooks: Record<string, Registered> = {};
+      for (const name of Object.keys(answers)) {
+        const reply = await call('POST', '/v1/webhooks/endpoints', {
+          headers: await adminHeaders(),
+          json: { url: `http://127.0.0.1:${port}/${name}`, event_types: ['transaction.failed'] },
+        });
+        assert.equal(reply.status, 201, reply.text);
+        hooks[name] = { id: reply.body.id, name, secret: '', url: '' };
+        made.push(hooks[name]);
+      }
+      await failedTransaction(customer);
+      const attemptOf = (name: string) =>
+        until(`an attempt at ${name}`, async () => (await deliveriesOf(hooks[name]!))[0]?.attempts[0]);
+      const json = await attemptOf('json');
+      assert.equal(json.status_code, 500);
+      assert.equal(json.response_body, '{"error":"bad signature","access_token":"[redacted]"}');
+      for (const name of ['page', 'large']) {
+        const attempt = await attemptOf(name);
+        assert.deepEqual([attempt.status_code, attempt.response_body], [500, null], name);
+      }
+    } finally {
+      await removeEndpoints(made.splice(0));
+      server.close();
+    }
+  });
+
+  it('the service’s own ports (here the identity provider’s) are no target whatever the setting: refused at registration, and at delivery nothing is sent', async () => {
+    const { db, config } = harness();
+    const idp = new URL(config.AUTH_JWKS_URL!);
+    const target = `http://127.0.0.1:${idp.port}/backend/token`;
+    const refused = await call('POST', '/v1/webhooks/endpoints', {
+      headers: await adminHeaders(),
+      json: { url: target, event_types: ['transaction.failed'] },
+    });
+    assert.equal(refused.status, 400, refused.text);
+    assert.match(refused.body.description, /service's own/);
+    // One registered before its port was the service's (written as the API would have then).
+    const id = randomUUID();
+    await db('webhook_endpoints').insert({
+      id,
+      organization_id: customer.user.organization_id,
+      url: target,
+      event_types: ['transaction.failed'],
+      secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
+    });
+    made.push({ id, name: 'identity provider', secret: '', url: '' });
+    await failedTransaction(customer);
+    const [delivery] = await until('the delivery FAILED', async () => {
+      const list = await deliveriesOf({ id, name: '', secret: '', url: '' });
+      return list[0]?.status === 'FAILED' && list;
+    });
+    assert.match(delivery.last_error, /address refused/);
+    assert.deepEqual([delivery.attempts[0].status_code, delivery.attempts[0].response_body], [null, null]);
   });
 
   it('events older than WEBHOOK_EVENT_RETENTION go with their deliveries and attempts, unless a delivery is still PENDING; newer ones stay', async () => {

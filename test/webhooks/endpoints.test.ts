@@ -57,8 +57,24 @@ describe('webhook endpoints', () => {
     assert.equal(first.status, 200, first.text);
     assert.equal(again.body.secret, first.body.secret);
     assert.equal(first.headers.get('cache-control'), 'no-store');
+    assert.equal(again.headers.get('idempotent-replayed'), 'true');
+    assert.equal(again.headers.get('cache-control'), 'no-store', 'the replay carries the secret too');
     const row = await harness().db('webhook_endpoints').where({ id: endpoint.id }).first();
     assert.equal(row.previous_secret, endpoint.secret, 'the original secret keeps its grace');
+  });
+
+  it('an answer carrying a secret is Cache-Control: no-store: the creation, and its replay under the same Idempotency-Key', async () => {
+    const name = `r-${randomUUID()}`;
+    const headers = { ...(await adminHeaders()), 'Idempotency-Key': randomUUID() };
+    const json = { url: `${harness().webhookReceiver.url}/webhooks/${name}`, event_types: ['transaction.posted'] };
+    const created = await call('POST', '/v1/webhooks/endpoints', { headers, json });
+    assert.equal(created.status, 201, created.text);
+    made.push({ id: created.body.id, name, secret: created.body.secret, url: json.url });
+    assert.equal(created.headers.get('cache-control'), 'no-store');
+    const replayed = await call('POST', '/v1/webhooks/endpoints', { headers, json });
+    assert.equal(replayed.headers.get('idempotent-replayed'), 'true');
+    assert.equal(replayed.body.secret, created.body.secret);
+    assert.equal(replayed.headers.get('cache-control'), 'no-store');
   });
 
   it('a platform key manages no organization’s webhooks (403)', async () => {

@@ -3,8 +3,11 @@ import { insertEndpoint } from '../db/webhooks/endpoints';
 import { newSecret } from '../providers/webhooks/signature';
 import { type RecordedDelivery, startWebhookReceiver } from '../simulators/webhook-receiver';
 import { workflowIds } from '../workflows/ids';
+import { DEMO } from '../db/seeds/demo';
 import { startChaosDeployment } from './chaos/deployment';
-import { line, type Loop, mapBounded, openLoop } from './lib';
+import { startHostileTenant } from './chaos/hostile-tenant';
+import { ownProcesses } from './chaos/load-processes';
+import { cpuDuring, line, type Loop, mapBounded, openLoop, pidsMatching } from './lib';
 import { seedBorrowers } from './seed';
 
 /**
@@ -13,11 +16,17 @@ import { seedBorrowers } from './seed';
  * a process; the receiver simulator, verifying with standardwebhooks, in this one), first with no
  * endpoint (the same path without delivery: API call to POSTED), then with one subscribed to
  * transaction.posted: API call to POSTED, API call to the delivery verified, and the event's
- * timestamp (its commit) to the delivery verified. BENCH_SECONDS (20), BENCH_RATE (10/s).
+ * timestamp (its commit) to the delivery verified; then the same again beside a hostile tenant
+ * (issue 54: another organization's 16 endpoints at a receiver that never answers, each given
+ * BENCH_HOSTILE_EVENTS events), its commit-to-delivered p99 against the one alone (goal: within
+ * 2x). BENCH_SECONDS (20), BENCH_RATE (10/s).
  */
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 20);
 const RATE = Number(process.env.BENCH_RATE ?? 10);
 const CUSTOMERS = 64;
+/** The hostile tenant: WEBHOOK_ENDPOINTS_MAX endpoints, and events enough for the organization's resend budget (2,000). */
+const HOSTILE_ENDPOINTS = 16;
+const HOSTILE_EVENTS = Number(process.env.BENCH_HOSTILE_EVENTS ?? 125);
 
 const percentiles = (values: number[]) => {
   const sorted = [...values].sort((a, b) => a - b);
@@ -31,6 +40,8 @@ async function main() {
     const deployment = await startChaosDeployment({
       workers: 1,
       taskQueue: 'bench-webhooks',
+      // BENCH_CLUSTER=1: the production topology (Temporal on PostgreSQL, two APIs behind the proxy, two workers).
+      cluster: process.env.BENCH_CLUSTER === '1',
       env: { STK_PUSH_CALLBACK_WAIT: '20s' },
       cleanups,
     });
@@ -116,10 +127,58 @@ async function main() {
     await openLoop(RATE, 3, async (i) => void (await pushAndDeliver(i + 1_000_000))); // warm up
     commitToDelivered.length = 0;
     callToPosted.length = 0;
-    const withDelivery: Loop = await openLoop(RATE, SECONDS, async (i) => void (await pushAndDeliver(i)));
+    const cpuGroups = {
+      API: () => ownProcesses('api/server.ts'),
+      worker: () => ownProcesses('worker/main.ts'),
+      Postgres: () => pidsMatching(` ${new URL(deployment.databaseUrl).pathname.slice(1)} `),
+      'Temporal server': () => [...ownProcesses('start-dev'), ...ownProcesses('temporal-server')],
+    };
+    const alone = await cpuDuring(cpuGroups, () =>
+      openLoop(RATE, SECONDS, async (i) => void (await pushAndDeliver(i))),
+    );
+    const withDelivery: Loop = alone.result;
 
     const commit = percentiles(commitToDelivered);
     const posting = percentiles(callToPosted);
+
+    // Issue 54: the same, beside a hostile tenant: the second organization's most endpoints, all at
+    // a receiver that never answers, each given HOSTILE_EVENTS events (its resend budget's worth).
+    const template = await deployment
+      .db('webhook_events')
+      .where({ organization_id: deployment.organizationId })
+      .first('snapshot');
+    const hostile = await startHostileTenant(deployment.db, {
+      organizationId: DEMO.organizations.second.id,
+      endpoints: HOSTILE_ENDPOINTS,
+      eventsPerEndpoint: HOSTILE_EVENTS,
+      type: 'transaction.posted',
+      snapshot: template.snapshot,
+    });
+    cleanups.push(() => hostile.close());
+    const settle = Date.now() + 30_000;
+    while (hostile.inFlight() < 8 && Date.now() < settle) await new Promise((resolve) => setTimeout(resolve, 100));
+    commitToDelivered.length = 0;
+    hostile.mostSinceLast();
+    const besideRun = await cpuDuring(cpuGroups, () =>
+      openLoop(RATE, SECONDS, async (i) => void (await pushAndDeliver(i + 2_000_000))),
+    );
+    const beside: Loop = besideRun.result;
+    const besideCommit = percentiles(commitToDelivered);
+    const hostileMost = hostile.mostSinceLast();
+    // Where a delivery's time went beside it: commit to dispatched, to its run started, to its attempt.
+    const stages = await deployment.db.raw<{ rows: { dispatched: number; started: number; attempted: number }[] }>(
+      `select extract(epoch from e.dispatched_at - e.occurred_at) * 1000 as dispatched,
+              extract(epoch from d.workflow_started_at - e.occurred_at) * 1000 as started,
+              extract(epoch from a.attempted_at - e.occurred_at) * 1000 as attempted
+         from webhook_events e join webhook_deliveries d on d.event_id = e.id
+         join webhook_attempts a on a.delivery_id = d.id
+        where e.organization_id = ? and d.endpoint_id = ? and e.occurred_at > ?`,
+      [deployment.organizationId, endpoint!.id, new Date(Date.now() - SECONDS * 1000)],
+    );
+    const stage = (name: 'dispatched' | 'started' | 'attempted') => {
+      const at = percentiles(stages.rows.map((r) => Number(r[name])));
+      return `${name} p50 ${at.p50.toFixed(0)} p99 ${at.p99.toFixed(0)} ms`;
+    };
     console.log(`\nWebhooks: STK pushes at a fixed ${RATE}/s for ${SECONDS} s, deployment shape (1 API, 1 worker)`);
     console.log(line('API call to POSTED, no endpoint (the path without delivery)', without, 'pushes'));
     console.log(line('API call to the delivery verified at the receiver', withDelivery, 'pushes'));
@@ -132,6 +191,25 @@ async function main() {
     console.log(
       `  delivered p50 / POSTED p50 without delivery: ${(withDelivery.p50 / without.p50).toFixed(2)}; ` +
         `p99: ${(withDelivery.p99 / without.p99).toFixed(2)}`,
+    );
+    console.log(
+      `\nBeside a hostile tenant (${HOSTILE_ENDPOINTS} endpoints at a receiver that never answers, ` +
+        `${HOSTILE_EVENTS} events each; at most ${hostileMost} of its attempts in flight at once):`,
+    );
+    console.log(line('API call to the delivery verified at the receiver', beside, 'pushes'));
+    console.log(
+      `  ${'commit (event timestamp) to the delivery verified'.padEnd(58)}        p50 ${besideCommit.p50.toFixed(0)} ms  p99 ${besideCommit.p99.toFixed(0)} ms`,
+    );
+    console.log(`  from commit: ${stage('dispatched')}; ${stage('started')}; ${stage('attempted')}`);
+    const cpuLine = (cpu: Record<string, number>) =>
+      Object.entries(cpu)
+        .map(([name, seconds]) => `${name} ${((seconds / SECONDS) * 100).toFixed(0)}`)
+        .join(', ');
+    console.log(`  CPU, % of one core (2 cores: 200 %), alone: ${cpuLine(alone.cpu)}`);
+    console.log(`  CPU beside the hostile tenant: ${cpuLine(besideRun.cpu)}`);
+    console.log(
+      `  commit to delivered beside it / alone: p50 ${(besideCommit.p50 / commit.p50).toFixed(2)}, ` +
+        `p99 ${(besideCommit.p99 / commit.p99).toFixed(2)} (goal: p99 within 2x)`,
     );
   } finally {
     for (const cleanup of cleanups.reverse()) await cleanup().catch(() => {});

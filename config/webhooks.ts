@@ -30,6 +30,17 @@ export const webhookSettings = {
   /** Deliveries in flight to one endpoint from one worker; more wait, so a slow receiver holds up only its own. */
   WEBHOOK_ENDPOINT_CONCURRENCY: positiveInt(4),
   /**
+   * Deliveries in flight for one organization from one worker: its share of WEBHOOK_ACTIVITY_SLOTS,
+   * so one tenant's receivers, however many and however dead, never hold every slot.
+   */
+  WEBHOOK_ORGANIZATION_CONCURRENCY: positiveInt(8),
+  /**
+   * Failed attempts in a row (timeouts, connection failures, 5xx, 429) after which an endpoint
+   * backs off: its deliveries wait without connecting, WEBHOOK_RETRY_INITIAL doubling up to
+   * WEBHOOK_RETRY_MAX_INTERVAL with each further failure, one attempt probing it when the time comes.
+   */
+  WEBHOOK_BACKOFF_AFTER_FAILURES: positiveInt(5),
+  /**
    * Deliveries resends may start again within WEBHOOK_RESEND_WINDOW, of one endpoint and of one
    * organization (a resend naming an endpoint costs one at least); past either, 429 with
    * Retry-After. A resend of a delivery still queued is coalesced with it and costs nothing more.
@@ -41,6 +52,18 @@ export const webhookSettings = {
   WEBHOOK_ENDPOINTS_MAX: positiveInt(16),
   /** How long one dispatcher run lasts before its schedule starts the next one. */
   WEBHOOK_DISPATCH_INTERVAL: duration('1m'),
+  /**
+   * Delivery runs the dispatcher starts for one organization a second; more wait their turn in
+   * Postgres, so one tenant's burst (a full resend, thousands of its own events) never floods the
+   * task queues every tenant's runs share.
+   */
+  WEBHOOK_DISPATCH_PER_ORGANIZATION: positiveInt(100),
+  /**
+   * Delivery runs not ended one endpoint may have; the dispatcher starts no more for it until
+   * some end. A receiver that answers nothing keeps the rest of its deliveries waiting in Postgres
+   * (free) instead of as runs in the task queues every tenant shares; a healthy one never nears it.
+   */
+  WEBHOOK_RUNS_PER_ENDPOINT: positiveInt(20),
   /** How often the dispatcher looks for committed events (one statement on a partial index): an event waits half this on average. */
   WEBHOOK_DISPATCH_POLL: duration('100ms'),
   /**

@@ -1,6 +1,6 @@
 import { Context } from '@temporalio/activity';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
-import { dispatchEvents, markStarted, unstartedDeliveries } from '../../db/webhooks/events';
+import { dispatchEvents, liveRuns, markStarted, unstartedDeliveries } from '../../db/webhooks/events';
 import { forEachConcurrently } from '../../domain/concurrency';
 import { webhookDeliveryStart, webhookRetryOf, webhookTaskQueue } from '../../workflows/webhooks/messages';
 import type { Needs } from '../deps';
@@ -14,6 +14,8 @@ type Deps = Needs<
   | 'TEMPORAL_TASK_QUEUE'
   | 'WEBHOOK_TASK_QUEUE'
   | 'WEBHOOK_DISPATCH_POLL'
+  | 'WEBHOOK_DISPATCH_PER_ORGANIZATION'
+  | 'WEBHOOK_RUNS_PER_ENDPOINT'
   | 'WEBHOOK_RETRY_INITIAL'
   | 'WEBHOOK_RETRY_MAX_INTERVAL'
   | 'WEBHOOK_RETRY_WINDOW'
@@ -33,12 +35,60 @@ export function createWebhookDispatchActivities(deps: Deps) {
   const retry = webhookRetryOf(config);
   const activityTaskQueue = webhookTaskQueue(config);
 
-  async function startRuns(heartbeat: () => void): Promise<number> {
+  /** Runs started per organization in the current second: at most WEBHOOK_DISPATCH_PER_ORGANIZATION. */
+  const startsThisSecond = new Map<string, { second: number; count: number }>();
+  const mayStart = (organizationId: string) => {
+    const second = Math.floor(Date.now() / 1000);
+    const seen = startsThisSecond.get(organizationId);
+    const count = seen?.second === second ? seen.count : 0;
+    if (count >= config.WEBHOOK_DISPATCH_PER_ORGANIZATION) return false;
+    startsThisSecond.set(organizationId, { second, count: count + 1 });
+    if (startsThisSecond.size > 10_000) startsThisSecond.clear(); // a second's worth of organizations at most
+    return true;
+  };
+
+  /**
+   * Endpoints found holding WEBHOOK_RUNS_PER_ENDPOINT runs not ended, until when they are not
+   * asked about again: their runs end slowly (that is why they pile up).
+   */
+  const full = new Map<string, number>();
+  const FULL_RECHECK_MS = 2_000;
+
+  /**
+   * Starts the runs of deliveries still without one, oldest first (issue 54), but
+   * - none for an endpoint that already has WEBHOOK_RUNS_PER_ENDPOINT runs not ended: a receiver
+   *   that answers nothing keeps its deliveries waiting in Postgres, where waiting costs nothing,
+   *   rather than as runs every tenant's task queues carry; a healthy one ends its runs in
+   *   milliseconds and never nears the bound;
+   * - and at most WEBHOOK_DISPATCH_PER_ORGANIZATION a second for one organization, so a burst of
+   *   its (a full resend, thousands of its own events) is spread out while the others' go by.
+   * Answers how many it started, and whether the rate held some back (then it is called again
+   * next round, not at the next sweep).
+   */
+  async function startRuns(heartbeat: () => void): Promise<{ started: number; heldBack: boolean }> {
     let started = 0;
+    const held = new Set<string>();
+    const now = Date.now();
+    for (const [endpointId, until] of full) if (until <= now) full.delete(endpointId);
     for (let batch = 0; batch < ROUND_BATCHES; batch++) {
       heartbeat();
-      const deliveries = await unstartedDeliveries(db, BATCH);
-      if (deliveries.length === 0) break;
+      const found = await unstartedDeliveries(db, BATCH, { organizations: [...held], endpoints: [...full.keys()] });
+      if (found.length === 0) break;
+      const live = await liveRuns(db, [...new Set(found.map((d) => d.endpoint_id))]);
+      const deliveries = found.filter((d) => {
+        if (full.has(d.endpoint_id)) return false;
+        const running = live.get(d.endpoint_id) ?? 0;
+        if (running >= config.WEBHOOK_RUNS_PER_ENDPOINT) {
+          full.set(d.endpoint_id, Date.now() + FULL_RECHECK_MS);
+          return false;
+        }
+        if (held.has(d.organization_id) || !mayStart(d.organization_id)) {
+          held.add(d.organization_id);
+          return false;
+        }
+        live.set(d.endpoint_id, running + 1);
+        return true;
+      });
       await forEachConcurrently(deliveries, 16, async (d) => {
         const input = {
           organizationId: d.organization_id,
@@ -65,7 +115,7 @@ export function createWebhookDispatchActivities(deps: Deps) {
       );
       started += deliveries.length;
     }
-    return started;
+    return { started, heldBack: held.size > 0 };
   }
 
   /** Starts are looked for after events were taken, and this often regardless (one lost to a crash). */
@@ -80,8 +130,10 @@ export function createWebhookDispatchActivities(deps: Deps) {
       if (taken < BATCH) break;
     }
     if (events === 0 && Date.now() - swept < SWEEP_MS) return { events, started: 0 };
-    swept = Date.now();
-    return { events, started: await startRuns(heartbeat) };
+    const { started, heldBack } = await startRuns(heartbeat);
+    // What was held back is looked for again next round, not at the next sweep.
+    swept = heldBack ? 0 : Date.now();
+    return { events, started };
   }
 
   return {

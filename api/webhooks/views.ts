@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { WebhookAttemptRow, WebhookDeliveryRow } from '../../db/webhooks/deliveries';
 import type { WebhookEndpointRow } from '../../db/webhooks/endpoints';
+import { endpointView as endpointFields } from '../../domain/webhooks/endpoints';
 import { EVENT_TYPES } from '../../domain/webhooks/events';
 import { isoOrNull as iso } from '../../domain/iso';
 
@@ -15,14 +16,22 @@ export const WebhookEndpoint = z
     description: z.string().nullable(),
     event_types: z.array(EventTypeName),
     enabled: z.boolean(),
-    disabled_reason: z
-      .string()
-      .nullable()
-      .meta({ description: 'Why it is disabled: by the organization, or failing for WEBHOOK_DISABLE_AFTER' }),
+    disabled_reason: z.string().nullable().meta({
+      description:
+        'Why it is disabled: by the organization, or failing for WEBHOOK_DISABLE_AFTER (a webhook_endpoint.disabled event says so too)',
+    }),
     failing_since: z.iso
       .datetime()
       .nullable()
       .meta({ description: 'The first failed attempt of its current run of failures' }),
+    backing_off_until: z.iso
+      .datetime()
+      .nullable()
+      .meta({
+        description:
+          'After WEBHOOK_BACKOFF_AFTER_FAILURES failed attempts in a row: until when its deliveries wait (no ' +
+          'connection is made; one attempt then probes it); null when it is not backing off',
+      }),
     previous_secret_expires_at: z.iso
       .datetime()
       .nullable()
@@ -38,20 +47,9 @@ export const WebhookEndpointWithSecret = WebhookEndpoint.extend({
   }),
 }).meta({ id: 'WebhookEndpointWithSecret' });
 
-export function endpointView(row: WebhookEndpointRow): z.infer<typeof WebhookEndpoint> {
-  return {
-    id: row.id,
-    url: row.url,
-    description: row.description,
-    event_types: row.event_types as z.infer<typeof EventTypeName>[],
-    enabled: row.enabled,
-    disabled_reason: row.disabled_reason,
-    failing_since: iso(row.failing_since),
-    previous_secret_expires_at: iso(row.previous_secret_expires_at),
-    created_at: row.created_at.toISOString(),
-    updated_at: row.updated_at.toISOString(),
-  };
-}
+/** A webhook endpoint as the API answers it (domain/webhooks/endpoints.ts), typed by its schema. */
+export const endpointView = (row: WebhookEndpointRow): z.infer<typeof WebhookEndpoint> =>
+  endpointFields(row) as z.infer<typeof WebhookEndpoint>;
 
 export const WebhookEvent = z
   .strictObject({

@@ -1,4 +1,5 @@
 import { inconsistentLoans } from '../../db/loans/servicing-reads';
+import { DEMO } from '../../db/seeds/demo';
 import { cpuDuring } from '../lib';
 import { printRoutes } from './load-driver';
 import { WEIGHTS } from './load-mix';
@@ -15,7 +16,9 @@ import {
 import { type SuiteOptions, suiteOptionsOf } from './deployment';
 import { type LoadSetup, setUpLoad } from './load-setup';
 import { mb, readMemory } from './memory';
+import { startHostileTenant } from './hostile-tenant';
 import { replayEveryHistory } from './replay';
+import { startWebhookAudit } from './webhook-audit';
 
 /**
  * Load held (issue 19, item 6): the service as deployed (deployment.ts: the API and a worker each
@@ -27,7 +30,10 @@ import { replayEveryHistory } from './replay';
  * forced full collection) after a warm-up and at the end, against bounds measured on this
  * machine kind. Expected zeros: 5xx, requests unanswered or answered otherwise than a correct
  * service would, pushes left or ending otherwise than their number decides, repayments not
- * allocated, loans whose ledger differs from their schedule, memory growth beyond the bounds.
+ * allocated, loans whose ledger differs from their schedule, memory growth beyond the bounds;
+ * and, beside a hostile tenant's 16 dead webhook endpoints (issue 54), the demo organization's
+ * webhooks lost, doubled, unverified or later than 10 s, and the tenant's attempts in flight
+ * beyond its share.
  *
  * LOAD_CALIBRATE=20,40,80 instead runs the mix at each rate for LOAD_CALIBRATE_SECONDS (60) in
  * one deployment and prints a line per rate: how the default rate was chosen.
@@ -78,6 +84,22 @@ export async function runLoadHeld(options: SuiteOptions): Promise<boolean> {
       API: await readMemory(setup.services.API),
       worker: await readMemory(setup.services.worker),
     });
+    // Issue 54: the demo organization's webhooks audited while a hostile tenant (the second
+    // organization) keeps its most endpoints at a receiver that never answers, each with events
+    // to send: the other organization's deliveries must arrive as usual.
+    const webhooks = await startWebhookAudit(db, setup.deployment.organizationId, cleanups);
+    const template = await db('webhook_events')
+      .where({ organization_id: setup.deployment.organizationId, type: 'transaction.posted' })
+      .first('snapshot');
+    const hostile = await startHostileTenant(db, {
+      organizationId: DEMO.organizations.second.id,
+      endpoints: 16,
+      eventsPerEndpoint: number('LOAD_HOSTILE_EVENTS', 125, 20, bounded),
+      type: 'transaction.posted',
+      snapshot: template.snapshot,
+    });
+    cleanups.push(() => hostile.close());
+    hostile.mostSinceLast();
     const start = await memory();
     console.log(
       `\nLoad held: running ${rate} requests/s for ${seconds} s (the table follows once every push has ended)`,
@@ -123,6 +145,14 @@ export async function runLoadHeld(options: SuiteOptions): Promise<boolean> {
     for (const line of await describeLeft(setup.deployment.temporal, pushes)) console.log(`    not ended: ${line}`);
     printMemory(start, end, samples, bounds);
 
+    const hostileMost = hostile.mostSinceLast();
+    const hooks = await webhooks.figures(60_000);
+    const lags = webhooks.lagsMs().sort((a, b) => a - b);
+    console.log(
+      `  webhooks beside the hostile tenant (${hostileMost} of its attempts in flight at most): ` +
+        `${hooks.map((f) => `${f.name} ${f.value}`).join(', ')}; commit to arrival p50 ${quantile(lags, 0.5).toFixed(0)} ` +
+        `p99 ${quantile(lags, 0.99).toFixed(0)} max ${quantile(lags, 1).toFixed(0)} ms`,
+    );
     const totals = totalsOf(run);
     const growth = (name: 'API' | 'worker', key: 'rss' | 'heapUsed') => mb(end[name][key] - start[name][key]);
     console.log(
@@ -138,6 +168,13 @@ export async function runLoadHeld(options: SuiteOptions): Promise<boolean> {
       ['loans whose ledger differs from their schedule', (await inconsistentLoans(db)).length],
       ['API or worker process exits', setup.deployment.unexpectedExits()],
       ['workflow histories that do not replay', (await replayEveryHistory(setup.deployment.temporal)).failures.length],
+      ...hooks.filter((f) => f.expectZero).map((f): [string, number] => [f.name, f.value]),
+      ['webhooks arriving more than 10 s after their commit', lags.filter((lag) => lag > 10_000).length],
+      // Sockets as the dead receiver counts them: one closing may still be counted as the next opens.
+      [
+        'hostile tenant attempts in flight beyond WEBHOOK_ORGANIZATION_CONCURRENCY (8) + 2',
+        Math.max(0, hostileMost - 10),
+      ],
       ...(['API', 'worker'] as const).flatMap((name): [string, number][] => [
         [`${name} RSS growth beyond ${bounds.rss} MB`, Math.max(0, growth(name, 'rss') - bounds.rss)],
         [

@@ -12,7 +12,7 @@ import { sleep } from './random';
  * committed; `null`: a state the row may leave again (an overdue installment gets paid), checked
  * for the row only; absent: the status the event carries.
  */
-const RESOURCES: Record<string, { table: string; status?: string | null }> = {
+const RESOURCES: Record<string, { table: string; column?: string; status?: string | boolean | null }> = {
   'transaction.posted': { table: 'transactions', status: 'POSTED' },
   'transaction.failed': { table: 'transactions', status: 'FAILED' },
   'kyc.application.completed': { table: 'kyc_applications' },
@@ -22,6 +22,7 @@ const RESOURCES: Record<string, { table: string; status?: string | null }> = {
   'current_account.activated': { table: 'current_account_activations', status: 'COMPLETED' },
   'phone_change.completed': { table: 'phone_changes', status: 'COMPLETED' },
   'invoice.extracted': { table: 'financing_invoices', status: 'EXTRACTED' },
+  'webhook_endpoint.disabled': { table: 'webhook_endpoints', column: 'enabled', status: false },
 };
 
 interface Received {
@@ -66,6 +67,12 @@ export async function startWebhookAudit(db: Knex, organizationId: string, cleanu
       .map((d) => ({ webhookId: d.webhookId!, ...(d.body as Omit<Received, 'webhookId'>) }));
 
   return {
+    /** Commit (the event's timestamp) to its arrival at the receiver, of every verified delivery so far, in ms. */
+    lagsMs: (): number[] =>
+      receiver
+        .deliveries()
+        .filter((d: RecordedDelivery) => d.verified)
+        .map((d) => Date.parse(d.receivedAt) - Date.parse((d.body as { timestamp: string }).timestamp)),
     /** Waits (up to `waitMs`) for every event of the organization to arrive, then counts. */
     async figures(waitMs: number): Promise<Figure[]> {
       const events = () =>
@@ -98,7 +105,10 @@ export async function startWebhookAudit(db: Knex, organizationId: string, cleanu
       let neverCommitted = 0;
       for (const r of got) {
         const resource = RESOURCES[r.type];
-        const row = resource ? await db(resource.table).where({ id: r.data.id }).first('status') : undefined;
+        const column = resource?.column ?? 'status';
+        const row = resource
+          ? await db(resource.table).where({ id: r.data.id }).first(`${column} as status`)
+          : undefined;
         const status = resource?.status === undefined ? r.data.status : resource.status;
         if (!row || (status !== null && row.status !== status)) neverCommitted += 1;
       }

@@ -14,6 +14,9 @@ export interface WebhookEndpointRow {
   previous_secret_expires_at: Date | null;
   failing_since: Date | null;
   last_failed_at: Date | null;
+  /** Failed attempts in a row; past WEBHOOK_BACKOFF_AFTER_FAILURES the endpoint backs off until backing_off_until. */
+  consecutive_failures: number;
+  backing_off_until: Date | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -64,7 +67,9 @@ export async function updateEndpoint(
     .where({ organization_id: organizationId, id })
     .update({
       ...changes,
-      ...(changes.enabled === true || changes.url !== undefined ? { failing_since: null, last_failed_at: null } : {}),
+      ...(changes.enabled === true || changes.url !== undefined
+        ? { failing_since: null, last_failed_at: null, consecutive_failures: 0, backing_off_until: null }
+        : {}),
       ...(changes.enabled === true ? { disabled_reason: null } : {}),
       ...(changes.enabled === false ? { disabled_reason: 'disabled by the organization' } : {}),
       updated_at: now,
@@ -101,8 +106,32 @@ export async function rotateSecret(
 export async function endpointAnswered(db: Knex, organizationId: string, id: string): Promise<void> {
   await db('webhook_endpoints')
     .where({ organization_id: organizationId, id })
-    .whereNotNull('failing_since')
-    .update({ failing_since: null });
+    .where((q) => q.whereNotNull('failing_since').orWhere('consecutive_failures', '>', 0))
+    .update({ failing_since: null, consecutive_failures: 0, backing_off_until: null });
+}
+
+/**
+ * Whether an attempt may connect to an endpoint that may be backing off: at once when it is not
+ * (no statement), never before its time, and when its time has come only as the one probe that
+ * claims it (it moves the time on by `probeMs`, so the others keep waiting for the probe's
+ * answer). Answers how long to wait when it may not.
+ */
+export async function claimAttempt(
+  db: Knex,
+  organizationId: string,
+  endpoint: Pick<WebhookEndpointRow, 'id' | 'backing_off_until'>,
+  now: Date,
+  probeMs: number,
+): Promise<{ waitMs: number } | undefined> {
+  const until = endpoint.backing_off_until;
+  if (!until) return undefined;
+  if (until > now) return { waitMs: until.getTime() - now.getTime() };
+  const claimed = await db('webhook_endpoints')
+    .where({ organization_id: organizationId, id: endpoint.id })
+    .where('backing_off_until', '<=', now)
+    .update({ backing_off_until: new Date(now.getTime() + probeMs) })
+    .returning('id');
+  return claimed.length > 0 ? undefined : { waitMs: probeMs };
 }
 
 /**
@@ -116,13 +145,25 @@ export async function endpointFailed(
   organizationId: string,
   id: string,
   now: Date,
-  rule: { disableAfterMs: number; quietMs: number; reason: string },
+  rule: {
+    disableAfterMs: number;
+    quietMs: number;
+    reason: string;
+    /** For a failure worth retrying: past `after` in a row, back off `initialMs` doubling to `maximumMs`. */
+    backoff?: { after: number; initialMs: number; maximumMs: number };
+  },
 ): Promise<void> {
   const quietSince = new Date(now.getTime() - rule.quietMs);
   const disableBefore = new Date(now.getTime() - rule.disableAfterMs);
+  const backoff = rule.backoff ?? { after: 0, initialMs: 0, maximumMs: 0 };
   await db.raw(
     `update webhook_endpoints e
         set failing_since = run.since, last_failed_at = :now,
+            consecutive_failures = e.consecutive_failures + :counts,
+            backing_off_until = case when :counts = 1 and e.consecutive_failures + 1 >= :after
+              then cast(:now as timestamptz) + make_interval(secs => least(
+                :initialMs * power(2, e.consecutive_failures + 1 - :after), :maximumMs) / 1000.0)
+              else e.backing_off_until end,
             enabled = e.enabled and run.since >= :disableBefore,
             disabled_reason = case when e.enabled and run.since < :disableBefore
               then 'failing since ' || to_char(run.since at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') || '; last: ' || :reason
@@ -132,6 +173,17 @@ export async function endpointFailed(
                          else failing_since end as since
                from webhook_endpoints where organization_id = :organizationId and id = :id) run
       where e.organization_id = :organizationId and e.id = :id`,
-    { now, disableBefore, quietSince, reason: rule.reason, organizationId, id },
+    {
+      now,
+      disableBefore,
+      quietSince,
+      reason: rule.reason,
+      organizationId,
+      id,
+      counts: rule.backoff ? 1 : 0,
+      after: backoff.after,
+      initialMs: backoff.initialMs,
+      maximumMs: backoff.maximumMs,
+    },
   );
 }

@@ -55,13 +55,37 @@ export async function dispatchEvents(db: Knex, limit: number, now: Date): Promis
   return rows.length;
 }
 
-/** Deliveries whose workflow has not been started yet (just dispatched, or a start lost to a crash). */
-export const unstartedDeliveries = (db: Knex, limit: number) =>
+/**
+ * Deliveries whose workflow has not been started yet (just dispatched, or a start lost to a
+ * crash), oldest first, but none of the organizations or endpoints in `except` (past their share
+ * of starts for now, or holding their most runs).
+ */
+export const unstartedDeliveries = (
+  db: Knex,
+  limit: number,
+  except: { organizations?: readonly string[]; endpoints?: readonly string[] } = {},
+) =>
   db('webhook_deliveries')
     .whereNull('workflow_started_at')
+    .modify((q) => {
+      if (except.organizations?.length) q.whereNotIn('organization_id', except.organizations);
+      if (except.endpoints?.length) q.whereNotIn('endpoint_id', except.endpoints);
+    })
     .orderBy('created_at')
     .limit(limit)
     .select<UnstartedDelivery[]>('id', 'generation', 'organization_id', 'event_id', 'endpoint_id');
+
+/** How many runs each endpoint has that have not ended (PENDING, started), over a partial index of just those. */
+export async function liveRuns(db: Knex, endpointIds: readonly string[]): Promise<Map<string, number>> {
+  if (endpointIds.length === 0) return new Map();
+  const rows = await db('webhook_deliveries')
+    .whereIn('endpoint_id', endpointIds)
+    .where({ status: 'PENDING' })
+    .whereNotNull('workflow_started_at')
+    .groupBy('endpoint_id')
+    .select<{ endpoint_id: string; n: string }[]>('endpoint_id', db.raw('count(*) as n'));
+  return new Map(rows.map((row) => [row.endpoint_id, Number(row.n)]));
+}
 
 /** Deliveries whose run was started (or found already there). */
 export async function markStarted(db: Knex, ids: readonly string[], now: Date): Promise<void> {

@@ -7,6 +7,7 @@ import {
   phoneChangeView,
 } from '../current-account/views';
 import { INVOICE_DATES, type InvoiceFields, invoiceView } from '../financing/views';
+import { ENDPOINT_DATES, type EndpointFields, endpointView } from './endpoints';
 import { type ApplicationState, statusView } from '../kyc/status';
 import {
   appliedView,
@@ -74,6 +75,11 @@ const RENDERERS = {
     phoneChangeView(context.baseUrl, withDates<PhoneChangeFields>(snapshot, PHONE_CHANGE_DATES)),
   /** An invoice's extraction read it (EXTRACTED): the invoice, as GET .../invoices/{id} shows it. */
   'invoice.extracted': (snapshot) => invoiceView(withDates<InvoiceFields>(snapshot, INVOICE_DATES)),
+  /**
+   * A webhook endpoint was disabled, by its organization or after failing for WEBHOOK_DISABLE_AFTER
+   * (disabled_reason says which): the endpoint, as GET /v1/webhooks/endpoints/{id} shows it.
+   */
+  'webhook_endpoint.disabled': (snapshot) => endpointView(withDates<EndpointFields>(snapshot, ENDPOINT_DATES)),
 } satisfies Record<string, Render>;
 
 export type EventType = keyof typeof RENDERERS;

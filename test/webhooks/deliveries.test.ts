@@ -177,10 +177,22 @@ describe('webhook deliveries', () => {
     await recordHistory(workflowIds.webhookDelivery(delivery.event_id, hook.id), 'webhookDelivery-refused');
   });
 
-  it('an endpoint failing for longer than WEBHOOK_DISABLE_AFTER is disabled, with the reason', async () => {
+  it('an endpoint that keeps failing backs off after WEBHOOK_BACKOFF_AFTER_FAILURES in a row, and failing for longer than WEBHOOK_DISABLE_AFTER is disabled: its status and a webhook_endpoint.disabled event say so', async () => {
+    const watcher = await endpoint(['webhook_endpoint.disabled']);
     const hook = await endpoint(['transaction.failed']);
     await receiverControl(`/receivers/${hook.name}/mode`, 'PATCH', { answer: 'error' });
     await failedTransaction(customer);
+    const backingOff = await until(
+      'the endpoint backing off',
+      async () => {
+        const reply = await call('GET', `/v1/webhooks/endpoints/${hook.id}`, { headers: await adminHeaders() });
+        return reply.body.backing_off_until !== null && reply.body;
+      },
+      15_000,
+    );
+    assert.ok(Date.parse(backingOff.backing_off_until) > Date.parse(backingOff.failing_since));
+    const row = await harness().db('webhook_endpoints').where({ id: hook.id }).first('consecutive_failures');
+    assert.ok(row.consecutive_failures >= harness().config.WEBHOOK_BACKOFF_AFTER_FAILURES);
     const disabled = await until(
       'the endpoint disabled',
       async () => {
@@ -195,6 +207,12 @@ describe('webhook deliveries', () => {
       return list[0]?.status === 'FAILED' && list;
     });
     assert.match(delivery.last_error, /disabled/);
+    const [told] = await awaitReceived(watcher.name, hook.id);
+    assert.equal(told!.verified, true);
+    assert.equal(told!.type, 'webhook_endpoint.disabled');
+    const data = (told!.body as { data: Record<string, unknown> }).data;
+    assert.deepEqual([data.id, data.enabled, data.disabled_reason], [hook.id, false, disabled.disabled_reason]);
+    assert.ok(!JSON.stringify(told!.body).includes(hook.secret), 'never the secret');
   });
 
   it('a resend sends the same event again under the same webhook-id', async () => {

@@ -155,8 +155,12 @@ async function main() {
       snapshot: template.snapshot,
     });
     cleanups.push(() => hostile.close());
-    const settle = Date.now() + 30_000;
-    while (hostile.inFlight() < 8 && Date.now() < settle) await new Promise((resolve) => setTimeout(resolve, 100));
+    // Its ramp first (the dispatcher starting each endpoint's WEBHOOK_RUNS_PER_ENDPOINT runs,
+    // their first attempts turned away), timed apart; then the steady state beside it.
+    commitToDelivered.length = 0;
+    const ramp = await openLoop(RATE, 5, async (i) => void (await pushAndDeliver(i + 3_000_000)));
+    const rampCommit = percentiles(commitToDelivered);
+    await hostile.started(20, 60_000, 10_000);
     commitToDelivered.length = 0;
     hostile.mostSinceLast();
     const besideRun = await cpuDuring(cpuGroups, () =>
@@ -196,6 +200,11 @@ async function main() {
       `\nBeside a hostile tenant (${HOSTILE_ENDPOINTS} endpoints at a receiver that never answers, ` +
         `${HOSTILE_EVENTS} events each; at most ${hostileMost} of its attempts in flight at once):`,
     );
+    console.log(
+      `  during its first 5 s: commit to the delivery verified p50 ${rampCommit.p50.toFixed(0)} ms  ` +
+        `p99 ${rampCommit.p99.toFixed(0)} ms (${ramp.perSecond.toFixed(0)} pushes/s)`,
+    );
+    console.log('  then, its runs started and their first attempts made:');
     console.log(line('API call to the delivery verified at the receiver', beside, 'pushes'));
     console.log(
       `  ${'commit (event timestamp) to the delivery verified'.padEnd(58)}        p50 ${besideCommit.p50.toFixed(0)} ms  p99 ${besideCommit.p99.toFixed(0)} ms`,

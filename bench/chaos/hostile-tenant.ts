@@ -5,6 +5,11 @@ import { insertEndpoint } from '../../db/webhooks/endpoints';
 import { newSecret } from '../../providers/webhooks/signature';
 
 export interface HostileTenant {
+  /**
+   * Waits (up to `timeoutMs`) until the dispatcher started what it starts of the tenant's
+   * deliveries (`runsPerEndpoint` an endpoint), then `firstAttemptsMs` for their first attempts.
+   */
+  started(runsPerEndpoint: number, timeoutMs: number, firstAttemptsMs: number): Promise<void>;
   /** Attempts the dead receiver holds open now. */
   inFlight(): number;
   /** The most it held at once since the last call. */
@@ -63,6 +68,22 @@ export async function startHostileTenant(
   });
   await db.batchInsert('webhook_events', events, 500);
   return {
+    async started(runsPerEndpoint, timeoutMs, firstAttemptsMs) {
+      const until = Date.now() + timeoutMs;
+      const count = async () =>
+        Number(
+          (
+            await db('webhook_deliveries')
+              .where({ organization_id: options.organizationId })
+              .whereIn('endpoint_id', ids)
+              .whereNotNull('workflow_started_at')
+              .count<{ n: string }[]>({ n: '*' })
+          )[0]!.n,
+        );
+      const wanted = Math.min(runsPerEndpoint, options.eventsPerEndpoint) * options.endpoints;
+      while ((await count()) < wanted && Date.now() < until) await new Promise((r) => setTimeout(r, 500));
+      await new Promise((resolve) => setTimeout(resolve, firstAttemptsMs));
+    },
     inFlight: () => sockets.size,
     mostSinceLast() {
       const seen = most;

@@ -137,7 +137,8 @@ export function createWebhookDeliveryActivities(
         await endpointAnswered(db, organizationId, endpointId);
         return;
       }
-      await endpointFailed(db, organizationId, endpointId, now, {
+      // The run of failures and the backing off count from when the attempt ended (a timeout's end).
+      await endpointFailed(db, organizationId, endpointId, clock.now(), {
         disableAfterMs: config.WEBHOOK_DISABLE_AFTER,
         // Failures further apart than the longest retry wait are not one run of failures.
         quietMs: 2 * config.WEBHOOK_RETRY_MAX_INTERVAL,

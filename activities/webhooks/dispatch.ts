@@ -100,9 +100,17 @@ export function createWebhookDispatchActivities(deps: Deps) {
           retry,
         };
         try {
+          // A first generation's run once only: a round repeated after a crash never sends a
+          // delivered event again. A resent one (its API start failed, or was left to this for the
+          // endpoint's bound) replaces the run of the generation before, as the API's resend does.
           await temporal.workflow.start('webhookDelivery', {
             ...webhookDeliveryStart(input, config.TEMPORAL_TASK_QUEUE),
-            workflowIdReusePolicy: 'REJECT_DUPLICATE',
+            ...(d.generation === 0
+              ? { workflowIdReusePolicy: 'REJECT_DUPLICATE' as const }
+              : {
+                  workflowIdReusePolicy: 'ALLOW_DUPLICATE' as const,
+                  workflowIdConflictPolicy: 'TERMINATE_EXISTING' as const,
+                }),
           });
         } catch (error) {
           if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;

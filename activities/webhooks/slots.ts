@@ -58,6 +58,7 @@ export class WaitingLines {
   /** What an attempt is taken to last before one of the key's attempts was timed. */
   private static readonly UNTIMED_MS = 250;
   private readonly lines = new Map<string, Map<string, number>>();
+  private sweptAt = 0;
   /** How long the key's attempts have lasted: a moving average (each new one weighs a fifth). */
   private readonly durations = new Map<string, number>();
 
@@ -79,10 +80,18 @@ export class WaitingLines {
 
   /** Notes that `deliveryId` waits for `key`; answers how many wait for it now. */
   wait(key: string, deliveryId: string, now: number): number {
+    // Every minute, what was noted over the window ago goes (a delivery that moved to another
+    // worker, or gave up, is never marked done here), and so do lines left empty.
+    if (now - this.sweptAt > 60_000) {
+      this.sweptAt = now;
+      for (const [name, entries] of this.lines) {
+        for (const [id, at] of entries) if (now - at > WaitingLines.WINDOW_MS) entries.delete(id);
+        if (entries.size === 0) this.lines.delete(name);
+      }
+    }
     let line = this.lines.get(key);
     if (!line) this.lines.set(key, (line = new Map()));
     line.set(deliveryId, now);
-    if (line.size % 64 === 0) for (const [id, at] of line) if (now - at > WaitingLines.WINDOW_MS) line.delete(id);
     return line.size;
   }
 

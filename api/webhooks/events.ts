@@ -2,7 +2,7 @@ import type { Context } from 'koa';
 import { z } from 'zod';
 import { type DeliveryStatus, listDeliveries, resendDeliveries } from '../../db/webhooks/deliveries';
 import { findEndpoint, listEndpoints, type WebhookEndpointRow } from '../../db/webhooks/endpoints';
-import { findEvent, listEvents, markStarted, type WebhookEventRow } from '../../db/webhooks/events';
+import { findEvent, listEvents, liveRuns, markStarted, type WebhookEventRow } from '../../db/webhooks/events';
 import { forEachConcurrently } from '../../domain/concurrency';
 import { ErrorCode, ServiceError, SubCode } from '../../domain/errors';
 import { eventView, renderSettings } from '../../domain/webhooks/events';
@@ -69,6 +69,7 @@ export function webhookEventRoutes(
     | 'WEBHOOK_RESEND_WINDOW'
     | 'WEBHOOK_RESENDS_PER_ENDPOINT'
     | 'WEBHOOK_RESENDS_PER_ORGANIZATION'
+    | 'WEBHOOK_RUNS_PER_ENDPOINT'
   >,
   workflows: WebhookWorkflows,
 ): AnyRoute[] {
@@ -196,7 +197,10 @@ type Lookups = {
 function resendRoutes(
   deps: Needs<
     'db' | 'clock',
-    'WEBHOOK_RESEND_WINDOW' | 'WEBHOOK_RESENDS_PER_ENDPOINT' | 'WEBHOOK_RESENDS_PER_ORGANIZATION'
+    | 'WEBHOOK_RESEND_WINDOW'
+    | 'WEBHOOK_RESENDS_PER_ENDPOINT'
+    | 'WEBHOOK_RESENDS_PER_ORGANIZATION'
+    | 'WEBHOOK_RUNS_PER_ENDPOINT'
   >,
   workflows: WebhookWorkflows,
   { eventOf, endpointOf }: Lookups,
@@ -224,7 +228,16 @@ function resendRoutes(
         [],
         { 'Retry-After': String(Math.ceil(decided.refused.retryAfterMs / 1000)) },
       );
-    await forEachConcurrently(decided.restarted, 16, (delivery) =>
+    // Started here as far as each endpoint's WEBHOOK_RUNS_PER_ENDPOINT allows; the rest are left
+    // to the dispatcher, which starts them as the endpoint's runs end (a dead receiver's wait in
+    // Postgres, not as runs in the task queues every tenant shares).
+    const live = await liveRuns(db, [...new Set(decided.restarted.map((d) => d.endpoint_id))]);
+    const now = decided.restarted.filter((d) => {
+      const running = live.get(d.endpoint_id) ?? 0;
+      live.set(d.endpoint_id, running + 1);
+      return running < config.WEBHOOK_RUNS_PER_ENDPOINT;
+    });
+    await forEachConcurrently(now, 16, (delivery) =>
       workflows.resend({
         organizationId,
         deliveryId: delivery.id,
@@ -235,7 +248,7 @@ function resendRoutes(
     );
     await markStarted(
       db,
-      decided.restarted.map((d) => d.id),
+      now.map((d) => d.id),
       clock.now(),
     );
     return { data: [...decided.restarted, ...decided.coalesced].map((delivery) => deliveryView(delivery)) };

@@ -162,7 +162,7 @@ export async function endpointFailed(
             consecutive_failures = e.consecutive_failures + :counts,
             backing_off_until = case when :counts = 1 and e.consecutive_failures + 1 >= :after
               then cast(:now as timestamptz) + make_interval(secs => least(
-                :initialMs * power(2, e.consecutive_failures + 1 - :after), :maximumMs) / 1000.0)
+                :initialMs * power(2, least(30, e.consecutive_failures + 1 - :after)), :maximumMs) / 1000.0)
               else e.backing_off_until end,
             enabled = e.enabled and run.since >= :disableBefore,
             disabled_reason = case when e.enabled and run.since < :disableBefore

@@ -58,26 +58,29 @@ export function backoffMs(retry: { initialMs: number; maximumMs: number }, attem
 /** The most of a receiver's answer kept for the tenant to read, and the largest answer any of it is kept of. */
 export const EXCERPT_CHARS = 200;
 const EXCERPT_FROM_BYTES = 512;
-/** Runs that read as secrets (tokens, keys, JWTs, signatures): never kept as they are. */
-const OPAQUE = /[A-Za-z0-9+/_=.~-]{24,}/g;
+/**
+ * What may be a secret: a run of token characters (base64, hex, JWT, URL-encoded, escaped) of 16
+ * or more, or four digits and more (a code, a PIN, an account number).
+ */
+const SECRET_LIKE = /[A-Za-z0-9+/_=.~%\\-]{16,}|\d{4,}/;
 // Cc is C0, DEL and C1.
 // eslint-disable-next-line no-control-regex -- removing control characters is the point
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]+/g;
 
 /**
- * What of a receiver's answer the deliveries list shows: a short excerpt of an answer that reads
- * as a receiver's (plain text or JSON, or no type, at most 512 bytes), control characters
- * dropped and every run that reads as a secret redacted; nothing of any other answer (a page, a
- * file, an internal service's reply), whose status alone is kept. A receiver says "ok" or why it
- * refused; whatever else answers a URL (an internal service, where private targets are allowed)
- * must not have its answer shown to the tenant that named the URL.
+ * What of a receiver's answer the deliveries list shows: the answer, control characters dropped,
+ * when it reads as a receiver's and nothing in it may be a secret: plain text or JSON (or no
+ * type), at most 512 bytes, no run that may be a token, key or code. Anything else (a page, a
+ * file, an internal service's reply, a receiver echoing a credential) shows its status alone. A
+ * receiver says "ok" or why it refused; whatever else answers a URL (an internal service, where
+ * private targets are allowed) must not have its answer shown to the tenant that named the URL.
  */
 export function receiverExcerpt(answer: { contentType?: string; body: string; size: number }): string | null {
   const type = (answer.contentType ?? '').split(';')[0]!.trim().toLowerCase();
   const textual = type === '' || type === 'text/plain' || type === 'application/json' || type.endsWith('+json');
   if (!textual || answer.size > EXCERPT_FROM_BYTES) return null;
-  const text = answer.body.replace(CONTROL, ' ').replace(OPAQUE, '[redacted]').trim();
-  if (text === '') return null;
+  const text = answer.body.replace(CONTROL, ' ').trim();
+  if (text === '' || SECRET_LIKE.test(text)) return null;
   const points = Array.from(text);
   return points.length > EXCERPT_CHARS ? `${points.slice(0, EXCERPT_CHARS - 1).join('')}…` : text;
 }

@@ -143,11 +143,15 @@ type OwnAddresses = Partial<Record<(typeof OWN_ADDRESS_SETTINGS)[number], string
 const INFRASTRUCTURE_PORTS = [5432 /* Postgres */, 7233 /* Temporal */, 8233 /* Temporal UI */, 9464 /* metrics */];
 const DEFAULT_PORTS: Record<string, number> = { 'http:': 80, 'https:': 443, 'postgres:': 5432, 'postgresql:': 5432 };
 
-/** The port of a URL or `host:port` setting, its scheme's default when none is written. */
+/**
+ * The port a URL or `host:port` setting writes out, if it does. A scheme's default (443, 80) is
+ * not taken: every receiver on a private network listens there, and a setting that names no port
+ * is a public or load-balanced service anyway. Postgres's default is among INFRASTRUCTURE_PORTS.
+ */
 function portOf(address: string): number | undefined {
   try {
     const url = new URL(/^[a-z][a-z0-9+.-]*:\/\//i.test(address) ? address : `tcp://${address}`);
-    return url.port ? Number(url.port) : DEFAULT_PORTS[url.protocol];
+    return url.port ? Number(url.port) : undefined;
   } catch {
     return undefined;
   }

@@ -48,5 +48,13 @@ describe('webhook endpoint URLs', () => {
     const privately = loadConfig({ NODE_ENV: 'test', WEBHOOK_ALLOWED_ADDRESSES: 'private' });
     assert.match(String(await refusal(privately, 'http://10.0.0.5:5432/')), /service's own/);
     assert.equal(await refusal(privately, 'http://10.0.0.5:8443/hook'), undefined);
+    // A setting that writes no port (a public provider on 443) does not make 443 the service's own.
+    const behind = loadConfig({
+      NODE_ENV: 'test',
+      WEBHOOK_ALLOWED_ADDRESSES: 'private',
+      OBJECT_STORE_ENDPOINT: 'https://s3.eu-west-1.amazonaws.com',
+      PUBLIC_BASE_URL: 'https://api.lender.example',
+    });
+    assert.equal(await refusal(behind, 'https://10.0.0.5/hook'), undefined);
   });
 });

@@ -316,6 +316,36 @@ describe('webhook deliveries', () => {
     }
   });
 
+  it('a resend past an endpoint’s WEBHOOK_RUNS_PER_ENDPOINT starts what the bound allows and leaves the rest to the dispatcher, which starts them again in their new generation: every one arrives again', async function () {
+    this.timeout(60_000);
+    await removeEndpoints(made.splice(0));
+    await harness().db('webhook_resends').where({ organization_id: customer.user.organization_id }).delete();
+    const hook = await endpoint(['transaction.failed']);
+    const since = new Date().toISOString();
+    const ids: string[] = [];
+    for (let i = 0; i < 4; i++) ids.push(await failedTransaction(customer));
+    for (const id of ids) await awaitReceived(hook.name, id);
+    const { deps } = harness();
+    const api = await startApi(
+      buildApp({ ...deps, config: { ...deps.config, WEBHOOK_RUNS_PER_ENDPOINT: 1 } }),
+      '127.0.0.1',
+      0,
+    );
+    try {
+      const resent = await call('POST', `/v1/webhooks/endpoints/${hook.id}/resend`, {
+        headers: await adminHeaders(),
+        json: { since },
+        baseUrl: api.url,
+        contract: true,
+      });
+      assert.equal(resent.status, 202, resent.text);
+      assert.equal(resent.body.data.length, 4);
+      for (const id of ids) await awaitReceived(hook.name, id, 2, 30_000);
+    } finally {
+      await api.close();
+    }
+  });
+
   it('after a rotation a receiver knowing only the new secret verifies every delivery', async () => {
     const hook = await endpoint(['transaction.failed']);
     const rotated = await call('POST', `/v1/webhooks/endpoints/${hook.id}/secret/rotate`, {
@@ -362,11 +392,13 @@ describe('webhook deliveries', () => {
     assert.equal(delivery.attempts[0].status_code, null);
   });
 
-  it('a receiver’s answer is shown only as a short excerpt of what reads as a receiver’s, secret-like runs redacted; any other answer (a page, an internal service’s reply) shows its status alone', async () => {
-    await removeEndpoints(made.splice(0)); // room under WEBHOOK_ENDPOINTS_MAX for three more
+  it('a receiver’s answer is shown only when it reads as a receiver’s and nothing in it may be a secret; any other (a token or code in it, a page, an internal service’s reply) shows its status alone', async () => {
+    await removeEndpoints(made.splice(0)); // room under WEBHOOK_ENDPOINTS_MAX for five more
     const token = `eyJhbGciOiJSUzI1NiJ9.${'a'.repeat(40)}.${'b'.repeat(40)}`;
     const answers: Record<string, { type: string; body: string }> = {
-      json: { type: 'application/json', body: JSON.stringify({ error: 'bad signature', access_token: token }) },
+      json: { type: 'application/json', body: JSON.stringify({ error: 'bad signature' }) },
+      token: { type: 'application/json', body: JSON.stringify({ error: 'bad signature', access_token: token }) },
+      code: { type: 'text/plain', body: 'your code is 483920' },
       page: { type: 'text/html', body: '<!doctype html><title>Internal admin</title>' },
       large: { type: 'text/plain', body: `secret ${'x'.repeat(600)}` },
     };
@@ -393,8 +425,8 @@ describe('webhook deliveries', () => {
         until(`an attempt at ${name}`, async () => (await deliveriesOf(hooks[name]!))[0]?.attempts[0]);
       const json = await attemptOf('json');
       assert.equal(json.status_code, 500);
-      assert.equal(json.response_body, '{"error":"bad signature","access_token":"[redacted]"}');
-      for (const name of ['page', 'large']) {
+      assert.equal(json.response_body, '{"error":"bad signature"}');
+      for (const name of ['token', 'code', 'page', 'large']) {
         const attempt = await attemptOf(name);
         assert.deepEqual([attempt.status_code, attempt.response_body], [500, null], name);
       }

@@ -101,6 +101,25 @@ async function main() {
       Number.MAX_SAFE_INTEGER,
     );
     receiver.register('bench', [endpoint!.secret]);
+    // Where a delivery's time went: commit to dispatched, to its run started, to its attempt.
+    const stagesSince = async (since: Date) => {
+      const { rows } = await deployment.db.raw<{
+        rows: { dispatched: number; started: number; attempted: number }[];
+      }>(
+        `select extract(epoch from e.dispatched_at - e.occurred_at) * 1000 as dispatched,
+                extract(epoch from d.workflow_started_at - e.occurred_at) * 1000 as started,
+                extract(epoch from a.attempted_at - e.occurred_at) * 1000 as attempted
+           from webhook_events e join webhook_deliveries d on d.event_id = e.id
+           join webhook_attempts a on a.delivery_id = d.id
+          where e.organization_id = ? and d.endpoint_id = ? and e.occurred_at > ?`,
+        [deployment.organizationId, endpoint!.id, since],
+      );
+      const stage = (name: 'dispatched' | 'started' | 'attempted') => {
+        const at = percentiles(rows.map((r) => Number(r[name])));
+        return `${name} p50 ${at.p50.toFixed(0)} p99 ${at.p99.toFixed(0)} ms`;
+      };
+      return `${stage('dispatched')}; ${stage('started')}; ${stage('attempted')}`;
+    };
     const commitToDelivered: number[] = [];
     const callToPosted: number[] = [];
     const pushAndDeliver = async (i: number) => {
@@ -158,7 +177,9 @@ async function main() {
     // Its ramp first (the dispatcher starting each endpoint's WEBHOOK_RUNS_PER_ENDPOINT runs,
     // their first attempts turned away), timed apart; then the steady state beside it.
     commitToDelivered.length = 0;
+    const rampFrom = new Date();
     const ramp = await openLoop(RATE, 5, async (i) => void (await pushAndDeliver(i + 3_000_000)));
+    const rampStages = await stagesSince(rampFrom);
     const rampCommit = percentiles(commitToDelivered);
     await hostile.started(20, 60_000, 10_000);
     commitToDelivered.length = 0;
@@ -169,20 +190,7 @@ async function main() {
     const beside: Loop = besideRun.result;
     const besideCommit = percentiles(commitToDelivered);
     const hostileMost = hostile.mostSinceLast();
-    // Where a delivery's time went beside it: commit to dispatched, to its run started, to its attempt.
-    const stages = await deployment.db.raw<{ rows: { dispatched: number; started: number; attempted: number }[] }>(
-      `select extract(epoch from e.dispatched_at - e.occurred_at) * 1000 as dispatched,
-              extract(epoch from d.workflow_started_at - e.occurred_at) * 1000 as started,
-              extract(epoch from a.attempted_at - e.occurred_at) * 1000 as attempted
-         from webhook_events e join webhook_deliveries d on d.event_id = e.id
-         join webhook_attempts a on a.delivery_id = d.id
-        where e.organization_id = ? and d.endpoint_id = ? and e.occurred_at > ?`,
-      [deployment.organizationId, endpoint!.id, new Date(Date.now() - SECONDS * 1000)],
-    );
-    const stage = (name: 'dispatched' | 'started' | 'attempted') => {
-      const at = percentiles(stages.rows.map((r) => Number(r[name])));
-      return `${name} p50 ${at.p50.toFixed(0)} p99 ${at.p99.toFixed(0)} ms`;
-    };
+    const stages = await stagesSince(new Date(Date.now() - SECONDS * 1000));
     console.log(`\nWebhooks: STK pushes at a fixed ${RATE}/s for ${SECONDS} s, deployment shape (1 API, 1 worker)`);
     console.log(line('API call to POSTED, no endpoint (the path without delivery)', without, 'pushes'));
     console.log(line('API call to the delivery verified at the receiver', withDelivery, 'pushes'));
@@ -204,12 +212,13 @@ async function main() {
       `  during its first 5 s: commit to the delivery verified p50 ${rampCommit.p50.toFixed(0)} ms  ` +
         `p99 ${rampCommit.p99.toFixed(0)} ms (${ramp.perSecond.toFixed(0)} pushes/s)`,
     );
+    console.log(`  from commit: ${rampStages}`);
     console.log('  then, its runs started and their first attempts made:');
     console.log(line('API call to the delivery verified at the receiver', beside, 'pushes'));
     console.log(
       `  ${'commit (event timestamp) to the delivery verified'.padEnd(58)}        p50 ${besideCommit.p50.toFixed(0)} ms  p99 ${besideCommit.p99.toFixed(0)} ms`,
     );
-    console.log(`  from commit: ${stage('dispatched')}; ${stage('started')}; ${stage('attempted')}`);
+    console.log(`  from commit: ${stages}`);
     const cpuLine = (cpu: Record<string, number>) =>
       Object.entries(cpu)
         .map(([name, seconds]) => `${name} ${((seconds / SECONDS) * 100).toFixed(0)}`)

@@ -11,7 +11,7 @@ export { stkPush } from './mobile-money/stk-push';
 export { loan } from './loans/loan';
 export { loanApplication } from './loans/loan-application';
 export { repaymentReconciliation } from './loans/repayment-reconciliation';
-export { accountActivation } from './current-account/account-activation';
+export { accountActivation } from './current-account/activation';
 export { emailVerification } from './current-account/email-verification';
 export { phoneChange } from './current-account/phone-change';
 export { invoiceExtraction } from './financing/invoice-extraction';

@@ -1,4 +1,4 @@
-import { completeActivation, recordActivationStatus, uncertainOnboardings } from '../../db/current-account/activations';
+import { completeActivation, recordActivationStatus, uncertainOnboardings } from '../../db/current-account/activation';
 import type { BankDecision } from '../../workflows/current-account/messages';
 import type { Needs } from '../deps';
 import { notHeld, onboardingDecision, submitted } from './bank';

@@ -1,4 +1,4 @@
-import { endEmailVerification, markEmailVerified } from '../../db/current-account/email-verifications';
+import { endEmailVerification, markEmailVerified } from '../../db/current-account/email-verification';
 import type { Needs } from '../deps';
 
 /** The e-mail verification run's records (its link is sent by sending.ts). */

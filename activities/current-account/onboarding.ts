@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { findActivationRecipient } from '../../db/current-account/activations';
+import { findActivationRecipient } from '../../db/current-account/activation';
 import { firstImages } from '../../db/kyc/documents';
 import { findProvisionedSubject } from '../../db/kyc/provisioned';
 import { requiredImages } from '../../domain/kyc/provisioned';

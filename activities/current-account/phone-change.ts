@@ -3,7 +3,7 @@ import {
   completePhoneChange,
   findPhoneChangeAtBank,
   recordPhoneChangeStatus,
-} from '../../db/current-account/phone-changes';
+} from '../../db/current-account/phone-change';
 import type { BankDecision } from '../../workflows/current-account/messages';
 import type { Needs } from '../deps';
 import { changeDecision, submitted } from './bank';

@@ -1,8 +1,8 @@
 import { ApplicationFailure } from '@temporalio/common';
-import { findActivationRecipient } from '../../db/current-account/activations';
-import { findEmailVerificationRecipient, recordLinkSent } from '../../db/current-account/email-verifications';
+import { findActivationRecipient } from '../../db/current-account/activation';
+import { findEmailVerificationRecipient, recordLinkSent } from '../../db/current-account/email-verification';
 import { claimSend, recordSent } from '../../db/current-account/otp-sends';
-import { findPhoneChangeRecipients } from '../../db/current-account/phone-changes';
+import { findPhoneChangeRecipients } from '../../db/current-account/phone-change';
 import { type OtpPurpose, otpDigest, tokenDigest } from '../../domain/current-account/codes';
 import { emailConfirmUrl } from '../../domain/current-account/links';
 import { EmailError } from '../../providers/email/protocol';

@@ -7,7 +7,7 @@ import {
   findActivation,
   findCurrentAccount,
   findLatestActivation,
-} from '../../db/current-account/activations';
+} from '../../db/current-account/activation';
 import { otpDigest } from '../../domain/current-account/codes';
 import { activationView } from '../../domain/current-account/views';
 import { findProvisionedSubject } from '../../db/kyc/provisioned';

@@ -7,7 +7,7 @@ import {
 import { ApplicationFailure } from '@temporalio/common';
 import type { Config } from '../../config';
 import { workflowIds } from '../../workflows/ids';
-import type { accountActivation } from '../../workflows/current-account/account-activation';
+import type { accountActivation } from '../../workflows/current-account/activation';
 import type { emailVerification } from '../../workflows/current-account/email-verification';
 import {
   authorizeOtpUpdate,

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { OtpPurpose } from '../../domain/current-account/codes';
-import { DELIVERY_STATUSES, isFinalDelivery } from '../../domain/current-account/delivery';
+import { DELIVERY_STATUSES, isFinalDelivery } from '../../domain/current-account/delivery-reports';
 
 export interface OtpSend {
   organizationId: string;

@@ -54,8 +54,8 @@ export interface SendResponse {
 }
 
 /** Delivery report statuses (the last five are final), as the store keeps them. */
-import type { DeliveryStatus } from '../../domain/current-account/delivery';
-export { type DeliveryStatus, DELIVERY_STATUSES, isFinalDelivery } from '../../domain/current-account/delivery';
+import type { DeliveryStatus } from '../../domain/current-account/delivery-reports';
+export { type DeliveryStatus, DELIVERY_STATUSES, isFinalDelivery } from '../../domain/current-account/delivery-reports';
 
 export interface DeliveryReport {
   id: string;

@@ -1,6 +1,6 @@
 import { strict as assert } from 'node:assert';
 import { randomInt, randomUUID } from 'node:crypto';
-import { claimNumberForBank } from '../../db/current-account/phone-changes';
+import { claimNumberForBank } from '../../db/current-account/phone-change';
 import { workflowIds } from '../../workflows/ids';
 import { activatedCustomer, bankControl, codeEmailedTo, codeSentTo, textsTo, wrong } from '../support/current-account';
 import { harness } from '../support/harness';

@@ -1,8 +1,8 @@
 import { strict as assert } from 'node:assert';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { createActivation } from '../../db/current-account/activations';
-import { createEmailVerification } from '../../db/current-account/email-verifications';
-import { createPhoneChange } from '../../db/current-account/phone-changes';
+import { createActivation } from '../../db/current-account/activation';
+import { createEmailVerification } from '../../db/current-account/email-verification';
+import { createPhoneChange } from '../../db/current-account/phone-change';
 import type { Org } from './authorization-matrix';
 import {
   type Context,

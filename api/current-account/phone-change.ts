@@ -1,13 +1,13 @@
 import type { Context } from 'koa';
 import { z } from 'zod';
-import { findCurrentAccount } from '../../db/current-account/activations';
+import { findCurrentAccount } from '../../db/current-account/activation';
 import { findUserContact } from '../../db/current-account/users';
 import {
   createPhoneChange,
   dropInitializingPhoneChange,
   findPhoneChange,
   type PhoneChangeRow,
-} from '../../db/current-account/phone-changes';
+} from '../../db/current-account/phone-change';
 import { otpDigest } from '../../domain/current-account/codes';
 import { phoneChangeUrl } from '../../domain/current-account/links';
 import { phoneChangeView } from '../../domain/current-account/views';

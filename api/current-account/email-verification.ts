@@ -5,7 +5,7 @@ import {
   dropInitializingEmailVerification,
   type EmailVerificationRow,
   findEmailVerification,
-} from '../../db/current-account/email-verifications';
+} from '../../db/current-account/email-verification';
 import { findUserContact } from '../../db/current-account/users';
 import { tokenDigest } from '../../domain/current-account/codes';
 import { emailConfirmUrl, emailVerificationUrl } from '../../domain/current-account/links';

@@ -1,5 +1,5 @@
-import { createCollectionActivities } from './collections';
-import { createPayoutActivities } from './payouts';
+import { createCollectionActivities } from './stk-push';
+import { createPayoutActivities } from './send-money';
 
 export { callbackUrls } from './shared';
 

@@ -4,7 +4,7 @@ import { noteQueueTimeout } from '../../db/mobile-money/callbacks';
 import { findTransaction, findTransactionNaming, type TransactionRow } from '../../db/mobile-money/transactions';
 import { isUuid } from '../../domain/identifiers';
 import { type Assessment, assessPayoutResult, assessPushCallback } from '../../domain/mobile-money/callbacks';
-import { FINAL_STATUSES } from '../../domain/mobile-money/transaction';
+import { FINAL_STATUSES } from '../../domain/mobile-money/transactions';
 import { parseB2cResult, parseStkCallback } from '../../providers/mobile-money/callbacks';
 import type { Needs } from '../deps';
 import type { HttpMetrics } from '../metrics';
@@ -18,12 +18,12 @@ import {
   receiptToLookUp,
   sameToken,
 } from './callback-handling';
-import { payoutStatusCallbackRoutes } from './payout-status-callbacks';
+import { payoutStatusCallbackRoutes } from './send-money-status';
 import type { MobileMoneyWorkflows } from './workflows';
 
 /**
  * The mobile-money provider's callbacks: push-prompt results, B2C results and B2C queue
- * timeouts (and, in ./payout-status-callbacks.ts, the Results of payout status queries). The
+ * timeouts (and, in ./send-money-status.ts, the Results of payout status queries). The
  * provider signs nothing, so each URL carries the transaction id and its unguessable token, and
  * a callback is a trigger, never proof: only one complete and consistent with the pending
  * request moves money (domain/mobile-money/callbacks.ts); every other push callback makes the

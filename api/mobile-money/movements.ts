@@ -15,7 +15,7 @@ import {
   MAX_AMOUNT_MINOR,
   MINOR_PER_SHILLING,
   type TransactionType,
-} from '../../domain/mobile-money/transaction';
+} from '../../domain/mobile-money/transactions';
 import type { Caller } from '../auth/caller';
 import type { Needs } from '../deps';
 import { idempotentExecutionId } from '../middleware/idempotency';

@@ -3,7 +3,7 @@ import { accountBalance } from '../../db/ledger/ledger';
 import { accountOutstanding } from '../../db/loans/servicing-reads';
 import { findTransactionWithOwner } from '../../db/mobile-money/transactions';
 import { ErrorCode, ServiceError, SubCode } from '../../domain/errors';
-import { feeFor, MINOR_PER_SHILLING } from '../../domain/mobile-money/transaction';
+import { feeFor, MINOR_PER_SHILLING } from '../../domain/mobile-money/transactions';
 import { Permission } from '../../domain/rbac';
 import type { Caller } from '../auth/caller';
 import { IdempotencyKeyHeader } from '../middleware/idempotency';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { PAYOUT_FEES } from '../../domain/mobile-money/transaction';
+import { PAYOUT_FEES } from '../../domain/mobile-money/transactions';
 
 /** The Transaction resource (spec 2) and the Money it carries, as the API answers them. */
 export const Money = z

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { lockAccount } from '../accounts/accounts';
 import { customerAccountSql, ledgerAccounts } from '../ledger/ledger';
-import type { TransactionStatus, TransactionType } from '../../domain/mobile-money/transaction';
+import type { TransactionStatus, TransactionType } from '../../domain/mobile-money/transactions';
 
 /** A transactions row as stored (money in minor units; bigint columns arrive as strings). */
 export interface TransactionRow {

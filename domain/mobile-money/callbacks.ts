@@ -1,5 +1,5 @@
 import { normalizeKenyanMobile } from '../identifiers';
-import { MINOR_PER_SHILLING } from './transaction';
+import { MINOR_PER_SHILLING } from './transactions';
 
 /**
  * What a mobile-money callback proves on its own. The provider signs nothing: a callback is a
@@ -116,7 +116,7 @@ export interface PayoutResultFacts {
  * (which the URL shows too) and the ConversationID the provider answered the payout with; a
  * success also with the amount, the recipient's number and a well-formed receipt. Anything else
  * is recorded and escalated, never applied: the run's Transaction Status queries settle the
- * payout (./payout-status.ts). A result for a payout whose ConversationID is not recorded yet
+ * payout (./send-money-status.ts). A result for a payout whose ConversationID is not recorded yet
  * `awaitsAnswer` when all else is right: the run applies it only if the payout's answer brings
  * that ConversationID. When the answer was lost (a retry refused as a duplicate), the run asks
  * the provider instead; only runs started before it asked, or one no status answer settled

@@ -1,4 +1,4 @@
-import type { TransactionStatus } from './transaction';
+import type { TransactionStatus } from './transactions';
 import { isoOrNull as iso } from '../iso';
 
 /** What the Transaction resource is drawn from: a transactions row, or its snapshot in a webhook event. */

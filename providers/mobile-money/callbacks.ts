@@ -1,10 +1,10 @@
 import { z } from 'zod';
-import type { PayoutStatusFacts } from '../../domain/mobile-money/payout-status';
+import type { PayoutStatusFacts } from '../../domain/mobile-money/send-money-status';
 
 /**
  * The provider's callbacks, read: push-prompt results, B2C results or queue timeouts, and the
  * Results of Transaction Status queries. What a callback proves is decided elsewhere
- * (domain/mobile-money/callbacks.ts, domain/mobile-money/payout-status.ts).
+ * (domain/mobile-money/callbacks.ts, domain/mobile-money/send-money-status.ts).
  */
 export interface StkCallback {
   merchantRequestId: string;
@@ -35,7 +35,7 @@ export interface B2cResult {
   referenceData: Record<string, string | number>;
 }
 
-/** A Transaction Status Result, read (protocol.ts, "Transaction Status"): what domain/mobile-money/payout-status.ts judges. */
+/** A Transaction Status Result, read (protocol.ts, "Transaction Status"): what domain/mobile-money/send-money-status.ts judges. */
 export type TransactionStatusResult = PayoutStatusFacts;
 
 /** A callback body that does not have the protocol's shape: answer it 400 and keep waiting. */

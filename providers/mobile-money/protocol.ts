@@ -208,7 +208,7 @@ export class MobileMoneyError extends Error {
 //   is the query's own failure and says nothing about the transaction asked about;
 // - the query's QueueTimeOutURL body is the Result envelope, as for B2C.
 
-// What these codes and statuses mean to a payout: domain/mobile-money/payout-status.ts.
+// What these codes and statuses mean to a payout: domain/mobile-money/send-money-status.ts.
 
 // ---------------------------------------------------------------------------------------------
 // Conversions at the edge

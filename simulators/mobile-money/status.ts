@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type Router from '@koa/router';
-import { feeFor, MINOR_PER_SHILLING } from '../../domain/mobile-money/transaction';
+import { feeFor, MINOR_PER_SHILLING } from '../../domain/mobile-money/transactions';
 import type { SimulatorCallbacks } from './callbacks';
 import { authorized, initiatorValid, str, validate } from './checks';
 import {

@@ -1,7 +1,7 @@
 import { strict as assert } from 'node:assert';
 import { randomUUID } from 'node:crypto';
 import { ledgerIsBalanced } from '../../db/ledger/ledger';
-import { feeFor } from '../../domain/mobile-money/transaction';
+import { feeFor } from '../../domain/mobile-money/transactions';
 import { harness } from '../support/harness';
 import type { Reply } from '../support/http';
 import {

@@ -1,7 +1,7 @@
 import { strict as assert } from 'node:assert';
 import { lockAccount } from '../../db/accounts/accounts';
 import { ledgerAccounts, ledgerIsBalanced } from '../../db/ledger/ledger';
-import { feeFor } from '../../domain/mobile-money/transaction';
+import { feeFor } from '../../domain/mobile-money/transactions';
 import { workflowIds } from '../../workflows/ids';
 import { harness } from '../support/harness';
 import { recordHistory } from '../support/histories';

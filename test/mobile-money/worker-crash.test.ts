@@ -2,7 +2,7 @@ import { strict as assert } from 'node:assert';
 import { randomBytes } from 'node:crypto';
 import { generateServiceSigningKey } from '../../api/auth/service-keys';
 import { ledgerIsBalanced } from '../../db/ledger/ledger';
-import { feeFor } from '../../domain/mobile-money/transaction';
+import { feeFor } from '../../domain/mobile-money/transactions';
 import { workflowIds } from '../../workflows/ids';
 import type { SendMoneyInput, StkPushInput } from '../../workflows/mobile-money/messages';
 import { OrganizationId } from '../../workflows/search-attributes';

@@ -1,5 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { createStatusQuery } from '../../db/mobile-money/status-queries';
+import { createStatusQuery } from '../../db/mobile-money/send-money-status';
 import type { Org } from './authorization-matrix';
 import {
   db,

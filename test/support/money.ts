@@ -5,7 +5,7 @@ import { DEMO } from '../../db/seeds/demo';
 import { systemClock } from '../../domain/clock';
 import { accountBalance, ledgerAccounts, postJournal } from '../../db/ledger/ledger';
 import { findTransaction, type TransactionRow } from '../../db/mobile-money/transactions';
-import { feeFor } from '../../domain/mobile-money/transaction';
+import { feeFor } from '../../domain/mobile-money/transactions';
 import type { SentCallback, SimulatedPayment, SimulatedPush, SimulatorMode } from '../../simulators/mobile-money';
 import { harness } from './harness';
 import { call, type Reply } from './http';

@@ -1,6 +1,6 @@
 import { strict as assert } from 'node:assert';
 import { ledgerIsBalanced } from '../../db/ledger/ledger';
-import type { StatusQueryRow } from '../../db/mobile-money/status-queries';
+import type { StatusQueryRow } from '../../db/mobile-money/send-money-status';
 import type { TransactionRow } from '../../db/mobile-money/transactions';
 import { workflowIds } from '../../workflows/ids';
 import type { SendMoneyInput } from '../../workflows/mobile-money/messages';

@@ -5,11 +5,11 @@ import {
   findStatusQuery,
   returnStatusAnswer,
   type StatusQueryRow,
-} from '../../db/mobile-money/status-queries';
+} from '../../db/mobile-money/send-money-status';
 import { findTransaction } from '../../db/mobile-money/transactions';
 import { isUuid } from '../../domain/identifiers';
-import { assessPayoutStatus } from '../../domain/mobile-money/payout-status';
-import { FINAL_STATUSES } from '../../domain/mobile-money/transaction';
+import { assessPayoutStatus } from '../../domain/mobile-money/send-money-status';
+import { FINAL_STATUSES } from '../../domain/mobile-money/transactions';
 import { parseTransactionStatusResult } from '../../providers/mobile-money/callbacks';
 import type { Needs } from '../deps';
 import { type AnyRoute, defineRoute } from '../route';
@@ -20,7 +20,7 @@ import type { MobileMoneyWorkflows } from './workflows';
  * The Results of a payout's Transaction Status queries (protocol.ts, "Transaction Status") and
  * their queue timeouts. Each query has its own URL token, so someone holding a payout's result
  * URL cannot answer for the provider; the Result must also carry the ids the provider answered
- * that query with, and name our payout (domain/mobile-money/payout-status.ts), and a query takes
+ * that query with, and name our payout (domain/mobile-money/send-money-status.ts), and a query takes
  * one answer. A completed or declined answer is handed to the run (within the transaction's
  * callback budget), a not-found one only after the payout's queue timeout; one that settles
  * nothing (still pending, or the query itself failed) is NOTED, and the run asks again at its

@@ -1,6 +1,6 @@
 import { strict as assert } from 'node:assert';
 import fc from 'fast-check';
-import { assessPayoutStatus, type PayoutStatusFacts } from '../../domain/mobile-money/payout-status';
+import { assessPayoutStatus, type PayoutStatusFacts } from '../../domain/mobile-money/send-money-status';
 
 const payout = { id: 'trx-1', conversationId: 'AG_payout', amountMinor: 100_000, phone: '+254712345670' };
 const query = { conversationId: 'AG_query', originatorConversationId: '1236-7134259-1' };
@@ -23,7 +23,7 @@ const withTransaction = (change: Partial<NonNullable<PayoutStatusFacts['transact
   transaction: { ...completed.transaction, ...change },
 });
 
-describe("unit: what a payout's status Result proves (domain/mobile-money/payout-status.ts)", () => {
+describe("unit: what a payout's status Result proves (domain/mobile-money/send-money-status.ts)", () => {
   it('a completed status of our payout, to its query, with the amount, recipient and a well-formed receipt: completed, nothing wrong', () => {
     assert.deepEqual(assessPayoutStatus(payout, query, completed), {
       verdict: { kind: 'completed', receipt: 'NLJ7RT61SV', conversationId: 'AG_payout' },

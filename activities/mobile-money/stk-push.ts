@@ -13,7 +13,7 @@ import {
   type TransactionRow,
 } from '../../db/mobile-money/transactions';
 import { Failure } from '../../domain/failures';
-import { pushFailureReason, TransactionStatus } from '../../domain/mobile-money/transaction';
+import { pushFailureReason, TransactionStatus } from '../../domain/mobile-money/transactions';
 import { MobileMoneyError, type StkQueryResult, toWholeShillings } from '../../providers/mobile-money/protocol';
 import type { PushSent } from '../../workflows/mobile-money/messages';
 import type { Needs } from '../deps';

@@ -10,9 +10,9 @@ import {
   recordAttempt,
   recordProviderIds,
 } from '../../db/mobile-money/transactions';
-import { createStatusQuery, recordStatusQueryAnswer } from '../../db/mobile-money/status-queries';
+import { createStatusQuery, recordStatusQueryAnswer } from '../../db/mobile-money/send-money-status';
 import { Failure } from '../../domain/failures';
-import { payoutFailureReason, TransactionStatus } from '../../domain/mobile-money/transaction';
+import { payoutFailureReason, TransactionStatus } from '../../domain/mobile-money/transactions';
 import { MobileMoneyError, toWholeShillings } from '../../providers/mobile-money/protocol';
 import type { PayoutSent, PayoutStatusAsked } from '../../workflows/mobile-money/messages';
 import type { Needs } from '../deps';

@@ -42,7 +42,7 @@ import { agentRoutes } from './agents/agents';
 import { assignmentRoutes } from './agents/assignments';
 import { invoiceRoutes } from './financing/invoices';
 import { financingWorkflows } from './financing/workflows';
-import { uploadRoutes } from './financing/uploads';
+import { uploadRoutes } from './financing/presign';
 import { smsCallbackRoutes } from './current-account/delivery-reports';
 import { emailVerificationRoutes } from './current-account/email-verification';
 import { phoneChangeRoutes } from './current-account/phone-change';

@@ -2,7 +2,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { createHash } from 'node:crypto';
 import { documentDigest, keepDocumentDigest, settleDocument } from '../../db/financing/documents';
 import { findExtractionJob, recordExtraction } from '../../db/financing/invoices';
-import type { ExtractionOutcome } from '../../domain/financing/extraction';
+import type { ExtractionOutcome } from '../../domain/financing/invoice-extraction';
 import { storedDocumentProblem } from '../../domain/financing/content';
 import { documentKey } from '../../domain/financing/keys';
 import { type AnalysisOutcome, ExtractionError } from '../../providers/extraction/protocol';

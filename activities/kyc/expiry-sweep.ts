@@ -10,7 +10,7 @@ import {
   noteProviderChecked,
   releaseSweepLease,
   takeSweepLease,
-} from '../../db/kyc/sweep';
+} from '../../db/kyc/expiry-sweep';
 import { NO_COUNTS, type SweepCounts, type SweepResult, type SweepStart } from '../../workflows/kyc/messages';
 import type { Needs } from '../deps';
 

@@ -1,5 +1,5 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
-import { findDelivery, finishDelivery, recordAttempt } from '../../db/webhooks/deliveries';
+import { findDelivery, finishDelivery, recordAttempt } from '../../db/webhooks/delivery';
 import { claimAttempt, endpointAnswered, endpointFailed, findEndpoint } from '../../db/webhooks/endpoints';
 import { findEvent } from '../../db/webhooks/events';
 import { eventView, renderSettings } from '../../domain/webhooks/events';

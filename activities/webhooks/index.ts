@@ -1,7 +1,7 @@
 import type { Needs } from '../deps';
 import { createWebhookDeliveryActivities } from './delivery';
 import { createWebhookDispatchActivities } from './dispatch';
-import { createWebhookRetentionActivities } from './retention';
+import { createWebhookRetentionActivities } from './event-retention';
 
 type WebhookDeps = Parameters<typeof createWebhookDeliveryActivities>[0] &
   Parameters<typeof createWebhookDispatchActivities>[0];

@@ -9,7 +9,7 @@ import type { FinancingCaller } from '../auth/caller';
 import type { Needs } from '../deps';
 import type { FinancingWorkflows } from './workflows';
 import { type AnyRoute, defineRoute, type RouteAuth } from '../route';
-import { MERCHANT_WRITE, MerchantPath, retryAfter } from './uploads';
+import { MERCHANT_WRITE, MerchantPath, retryAfter } from './presign';
 
 /** Reading a merchant's invoices: `financing.read` on the merchant. */
 const MERCHANT_READ: RouteAuth = {

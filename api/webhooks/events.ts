@@ -1,6 +1,6 @@
 import type { Context } from 'koa';
 import { z } from 'zod';
-import { type DeliveryStatus, listDeliveries, resendDeliveries } from '../../db/webhooks/deliveries';
+import { type DeliveryStatus, listDeliveries, resendDeliveries } from '../../db/webhooks/delivery';
 import { findEndpoint, listEndpoints, type WebhookEndpointRow } from '../../db/webhooks/endpoints';
 import { findEvent, listEvents, liveRuns, markStarted, type WebhookEventRow } from '../../db/webhooks/events';
 import { forEachConcurrently } from '../../domain/concurrency';

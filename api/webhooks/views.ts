@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { WebhookAttemptRow, WebhookDeliveryRow } from '../../db/webhooks/deliveries';
+import type { WebhookAttemptRow, WebhookDeliveryRow } from '../../db/webhooks/delivery';
 import type { WebhookEndpointRow } from '../../db/webhooks/endpoints';
 import { endpointView as endpointFields } from '../../domain/webhooks/endpoints';
 import { EVENT_TYPES } from '../../domain/webhooks/events';

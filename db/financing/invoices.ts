@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
-import type { ExtractionOutcome } from '../../domain/financing/extraction';
+import type { ExtractionOutcome } from '../../domain/financing/invoice-extraction';
 
 /** Statuses of a financing invoice (README, Invoice financing). */
 export const InvoiceStatus = {

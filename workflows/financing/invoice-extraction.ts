@@ -13,7 +13,7 @@ import {
 } from '@temporalio/workflow';
 import type { FinancingActivities } from '../../activities';
 
-import type { ExtractionOutcome } from '../../domain/financing/extraction';
+import type { ExtractionOutcome } from '../../domain/financing/invoice-extraction';
 import {
   ExtractionFailure,
   type ExtractionJob,

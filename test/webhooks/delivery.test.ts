@@ -4,7 +4,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { buildApp } from '../../api/app';
 import { startApi } from '../../api/server';
-import { purgeWebhookEvents } from '../../db/webhooks/retention';
+import { purgeWebhookEvents } from '../../db/webhooks/event-retention';
 import { scheduleIds, workflowIds } from '../../workflows/ids';
 import { harness } from '../support/harness';
 import { recordHistory } from '../support/histories';

@@ -1,4 +1,4 @@
-import { purgeWebhookEvents } from '../../db/webhooks/retention';
+import { purgeWebhookEvents } from '../../db/webhooks/event-retention';
 import type { Needs } from '../deps';
 import { purgeInBatches } from '../purge';
 

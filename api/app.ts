@@ -21,9 +21,9 @@ import { createIdempotency } from './middleware/idempotency';
 import { AreaRouters } from './areas';
 import { type AnyRoute, type RouteInput, routerPath } from './route';
 import { authRoutes } from './auth/sessions';
-import { kycRoutes } from './kyc/applications';
+import { kycApplicationRoutes } from './kyc/applications';
 import { kycCallbackRoutes } from './kyc/callbacks';
-import { kycInternalRoutes, kycSweepRoutes } from './kyc/internal';
+import { kycInternalRoutes, expirySweepRoutes } from './kyc/internal';
 import { kycVerificationRoutes } from './kyc/verification';
 import { kycWorkflows } from './kyc/workflows';
 import { organizationOfMerchant } from '../db/auth/merchants';
@@ -42,8 +42,8 @@ import { agentRoutes } from './agents/agents';
 import { assignmentRoutes } from './agents/assignments';
 import { invoiceRoutes } from './financing/invoices';
 import { financingWorkflows } from './financing/workflows';
-import { uploadRoutes } from './financing/presign';
-import { smsCallbackRoutes } from './current-account/delivery-reports';
+import { presignRoutes } from './financing/presign';
+import { deliveryReportRoutes } from './current-account/delivery-reports';
 import { emailVerificationRoutes } from './current-account/email-verification';
 import { phoneChangeRoutes } from './current-account/phone-change';
 import { selfServiceWorkflows } from './current-account/workflows';
@@ -98,13 +98,13 @@ export function buildApp(deps: AppDeps, options: { extraRoutes?: AnyRoute[] } = 
     ...systemRoutes(deps, metrics, () => (document ??= buildOpenApiDocument(routes, deps.config.PUBLIC_BASE_URL))),
   );
   routes.push(...authRoutes(deps, tokens));
-  routes.push(...kycRoutes(deps));
+  routes.push(...kycApplicationRoutes(deps));
   const kyc = kycWorkflows(deps.temporal, deps.config);
   const hotReads = createHotReads(deps.db, deps.config.DATABASE_POOL_MAX);
   routes.push(...kycVerificationRoutes(deps, kyc, hotReads));
   routes.push(...kycCallbackRoutes(deps, kyc, metrics));
   routes.push(...kycInternalRoutes(deps));
-  routes.push(...kycSweepRoutes(kyc));
+  routes.push(...expirySweepRoutes(kyc));
   const transactions = mobileMoneyWorkflows(deps.temporal, deps.config);
   routes.push(...transactionRoutes(deps, transactions));
   routes.push(...mobileMoneyCallbackRoutes(deps, transactions, metrics));
@@ -116,8 +116,8 @@ export function buildApp(deps: AppDeps, options: { extraRoutes?: AnyRoute[] } = 
   routes.push(...activationRoutes(deps, selfService));
   routes.push(...emailVerificationRoutes(deps, selfService));
   routes.push(...phoneChangeRoutes(deps, selfService));
-  routes.push(...smsCallbackRoutes(deps, metrics));
-  routes.push(...uploadRoutes(deps), ...invoiceRoutes(deps, financingWorkflows(deps.temporal, deps.config)));
+  routes.push(...deliveryReportRoutes(deps, metrics));
+  routes.push(...presignRoutes(deps), ...invoiceRoutes(deps, financingWorkflows(deps.temporal, deps.config)));
   routes.push(...agentRoutes(deps), ...assignmentRoutes(deps));
   routes.push(
     ...webhookEndpointRoutes(deps),

@@ -1,11 +1,11 @@
-import { createCollectionActivities } from './stk-push';
-import { createPayoutActivities } from './send-money';
+import { createStkPushActivities } from './stk-push';
+import { createSendMoneyActivities } from './send-money';
 
 export { callbackUrls } from './shared';
 
 /** The mobile-money activities: collections (stk-push) and payouts (send-money). */
 export function createMobileMoneyActivities(
-  deps: Parameters<typeof createCollectionActivities>[0] & Parameters<typeof createPayoutActivities>[0],
+  deps: Parameters<typeof createStkPushActivities>[0] & Parameters<typeof createSendMoneyActivities>[0],
 ) {
-  return { ...createCollectionActivities(deps), ...createPayoutActivities(deps) };
+  return { ...createStkPushActivities(deps), ...createSendMoneyActivities(deps) };
 }

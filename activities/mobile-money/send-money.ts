@@ -14,7 +14,7 @@ import { createStatusQuery, recordStatusQueryAnswer } from '../../db/mobile-mone
 import { Failure } from '../../domain/failures';
 import { payoutFailureReason, TransactionStatus } from '../../domain/mobile-money/transactions';
 import { MobileMoneyError, toWholeShillings } from '../../providers/mobile-money/protocol';
-import type { PayoutSent, PayoutStatusAsked } from '../../workflows/mobile-money/messages';
+import type { PayoutSent, SendMoneyStatusAsked } from '../../workflows/mobile-money/messages';
 import type { Needs } from '../deps';
 import { callbackUrls, moneySteps, move, refused, statusCallbackUrls, total } from './shared';
 
@@ -24,7 +24,7 @@ import { callbackUrls, moneySteps, move, refused, statusCallbackUrls, total } fr
  * transaction id is the provider's OriginatorConversationID, which it refuses to repeat). The
  * activity names keep the provider's word (sendB2c): recorded histories name them.
  */
-export function createPayoutActivities(deps: Needs<'db' | 'clock' | 'providers' | 'logger', 'PUBLIC_BASE_URL'>) {
+export function createSendMoneyActivities(deps: Needs<'db' | 'clock' | 'providers' | 'logger', 'PUBLIC_BASE_URL'>) {
   const { db, config, clock, providers } = deps;
   const mm = providers.mobileMoney;
   const { load, fail, withReceipt } = moneySteps(deps);
@@ -113,7 +113,7 @@ export function createPayoutActivities(deps: Needs<'db' | 'clock' | 'providers' 
      * a query the provider refuses or cannot take is logged and reported not asked, never
      * retried here: the run asks again at its next interval.
      */
-    async askPayoutStatus(transactionId: string): Promise<PayoutStatusAsked> {
+    async askPayoutStatus(transactionId: string): Promise<SendMoneyStatusAsked> {
       const row = await load(transactionId);
       if (row.status !== TransactionStatus.PENDING) return { asked: false };
       const query = {

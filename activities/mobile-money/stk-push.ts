@@ -36,7 +36,7 @@ const postCollectionEntry = (trx: Knex.Transaction, row: TransactionRow) =>
  * CONFIRMED → POSTED, or → FAILED), the COLLECTION entry is unique per transaction, and a push
  * is never sent twice (the attempt is recorded before the request leaves).
  */
-export function createCollectionActivities(deps: Needs<'db' | 'clock' | 'providers' | 'logger', 'PUBLIC_BASE_URL'>) {
+export function createStkPushActivities(deps: Needs<'db' | 'clock' | 'providers' | 'logger', 'PUBLIC_BASE_URL'>) {
   const { db, config, clock, providers } = deps;
   const mm = providers.mobileMoney;
   const { load, fail, withReceipt } = moneySteps(deps);

@@ -5,7 +5,7 @@ import { purgeInBatches } from '../purge';
 /** Rows per delete: short statements, so the purge never holds the tables for long. */
 const PURGE_BATCH = 1_000;
 
-export function createCallbackActivities(deps: Needs<'db' | 'clock'>) {
+export function createCallbackRetentionActivities(deps: Needs<'db' | 'clock'>) {
   return {
     /** Deletes raw callbacks received more than `retentionMs` ago, batch by batch; how many went. */
     async purgeExpiredCallbacks(retentionMs: number): Promise<number> {

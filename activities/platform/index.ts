@@ -1,8 +1,8 @@
 import type { Needs } from '../deps';
-import { createCallbackActivities } from './callback-retention';
+import { createCallbackRetentionActivities } from './callback-retention';
 import { createIdempotencyPurgeActivities } from './idempotency-purge';
 
 /** The platform's housekeeping activities: stored callbacks and idempotency keys past retention. */
 export function createPlatformActivities(deps: Needs<'db' | 'clock'>) {
-  return { ...createCallbackActivities(deps), ...createIdempotencyPurgeActivities(deps) };
+  return { ...createCallbackRetentionActivities(deps), ...createIdempotencyPurgeActivities(deps) };
 }

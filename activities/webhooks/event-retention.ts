@@ -5,7 +5,7 @@ import { purgeInBatches } from '../purge';
 /** Events per delete: short statements (each event's deliveries and attempts go too). */
 const PURGE_BATCH = 500;
 
-export function createWebhookRetentionActivities(deps: Needs<'db' | 'clock'>) {
+export function createEventRetentionActivities(deps: Needs<'db' | 'clock'>) {
   return {
     /** Deletes the events past `retentionMs` whose deliveries are over, batch by batch; how many went. */
     async purgeExpiredWebhookEvents(retentionMs: number): Promise<number> {

@@ -1,7 +1,7 @@
 import type { Needs } from '../deps';
 import { createWebhookDeliveryActivities } from './delivery';
 import { createWebhookDispatchActivities } from './dispatch';
-import { createWebhookRetentionActivities } from './event-retention';
+import { createEventRetentionActivities } from './event-retention';
 
 type WebhookDeps = Parameters<typeof createWebhookDeliveryActivities>[0] &
   Parameters<typeof createWebhookDispatchActivities>[0];
@@ -11,6 +11,6 @@ export function createWebhookActivities(deps: WebhookDeps & Needs<'db' | 'clock'
   return {
     ...createWebhookDispatchActivities(deps),
     ...createWebhookDeliveryActivities(deps),
-    ...createWebhookRetentionActivities(deps),
+    ...createEventRetentionActivities(deps),
   };
 }

@@ -27,7 +27,7 @@ const DeliveryReport = z.object({
  * nothing, so it needs no confirmation from the gateway. The number it carries is never stored
  * or logged.
  */
-export function smsCallbackRoutes(
+export function deliveryReportRoutes(
   deps: Needs<'db' | 'logger' | 'clock', 'SMS_CALLBACK_SOURCES' | 'SMS_CALLBACK_TOKEN'>,
   metrics: HttpMetrics,
 ): AnyRoute[] {

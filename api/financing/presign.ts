@@ -79,7 +79,7 @@ export const PresignedUpload = z
  * nor guess another's, and nothing but this presign's URL writes it; the row records the document
  * as awaiting upload, owned by the merchant and its organization.
  */
-export function uploadRoutes(
+export function presignRoutes(
   deps: Needs<
     'db' | 'clock' | 'providers',
     'UPLOAD_MAX_BYTES' | 'UPLOAD_QUOTA_BYTES' | 'UPLOAD_QUOTA_PENDING' | 'UPLOAD_QUOTA_WINDOW' | 'UPLOAD_URL_TTL'

@@ -82,7 +82,7 @@ export const NO_SUCH_APPLICATION = "no such KYC application of the caller (anoth
 
 const APPLICANT_FIELDS = ['name', 'phone_number'] as const;
 
-export function kycRoutes(
+export function kycApplicationRoutes(
   deps: Needs<
     'db' | 'clock',
     | 'KYC_CONSENT_REQUIRED'

@@ -268,7 +268,7 @@ const SweepResultSchema = z
  * comes from the token and organization_id is refused (403). It follows the same interval as the
  * schedule: within the window it answers the last sweep's result.
  */
-export function kycSweepRoutes(workflows: KycWorkflows): AnyRoute[] {
+export function expirySweepRoutes(workflows: KycWorkflows): AnyRoute[] {
   return ['/v1/internal/kyc', '/api/internal/kyc'].map((prefix) =>
     defineRoute({
       method: 'post',

@@ -18,7 +18,7 @@ import {
   receiptToLookUp,
   sameToken,
 } from './callback-handling';
-import { payoutStatusCallbackRoutes } from './send-money-status';
+import { sendMoneyStatusRoutes } from './send-money-status';
 import type { MobileMoneyWorkflows } from './workflows';
 
 /**
@@ -191,6 +191,6 @@ export function mobileMoneyCallbackRoutes(
         return record(received, 'NOTED', first ? [] : ['noted before']);
       },
     }),
-    ...payoutStatusCallbackRoutes(deps, workflows, handling),
+    ...sendMoneyStatusRoutes(deps, workflows, handling),
   ];
 }

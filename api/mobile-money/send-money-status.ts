@@ -8,7 +8,7 @@ import {
 } from '../../db/mobile-money/send-money-status';
 import { findTransaction } from '../../db/mobile-money/transactions';
 import { isUuid } from '../../domain/identifiers';
-import { assessPayoutStatus } from '../../domain/mobile-money/send-money-status';
+import { assessSendMoneyStatus } from '../../domain/mobile-money/send-money-status';
 import { FINAL_STATUSES } from '../../domain/mobile-money/transactions';
 import { parseTransactionStatusResult } from '../../providers/mobile-money/callbacks';
 import type { Needs } from '../deps';
@@ -26,7 +26,7 @@ import type { MobileMoneyWorkflows } from './workflows';
  * nothing (still pending, or the query itself failed) is NOTED, and the run asks again at its
  * next interval.
  */
-export function payoutStatusCallbackRoutes(
+export function sendMoneyStatusRoutes(
   deps: Needs<'db' | 'logger'>,
   workflows: MobileMoneyWorkflows,
   handling: CallbackHandling,
@@ -67,7 +67,7 @@ export function payoutStatusCallbackRoutes(
         const { row, query } = received;
         const result = await parsed(received, parseTransactionStatusResult, 'Not a status result');
         ctx.body = ack;
-        const { verdict, problems, early } = assessPayoutStatus(
+        const { verdict, problems, early } = assessSendMoneyStatus(
           {
             id: row.id,
             conversationId: row.conversation_id,

@@ -6,7 +6,7 @@ import {
   sendMoneyEarlyResultSignal,
   type SendMoneyResult,
   sendMoneyResultSignal,
-  type PayoutStatusAnswer,
+  type SendMoneyStatusAnswer,
   sendMoneyStatusSignal,
   type StkCallbackTrigger,
   stkCallbackSignal,
@@ -107,7 +107,7 @@ export function mobileMoneyWorkflows(
       signal(workflowIds.sendMoney(transactionId), (h) => h.signal(sendMoneyResultSignal, outcome)),
     sendMoneyEarlyResult: (transactionId: string, outcome: SendMoneyResult) =>
       signal(workflowIds.sendMoney(transactionId), (h) => h.signal(sendMoneyEarlyResultSignal, outcome)),
-    sendMoneyStatus: (transactionId: string, answer: PayoutStatusAnswer) =>
+    sendMoneyStatus: (transactionId: string, answer: SendMoneyStatusAnswer) =>
       signal(workflowIds.sendMoney(transactionId), (h) => h.signal(sendMoneyStatusSignal, answer)),
   };
 }

@@ -30,7 +30,7 @@ export interface AskedQuery {
 }
 
 /** A status Result as read (providers/mobile-money/callbacks.ts parseTransactionStatusResult; protocol.ts, "Transaction Status"). */
-export interface PayoutStatusFacts {
+export interface SendMoneyStatusFacts {
   /** The query's own outcome: '0' found (see `transaction`); STATUS_NOT_FOUND_CODES; else the query failed. */
   resultCode: string;
   resultDesc: string;
@@ -56,7 +56,7 @@ export interface PayoutStatusFacts {
 }
 
 /** What the provider says of the payout, once the Result is checked. */
-export type PayoutStatusVerdict =
+export type SendMoneyStatusVerdict =
   | { kind: 'completed'; receipt: string; conversationId?: string }
   | { kind: 'failed'; resultCode?: string; resultDesc?: string; conversationId?: string }
   | { kind: 'pending'; status: string }
@@ -64,19 +64,19 @@ export type PayoutStatusVerdict =
   /** The query itself failed (its initiator, the operator...): nothing is known of the payout. */
   | { kind: 'query_failed' };
 
-export interface PayoutStatusAssessment {
-  verdict: PayoutStatusVerdict;
+export interface SendMoneyStatusAssessment {
+  verdict: SendMoneyStatusVerdict;
   /** Why it may not be acted on (recorded with it); empty when it may. */
   problems: string[];
   /** Its query's answer is not recorded yet, so its ids cannot be checked: the run asks again. */
   early: boolean;
 }
 
-export function assessPayoutStatus(
+export function assessSendMoneyStatus(
   payout: PendingPayout,
   query: AskedQuery,
-  result: PayoutStatusFacts,
-): PayoutStatusAssessment {
+  result: SendMoneyStatusFacts,
+): SendMoneyStatusAssessment {
   const problems: string[] = [];
   const early = query.conversationId === null;
   if (early) problems.push('before its query was answered');
@@ -113,7 +113,7 @@ export function assessPayoutStatus(
   return { verdict, problems, early };
 }
 
-function verdictOf(result: PayoutStatusFacts): PayoutStatusVerdict {
+function verdictOf(result: SendMoneyStatusFacts): SendMoneyStatusVerdict {
   if (STATUS_NOT_FOUND_CODES.has(result.resultCode)) return { kind: 'not_found' };
   const t = result.transaction;
   if (result.resultCode !== '0' || t?.status === undefined) return { kind: 'query_failed' };

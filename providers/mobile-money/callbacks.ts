@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { PayoutStatusFacts } from '../../domain/mobile-money/send-money-status';
+import type { SendMoneyStatusFacts } from '../../domain/mobile-money/send-money-status';
 
 /**
  * The provider's callbacks, read: push-prompt results, B2C results or queue timeouts, and the
@@ -36,7 +36,7 @@ export interface B2cResult {
 }
 
 /** A Transaction Status Result, read (protocol.ts, "Transaction Status"): what domain/mobile-money/send-money-status.ts judges. */
-export type TransactionStatusResult = PayoutStatusFacts;
+export type TransactionStatusResult = SendMoneyStatusFacts;
 
 /** A callback body that does not have the protocol's shape: answer it 400 and keep waiting. */
 export class MalformedCallbackError extends Error {

@@ -117,7 +117,7 @@ async function startPayout(
 const result = (transactionId: string) =>
   harness().client.workflow.getHandle(workflowIds.sendMoney(transactionId)).result();
 
-describe('payouts: every copy of the result lost, the provider is asked (Transaction Status)', () => {
+describe('send-money: every copy of the result lost, the provider is asked (Transaction Status)', () => {
   afterEach(resetSimulator);
 
   it('paid → POSTED with the receipt the provider reports; declined → FAILED with its reason; "not found" with its queue timeout lost too proves nothing alone (NOTED; FAILED NO_RESULT when the wait ends); nothing left held', async () => {
@@ -213,7 +213,7 @@ describe('payouts: every copy of the result lost, the provider is asked (Transac
   });
 });
 
-describe('payouts: a status answer is a callback like any other: forged ones move nothing', () => {
+describe('send-money: a status answer is a callback like any other: forged ones move nothing', () => {
   afterEach(resetSimulator);
 
   it("a wrong token (404, not stored), the payout's own token, another query's ids, another amount, another payout, a query that failed, its queue timeout: none is applied; the genuine answer settles it", async () => {
@@ -288,7 +288,7 @@ describe('payouts: a status answer is a callback like any other: forged ones mov
   });
 });
 
-describe("payouts: a lost answer is confirmed by asking the provider, not by the only early result's word", () => {
+describe("send-money: a lost answer is confirmed by asking the provider, not by the only early result's word", () => {
   afterEach(resetSimulator);
 
   it('a forged early success, the only one, is not adopted: the status query, asked at once, posts the genuine receipt and ConversationID', async () => {

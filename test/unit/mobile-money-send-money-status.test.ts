@@ -1,10 +1,10 @@
 import { strict as assert } from 'node:assert';
 import fc from 'fast-check';
-import { assessPayoutStatus, type PayoutStatusFacts } from '../../domain/mobile-money/send-money-status';
+import { assessSendMoneyStatus, type SendMoneyStatusFacts } from '../../domain/mobile-money/send-money-status';
 
 const payout = { id: 'trx-1', conversationId: 'AG_payout', amountMinor: 100_000, phone: '+254712345670' };
 const query = { conversationId: 'AG_query', originatorConversationId: '1236-7134259-1' };
-const completed: PayoutStatusFacts = {
+const completed: SendMoneyStatusFacts = {
   resultCode: '0',
   resultDesc: 'The service request is processed successfully.',
   queryConversationId: 'AG_query',
@@ -18,30 +18,30 @@ const completed: PayoutStatusFacts = {
     creditParty: '254712345670 - A Recipient',
   },
 };
-const withTransaction = (change: Partial<NonNullable<PayoutStatusFacts['transaction']>>): PayoutStatusFacts => ({
+const withTransaction = (change: Partial<NonNullable<SendMoneyStatusFacts['transaction']>>): SendMoneyStatusFacts => ({
   ...completed,
   transaction: { ...completed.transaction, ...change },
 });
 
 describe("unit: what a payout's status Result proves (domain/mobile-money/send-money-status.ts)", () => {
   it('a completed status of our payout, to its query, with the amount, recipient and a well-formed receipt: completed, nothing wrong', () => {
-    assert.deepEqual(assessPayoutStatus(payout, query, completed), {
+    assert.deepEqual(assessSendMoneyStatus(payout, query, completed), {
       verdict: { kind: 'completed', receipt: 'NLJ7RT61SV', conversationId: 'AG_payout' },
       problems: [],
       early: false,
     });
     // The payout's ConversationID unknown here (its answer lost): the status is what tells it.
-    const lost = assessPayoutStatus({ ...payout, conversationId: null }, query, completed);
+    const lost = assessSendMoneyStatus({ ...payout, conversationId: null }, query, completed);
     assert.deepEqual(lost.problems, []);
     // Then the ConversationID it brings is stored: it must look like one.
     const odd = withTransaction({ conversationId: 'AG_' + 'x'.repeat(80) });
-    assert.deepEqual(assessPayoutStatus({ ...payout, conversationId: null }, query, odd).problems, [
+    assert.deepEqual(assessSendMoneyStatus({ ...payout, conversationId: null }, query, odd).problems, [
       'a malformed ConversationID',
     ]);
   });
 
   it('each missing or wrong fact is named, and one before its query was answered cannot be checked (early)', () => {
-    const cases: [PayoutStatusFacts, string][] = [
+    const cases: [SendMoneyStatusFacts, string][] = [
       [{ ...completed, queryConversationId: 'AG_other' }, 'the ids of another query'],
       [{ ...completed, queryOriginatorConversationId: '1-2-3' }, 'the ids of another query'],
       [withTransaction({ originatorConversationId: undefined }), 'no OriginatorConversationID'],
@@ -68,13 +68,13 @@ describe("unit: what a payout's status Result proves (domain/mobile-money/send-m
       [{ ...withTransaction({}), resultCode: '2032' }, '"not found" with details of a transaction'],
     ];
     for (const [facts, problem] of cases)
-      assert.deepEqual(assessPayoutStatus(payout, query, facts).problems, [problem]);
-    const early = assessPayoutStatus(payout, { conversationId: null, originatorConversationId: null }, completed);
+      assert.deepEqual(assessSendMoneyStatus(payout, query, facts).problems, [problem]);
+    const early = assessSendMoneyStatus(payout, { conversationId: null, originatorConversationId: null }, completed);
     assert.deepEqual([early.early, early.problems], [true, ['before its query was answered']]);
   });
 
   it('declined, cancelled or expired: failed with the payout’s own code when given; initiated or authorized: pending', () => {
-    const declined = assessPayoutStatus(
+    const declined = assessSendMoneyStatus(
       payout,
       query,
       withTransaction({ status: 'Declined', receipt: undefined, reasonCode: '2040', reason: 'Not registered' }),
@@ -85,9 +85,9 @@ describe("unit: what a payout's status Result proves (domain/mobile-money/send-m
       early: false,
     });
     for (const status of ['Cancelled', 'Expired'])
-      assert.equal(assessPayoutStatus(payout, query, withTransaction({ status })).verdict.kind, 'failed', status);
+      assert.equal(assessSendMoneyStatus(payout, query, withTransaction({ status })).verdict.kind, 'failed', status);
     for (const status of ['Initiated', 'Authorized', 'Pending Authorized'])
-      assert.deepEqual(assessPayoutStatus(payout, query, withTransaction({ status })).verdict, {
+      assert.deepEqual(assessSendMoneyStatus(payout, query, withTransaction({ status })).verdict, {
         kind: 'pending',
         status,
       });
@@ -95,20 +95,20 @@ describe("unit: what a payout's status Result proves (domain/mobile-money/send-m
 
   it('2032: not found (no parameters needed); any other code is the query’s own failure, nothing said of the payout', () => {
     const bare = { ...completed, transaction: undefined };
-    assert.deepEqual(assessPayoutStatus(payout, query, { ...bare, resultCode: '2032' }), {
+    assert.deepEqual(assessSendMoneyStatus(payout, query, { ...bare, resultCode: '2032' }), {
       verdict: { kind: 'not_found' },
       problems: [],
       early: false,
     });
     for (const resultCode of ['2001', 'SFC_IC0003', '1'])
-      assert.deepEqual(assessPayoutStatus(payout, query, { ...bare, resultCode }), {
+      assert.deepEqual(assessSendMoneyStatus(payout, query, { ...bare, resultCode }), {
         verdict: { kind: 'query_failed' },
         problems: [],
         early: false,
       });
     // A "not found" with another query's ids (a forger holding the URL) is not taken.
     assert.deepEqual(
-      assessPayoutStatus(payout, query, { ...bare, resultCode: '2032', queryConversationId: 'AG_forged' }).problems,
+      assessSendMoneyStatus(payout, query, { ...bare, resultCode: '2032', queryConversationId: 'AG_forged' }).problems,
       ['the ids of another query'],
     );
   });
@@ -123,7 +123,7 @@ describe("unit: what a payout's status Result proves (domain/mobile-money/send-m
     });
     fc.assert(
       fc.property(facts, (f) => {
-        const { problems, verdict } = assessPayoutStatus(payout, query, {
+        const { problems, verdict } = assessSendMoneyStatus(payout, query, {
           ...withTransaction({
             originatorConversationId: f.originator,
             amount: f.amount,

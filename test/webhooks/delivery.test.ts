@@ -33,7 +33,7 @@ async function failedTransaction(customer: Customer): Promise<string> {
 const deliveriesOf = async (endpoint: Registered) =>
   (await call('GET', `/v1/webhooks/endpoints/${endpoint.id}/deliveries`, { headers: await adminHeaders() })).body.data;
 
-describe('webhook deliveries', () => {
+describe('webhook delivery', () => {
   let customer: Customer;
   const made: Registered[] = [];
   before(async () => {

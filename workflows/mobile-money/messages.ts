@@ -74,7 +74,7 @@ export interface SendMoneyResult {
  * when completed, the amount, recipient and an unused receipt). Only final answers come:
  * completed, failed (declined, cancelled, expired), or not found (the provider does not know it).
  */
-export interface PayoutStatusAnswer {
+export interface SendMoneyStatusAnswer {
   /** The query it answers (the run knows which of its queries were asked when "not found" means something). */
   queryId: string;
   state: 'completed' | 'failed' | 'not_found';
@@ -90,7 +90,7 @@ export interface PayoutStatusAnswer {
  * A status query asked (its id, which its answer names), or not (the provider refused it or
  * could not be reached: asked again at the next interval).
  */
-export type PayoutStatusAsked = { asked: true; queryId: string } | { asked: false };
+export type SendMoneyStatusAsked = { asked: true; queryId: string } | { asked: false };
 
 /** What sending a push prompt came to: accepted (with the provider's ids), refused, or unknown (its answer was lost). */
 export type PushSent =
@@ -128,4 +128,4 @@ export const sendMoneyResultSignal = defineSignal<[SendMoneyResult]>('b2cOutcome
  */
 export const sendMoneyEarlyResultSignal = defineSignal<[SendMoneyResult]>('sendMoneyEarlyResult');
 /** A payout's Transaction Status answer; runs started before the query was asked ignore it. */
-export const sendMoneyStatusSignal = defineSignal<[PayoutStatusAnswer]>('sendMoneyStatus');
+export const sendMoneyStatusSignal = defineSignal<[SendMoneyStatusAnswer]>('sendMoneyStatus');

@@ -19,10 +19,12 @@ import type { Needs } from '../deps';
 import { callbackUrls, moneySteps, move, refused, statusCallbackUrls, total } from './shared';
 
 /**
- * The send-money run's steps. Each is safe to run again: the HOLD, PAYOUT and RELEASE entries
- * are unique per transaction, states only move forward, and a payout cannot be paid twice (our
- * transaction id is the provider's OriginatorConversationID, which it refuses to repeat). The
- * activity names keep the provider's word (sendB2c): recorded histories name them.
+ * The steps of a send-money run. Each one is safe to run again. The HOLD, PAYOUT and RELEASE
+ * journal entries are unique per transaction, and a transaction's status only moves forward. A
+ * payout cannot be paid twice, because our transaction id is the provider's
+ * OriginatorConversationID and the provider refuses to repeat one. The activity names keep the
+ * words they were registered with (sendB2c, askPayoutStatus, postPayout) because recorded
+ * histories name them.
  */
 export function createSendMoneyActivities(deps: Needs<'db' | 'clock' | 'providers' | 'logger', 'PUBLIC_BASE_URL'>) {
   const { db, config, clock, providers } = deps;

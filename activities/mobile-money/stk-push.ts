@@ -32,9 +32,11 @@ const postCollectionEntry = (trx: Knex.Transaction, row: TransactionRow) =>
   });
 
 /**
- * The stk-push run's steps. Each is safe to run again: states only move forward (PENDING →
- * CONFIRMED → POSTED, or → FAILED), the COLLECTION entry is unique per transaction, and a push
- * is never sent twice (the attempt is recorded before the request leaves).
+ * The steps of an stk-push run. Each one is safe to run again. A transaction's status only moves
+ * forward, from PENDING to CONFIRMED to POSTED, or to FAILED. The COLLECTION journal entry is
+ * unique per transaction. A push is never sent twice, because the attempt is recorded before the
+ * request leaves. The activity names keep the words they were registered with (sendStkPush,
+ * settleCollection, postCollection) because recorded histories name them.
  */
 export function createStkPushActivities(deps: Needs<'db' | 'clock' | 'providers' | 'logger', 'PUBLIC_BASE_URL'>) {
   const { db, config, clock, providers } = deps;

@@ -2,7 +2,12 @@ import { purgeWebhookEvents } from '../../db/webhooks/event-retention';
 import type { Needs } from '../deps';
 import { purgeInBatches } from '../purge';
 
-/** Events per delete: short statements (each event's deliveries and attempts go too). */
+/**
+ * The step of the webhook event retention run (workflows/webhooks/event-retention.ts): it
+ * deletes the events older than the retention period, a batch at a time.
+ */
+
+/** How many events one delete removes. Each event's deliveries and attempts go with it, so small batches keep each statement short. */
 const PURGE_BATCH = 500;
 
 export function createEventRetentionActivities(deps: Needs<'db' | 'clock'>) {

@@ -55,9 +55,10 @@ const Id = z.object({ emailVerificationId: z.uuid() });
 const Token = z.string().regex(/^[A-Za-z0-9_-]{43}$/, 'the token from the e-mailed link');
 
 /**
- * E-mail verification (spec 4.7): start (extension), read (the caller's own only), and the
- * link's confirmation (extension). The verification's run owns the link; this module sends it
- * the SHA-256 of the token that came back.
+ * The routes of an e-mail verification (spec 4.7). A customer starts one and reads their own, and
+ * the e-mailed link confirms it; starting and confirming are extensions to the spec. The
+ * verification's run owns the link, and this module sends it the SHA-256 of the token that came
+ * back.
  */
 export function emailVerificationRoutes(
   deps: Needs<

@@ -99,8 +99,9 @@ const changeView = (baseUrl: string | undefined, row: PhoneChangeRow): z.infer<t
   phoneChangeView(baseUrl, row);
 
 /**
- * Mobile-number change (spec 4.7): request it, read it (extension), and its two proofs
- * (authorize, confirm: extensions). The change's run owns the codes and asks the bank.
+ * The routes of a mobile-number change (spec 4.7). A customer requests the change, reads it, and
+ * gives its two proofs: the owner authorizes it, then the new number confirms it. Reading and the
+ * two proofs are extensions to the spec. The change's run owns the codes and asks the bank.
  */
 export function phoneChangeRoutes(deps: PhoneChangeDeps, workflows: SelfServiceWorkflows): AnyRoute[] {
   const { db, config } = deps;

@@ -74,10 +74,11 @@ export const PresignedUpload = z
   .meta({ id: 'PresignedUpload' });
 
 /**
- * Presigned document uploads (spec 4.5). The object's key is ours, one per presign (organization,
- * a digest of the merchant id, the document id: a random UUID), so a client can neither choose
- * nor guess another's, and nothing but this presign's URL writes it; the row records the document
- * as awaiting upload, owned by the merchant and its organization.
+ * The presign route (spec 4.5): a URL to upload one financing document to. We choose the object's
+ * key, one per presign, from the organization, a digest of the merchant id and the document id,
+ * which is a random UUID. So a client can neither choose another's key nor guess it, and nothing
+ * but this presign's URL writes the object. The row records the document as awaiting upload,
+ * owned by the merchant and its organization.
  */
 export function presignRoutes(
   deps: Needs<

@@ -17,14 +17,15 @@ import { CallbackAddress, type CallbackHandling, type Kind, type Received, sameT
 import type { MobileMoneyWorkflows } from './workflows';
 
 /**
- * The Results of a payout's Transaction Status queries (protocol.ts, "Transaction Status") and
- * their queue timeouts. Each query has its own URL token, so someone holding a payout's result
- * URL cannot answer for the provider; the Result must also carry the ids the provider answered
- * that query with, and name our payout (domain/mobile-money/send-money-status.ts), and a query takes
- * one answer. A completed or declined answer is handed to the run (within the transaction's
- * callback budget), a not-found one only after the payout's queue timeout; one that settles
- * nothing (still pending, or the query itself failed) is NOTED, and the run asks again at its
- * next interval.
+ * The routes that receive the answers to a send-money run's status queries: the provider's
+ * Transaction Status Results and their queue timeouts (protocol.ts, "Transaction Status"). Each
+ * query has a URL token of its own, so someone who holds a payout's result URL cannot answer for
+ * the provider. The Result must also carry the ids the provider answered that query with, and
+ * name our payout (domain/mobile-money/send-money-status.ts). A query takes one answer. A
+ * completed or declined answer is handed to the run, within the transaction's callback budget. A
+ * not-found answer is handed over only after the payout's queue timeout. An answer that settles
+ * nothing, because the payout is still pending or the query itself failed, is NOTED, and the run
+ * asks again at its next interval.
  */
 export function sendMoneyStatusRoutes(
   deps: Needs<'db' | 'logger'>,

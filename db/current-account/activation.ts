@@ -1,6 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 
+/**
+ * The queries of a current-account activation, whose run is
+ * workflows/current-account/activation.ts. The API creates and reads the row, and the run's
+ * activities record each status it reaches. It also finds the caller's current account, which an
+ * activation starts from.
+ */
+
 /** Statuses of a current-account activation, and the timestamp each sets (README, Current account). */
 export const ActivationStatus = {
   /** Started; the code is being sent. created_at. */

@@ -1,6 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 
+/**
+ * The queries of an e-mail verification, whose run is
+ * workflows/current-account/email-verification.ts. The API creates and reads the row, and the run's
+ * activities record each status it reaches.
+ */
+
 /** Statuses of an e-mail verification, and the timestamp each sets (README, Current account). */
 export const EmailVerificationStatus = {
   /** Started; the link is being sent. created_at. */

@@ -1,6 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 
+/**
+ * The queries of a mobile-number change, whose run is
+ * workflows/current-account/phone-change.ts. The API creates and reads the row, and the run's
+ * activities record each status it reaches.
+ */
+
 /** Statuses of a mobile-number change, and the timestamp each sets (README, Current account). */
 export const PhoneChangeStatus = {
   /** Started; the owner's authorization code is being sent. created_at. */

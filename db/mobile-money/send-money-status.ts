@@ -1,9 +1,9 @@
 import type { Knex } from 'knex';
 
 /**
- * The Transaction Status queries a send-money run asked about its payout (the run's own rows,
- * by transaction id, as db/mobile-money/transactions.ts explains for the run's steps; a status
- * Result names its query by id alone, its token checked by the caller).
+ * The Transaction Status queries a send-money run asked about its payout. They are the run's own
+ * rows, looked up by transaction id, as db/mobile-money/transactions.ts explains for the run's
+ * steps. A status Result names its query by id alone, and the caller checks its token.
  */
 export interface StatusQueryRow {
   id: string;

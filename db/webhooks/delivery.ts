@@ -1,6 +1,12 @@
 import type { Knex } from 'knex';
 import { newestFirst } from './pages';
 
+/**
+ * The queries of webhook delivery, one event to one endpoint (workflows/webhooks/delivery.ts):
+ * the delivery rows, their attempts, the lists the API shows, and the resends that start a
+ * delivery again.
+ */
+
 export type DeliveryStatus = 'PENDING' | 'SUCCEEDED' | 'FAILED';
 
 export interface WebhookDeliveryRow {

@@ -1,11 +1,12 @@
 import type { Knex } from 'knex';
 
 /**
- * Deletes up to `limit` events that occurred before `cutoff`, oldest first, once dispatched and
- * none of their deliveries is still PENDING (a delivery being retried keeps its event); their
- * deliveries and attempts go with them (ON DELETE CASCADE). An event a resend holds (turning its
- * delivery PENDING) is skipped, not waited for. How many events went. Platform-wide: the
- * retention applies to every organization alike.
+ * Deletes up to `limit` events that occurred before `cutoff`, oldest first, and returns how many
+ * went. An event goes only once it has been dispatched and none of its deliveries is still
+ * PENDING, because a delivery that is being retried still needs its event. The event's
+ * deliveries and attempts are deleted with it by ON DELETE CASCADE. An event that a resend holds,
+ * having made its delivery PENDING again, is skipped rather than waited for. The retention is
+ * platform-wide: it applies to every organization alike.
  */
 export async function purgeWebhookEvents(db: Knex, cutoff: Date, limit: number): Promise<number> {
   const result = await db.raw(

@@ -1,7 +1,7 @@
 /**
- * The SMS gateway's delivery report statuses, as kept on an OTP send: the provider's protocol
- * (providers/sms/protocol.ts) reports them, the store keeps the last one, and a final one is never
- * replaced by an interim report that arrives after it.
+ * The statuses an SMS gateway's delivery report can carry, as they are kept on an OTP send. The
+ * provider's protocol (providers/sms/protocol.ts) reports them, and the store keeps the last one.
+ * A final status is never replaced by an interim report that arrives after it.
  */
 export const DELIVERY_STATUSES = [
   'Sent',

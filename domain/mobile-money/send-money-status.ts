@@ -1,12 +1,13 @@
 import { type PendingPayout, paymentProblems } from './callbacks';
 
 /**
- * What a Transaction Status Result proves about a payout (providers/mobile-money/protocol.ts,
- * "Transaction Status"). Like any callback it is a trigger until checked: it must come to its
- * query's own URL (the caller checks the token), carry the ids the provider answered that query
- * with (a forger holding the URL cannot know them), and name our payout; a completed one must
- * also show the amount, the recipient and a well-formed receipt. Pure, so the rules read in one
- * place (README, "What a callback must show").
+ * What a Transaction Status Result proves about the payout of a send-money
+ * (providers/mobile-money/protocol.ts, "Transaction Status"). Like any callback, it is only a
+ * trigger until it is checked. It must come to its query's own URL, whose token the caller
+ * checks. It must carry the ids the provider answered that query with, which a forger holding the
+ * URL cannot know, and it must name our payout. A completed one must also show the amount, the
+ * recipient and a well-formed receipt. The module is pure, so the rules can be read in one place
+ * (README, "What a callback must show").
  */
 
 /** Result codes meaning the provider does not know the transaction (*assumed*: see the protocol notes). */

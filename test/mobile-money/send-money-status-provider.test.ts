@@ -11,10 +11,11 @@ import { type RunningMobileMoneySimulator, startMobileMoneySimulator } from '../
 import { startCallbackReceiver } from '../support/receiver';
 
 /**
- * The Transaction Status query (providers/mobile-money/protocol.ts, "Transaction Status"): our
- * client against the simulator over HTTP, a small server standing in for our callback routes.
- * The simulator answers "accepted" and reports the payout's true state by callback, and refuses
- * what the provider refuses. No database or Temporal involved.
+ * The Transaction Status query that send-money asks about a payout (providers/mobile-money/protocol.ts,
+ * "Transaction Status"). Our client runs against the simulator over HTTP, and a small server
+ * stands in for our callback routes. The simulator answers "accepted", then reports the payout's
+ * true state by callback, and it refuses what the provider refuses. No database or Temporal server
+ * is involved.
  */
 const CREDENTIALS = {
   consumerKey: 'status-test-key',

@@ -30,10 +30,11 @@ import {
 } from '../support/money';
 
 /**
- * README "Mobile money", payouts: a payout whose result does not come is settled by asking the
- * provider's Transaction Status (providers/mobile-money/protocol.ts), never by giving up while
- * the provider may have paid; a status answer is a callback like any other, to a URL with a
- * token of its own, and moves money only when consistent with the query and the payout.
+ * README "Mobile money", send-money: when a payout's result does not come, the service settles it
+ * by asking the provider's Transaction Status (providers/mobile-money/protocol.ts). It never gives
+ * up while the provider may have paid. A status answer is a callback like any other: it comes to a
+ * URL with a token of its own, and it moves money only when it is consistent with the query and
+ * the payout.
  */
 const FUNDED = 500_000;
 const AMOUNT = 100_000;

@@ -6,13 +6,14 @@ import { bankDecision, bankSteps, failureType, outcome, record, send, sendRefusa
 type Status = 'INITIALIZING' | 'AWAITING_OTP' | 'ONBOARDING' | 'COMPLETED' | 'REJECTED';
 
 /**
- * A current-account activation (`account-activation/<id>`): a code by SMS to the user's mobile,
- * confirmed through the confirmOtp Update (its validator refuses a malformed or expired code at
- * once, leaving no trace; its handler counts a wrong one and rejects the activation when the
- * attempts are used up), resent on request after a cool-down; then the bank opens the account
- * with the user's KYC subject, and the current account is ACTIVE (COMPLETED). Every end is
- * recorded on the activation's row, which the API reads. Rejection reasons: OTP_ATTEMPTS_EXHAUSTED,
- * EXPIRED, OTP_NOT_SENT, BANK_<the bank's refusal code>, BANK_NO_DECISION, BANK_UNAVAILABLE.
+ * A current-account activation, run as `account-activation/<id>`. A code is texted to the user's
+ * mobile and confirmed through the confirmOtp Update. The Update's validator refuses a malformed
+ * or expired code at once and leaves no trace; its handler counts a wrong code and rejects the
+ * activation once the attempts are used up. The user may ask for the code again after a
+ * cool-down. Then the bank opens the account with the user's KYC subject, the current account
+ * becomes ACTIVE and the activation COMPLETED. Every ending is recorded on the activation's row,
+ * which the API reads. The rejection reasons are OTP_ATTEMPTS_EXHAUSTED, EXPIRED, OTP_NOT_SENT,
+ * BANK_<the bank's refusal code>, BANK_NO_DECISION and BANK_UNAVAILABLE.
  */
 export async function accountActivation(input: ActivationInput): Promise<{ status: Status; reason?: string }> {
   const ref = { organizationId: input.organizationId, activationId: input.activationId };

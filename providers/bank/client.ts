@@ -1,18 +1,7 @@
 import { createMobileNumberChanges } from './mobile-number';
 import { createOnboarding } from './onboarding';
-import type { BankClient } from './protocol';
+import type { BankClient, BankClientOptions } from './protocol';
 import { createBankTransport } from './transport';
-
-export interface BankClientOptions {
-  /** The bank's API root (our simulator's in development and tests). */
-  baseUrl: string;
-  clientId: string;
-  clientSecret: string;
-  /** The whole exchange of one call; onboardings carry images, so it is generous. */
-  timeoutMs?: number;
-  /** PEM of a CA to trust besides the system's (the simulator's certificate in development). */
-  ca?: string;
-}
 
 /**
  * The bank client (see protocol.ts): a cached OAuth token (refreshed before it expires, and once

@@ -238,3 +238,15 @@ export interface BankClient {
   /** The change under our reference: after PENDING, or after an indeterminate change. */
   mobileNumberChangeStatus(input: { reference: string; bankCustomerId: string }): Promise<MobileNumberChange>;
 }
+
+/** How a bank client reaches the bank: ./client.ts is built from them and hands them to ./transport.ts. */
+export interface BankClientOptions {
+  /** The bank's API root (our simulator's in development and tests). */
+  baseUrl: string;
+  clientId: string;
+  clientSecret: string;
+  /** The whole exchange of one call; onboardings carry images, so it is generous. */
+  timeoutMs?: number;
+  /** PEM of a CA to trust besides the system's (the simulator's certificate in development). */
+  ca?: string;
+}

@@ -1,7 +1,6 @@
 import { z } from 'zod';
 import { type HttpAnswer, HttpTimeoutError, httpsAgentTrusting, request } from '../http';
-import type { BankClientOptions } from './client';
-import { BankError, type BankOperation } from './protocol';
+import { BankError, type BankClientOptions, type BankOperation } from './protocol';
 
 /**
  * The bank client's HTTP, shared by its onboarding and mobile-number operations: one agent and

@@ -1,19 +1,21 @@
 import { request } from '../../providers/http';
 import { mobileMoneyForgeries } from './forgeries';
 import type { SimulatorState } from './state';
-import { eatDigits, LIMITS, type Outcome, type SentCallback, type SimulatedPayment, type SimulatedPush } from './model';
+import {
+  type Delivery,
+  eatDigits,
+  LIMITS,
+  type Outcome,
+  type SentCallback,
+  type SimulatedPayment,
+  type SimulatedPush,
+} from './model';
 
 /**
  * What the simulated provider sends back: push results and B2C results or queue timeouts, built
  * as the provider builds them, delivered as the callback mode says (lost, duplicated, late,
  * reordered, or as chaos mode plans each), and the decisions that produce them.
  */
-export interface Delivery {
-  kind: SentCallback['kind'];
-  id: string;
-  url: string;
-  body: unknown;
-}
 
 /** A push result (stkCallback) as the provider builds it; `overrides` replace or add its fields (forgeries). */
 function stkBody(push: SimulatedPush, overrides: Record<string, unknown> = {}) {

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { withWrongToken } from '../chaos';
-import type { Delivery } from './callbacks';
-import { digits, eatDigits, PAID, requestId, type SimulatedPayment, type SimulatedPush } from './model';
+import { type Delivery, digits, eatDigits, PAID, requestId, type SimulatedPayment, type SimulatedPush } from './model';
 import type { SimulatorState } from './state';
 import { statusResult } from './status';
 

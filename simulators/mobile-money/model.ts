@@ -178,6 +178,14 @@ export interface SentCallback {
   body: unknown;
 }
 
+/** A callback on its way to the receiver: what it answers, where it goes and its body. */
+export interface Delivery {
+  kind: SentCallback['kind'];
+  id: string;
+  url: string;
+  body: unknown;
+}
+
 export interface RunningMobileMoneySimulator {
   url: string;
   /** The same API over TLS, for clients that force https (its certificate: simulatorCertificate()). */

@@ -1,10 +1,10 @@
 import { randomBytes, randomInt } from 'node:crypto';
 import { callbackChaos, type CallbackChaos } from '../chaos';
 import { SimulatorTimers } from '../server';
-import type { Delivery } from './callbacks';
 import { type CredentialKeys, credentialKeys } from './credential';
 import {
   ALNUM,
+  type Delivery,
   LIMITS,
   type MobileMoneySimulatorOptions,
   remember,

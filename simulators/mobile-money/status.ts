@@ -1,14 +1,15 @@
 import { randomBytes } from 'node:crypto';
 import type Router from '@koa/router';
 import { feeFor, MINOR_PER_SHILLING } from '../../domain/mobile-money/transactions';
-import type { SimulatorCallbacks } from './callbacks';
 import { authorized, initiatorValid, str, validate } from './checks';
 import {
+  type Delivery,
   eatDigits,
   INVALID_INITIATOR,
   isUrl,
   LIMITS,
   requestId,
+  type SentCallback,
   type SimulatedPayment,
   type SimulatedStatusQuery,
   text,
@@ -38,7 +39,18 @@ const REASON_TYPES: Record<string, string> = {
 const charges = (amount: number) =>
   `Fee For B2C Payment|KES|${(feeFor('SEND_MONEY', amount * MINOR_PER_SHILLING) / MINOR_PER_SHILLING).toFixed(2)}`;
 
-export function statusRoutes(api: Router, state: SimulatorState, callbacks: SimulatorCallbacks): void {
+/**
+ * What the status routes send their Results with: the simulator's callbacks (./callbacks.ts).
+ * Named here, not imported from there, because the callbacks' forgeries build status Results
+ * with this module's statusResult: each importing the other would be a circle.
+ */
+export interface StatusResultSender {
+  record(entry: Omit<SentCallback, 'at'>): SentCallback;
+  post(delivery: Delivery): Promise<SentCallback>;
+  dispatch(delivery: Delivery): void;
+}
+
+export function statusRoutes(api: Router, state: SimulatorState, callbacks: StatusResultSender): void {
   const { options } = state;
   const b2cShortCode = options.b2cShortCode ?? options.shortCode;
 

@@ -1,5 +1,4 @@
 import type { MixRequest } from './load-mix';
-import { quantile } from './load-report';
 import { sleep } from './random';
 
 /** What one route answered over a run. Latencies in ms, from each request's scheduled moment. */
@@ -89,35 +88,4 @@ export async function openLoopMix(options: {
   }
   await Promise.all(inFlight);
   return { routes, sent: total, seconds: (performance.now() - started) / 1000, maxLateMs };
-}
-
-/** The per-route table (count, p50, p99, max, 2xx, 4xx, 5xx, no answer) and a line for all routes. */
-export function printRoutes(run: RunFigures, order: readonly string[]): void {
-  const ms = (v: number) => (Number.isNaN(v) ? '-' : v.toFixed(0)).padStart(7);
-  const row = (name: string, f: Omit<RouteFigures, 'route'>) => {
-    const sorted = [...f.latencies].sort((a, b) => a - b);
-    const count = f.ok + f.client + f.server + f.failed;
-    console.log(
-      `  ${name.padEnd(52)} ${String(count).padStart(6)} ${ms(quantile(sorted, 0.5))} ${ms(quantile(sorted, 0.99))} ` +
-        `${ms(sorted.at(-1) ?? NaN)} ${String(f.ok).padStart(6)} ${String(f.client).padStart(5)} ${String(f.server).padStart(5)} ${String(f.failed).padStart(6)}`,
-    );
-  };
-  console.log(
-    `  ${'route'.padEnd(52)} ${'count'.padStart(6)} ${'p50 ms'.padStart(7)} ${'p99 ms'.padStart(7)} ${'max ms'.padStart(7)} ` +
-      `${'2xx'.padStart(6)} ${'4xx'.padStart(5)} ${'5xx'.padStart(5)} ${'no ans'.padStart(6)}`,
-  );
-  const all: Omit<RouteFigures, 'route'> = { latencies: [], ok: 0, client: 0, server: 0, failed: 0, unexpected: 0 };
-  for (const name of order) {
-    const f = run.routes.get(name);
-    if (!f) continue;
-    row(name, f);
-    all.latencies.push(...f.latencies);
-    all.ok += f.ok;
-    all.client += f.client;
-    all.server += f.server;
-    all.failed += f.failed;
-  }
-  row('all routes', all);
-  for (const f of run.routes.values())
-    if (f.firstUnexpected) console.log(`  first unexpected answer of ${f.route}: ${f.firstUnexpected}`);
 }

@@ -1,13 +1,13 @@
 import { inconsistentLoans } from '../../db/loans/servicing-reads';
 import { DEMO } from '../../db/seeds/demo';
 import { cpuDuring } from '../lib';
-import { printRoutes } from './load-driver';
 import { WEIGHTS } from './load-mix';
 import { describeLeft, pushFigures, settle, slowestPushes } from './load-pushes';
 import {
   callbackStatuses,
   printMemory,
   printPushes,
+  printRoutes,
   printZeros,
   quantile,
   type ServiceMemory,

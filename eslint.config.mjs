@@ -93,7 +93,20 @@ export default tseslint.config(
   ),
   layer(
     ['db/**/*.ts'],
-    [{ group: ['**/activities', '**/activities/**', '**/providers/**', '**/api/**', '**/worker/**'], message: UP }],
+    [
+      {
+        group: [
+          '**/activities',
+          '**/activities/**',
+          '**/workflows',
+          '**/workflows/**',
+          '**/providers/**',
+          '**/api/**',
+          '**/worker/**',
+        ],
+        message: UP,
+      },
+    ],
   ),
   layer(
     ['providers/**/*.ts'],

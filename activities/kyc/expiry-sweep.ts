@@ -11,7 +11,8 @@ import {
   releaseSweepLease,
   takeSweepLease,
 } from '../../db/kyc/expiry-sweep';
-import { NO_COUNTS, type SweepCounts, type SweepResult, type SweepStart } from '../../workflows/kyc/messages';
+import { NO_COUNTS, type SweepCounts, type SweepResult } from '../../domain/kyc/expiry-sweep';
+import type { SweepStart } from '../../workflows/kyc/messages';
 import type { Needs } from '../deps';
 
 /**

@@ -1,8 +1,8 @@
 import type { Knex } from 'knex';
 import type { Clock } from '../../domain/clock';
+import type { SweepResult } from '../../domain/kyc/expiry-sweep';
 import type { ProviderApiVersion } from '../../domain/kyc/provider-version';
 import { KycStatus } from '../../domain/kyc/status';
-import type { SweepResult } from '../../workflows/kyc/messages';
 
 /** The expiry sweep's queries: each organization's lease and due-window, and its batches. */
 

@@ -9,7 +9,8 @@ import {
 } from '@temporalio/workflow';
 import type { KycActivities } from '../../activities';
 import { workflowIds } from '../ids';
-import { NO_COUNTS, type SweepCounts, type SweepProgress, type SweepResult } from './messages';
+import { NO_COUNTS, type SweepCounts, type SweepResult } from '../../domain/kyc/expiry-sweep';
+import type { SweepProgress } from './messages';
 
 const activities = proxyActivities<KycActivities>({
   startToCloseTimeout: '10 minutes',

@@ -1,5 +1,6 @@
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import { Failure } from '../../domain/failures';
+import type { SweepCounts, SweepResult } from '../../domain/kyc/expiry-sweep';
 import type { ResultCategory } from '../../domain/kyc/result-codes';
 
 /**
@@ -70,24 +71,9 @@ export interface ProviderStatus {
   providerJobId?: string;
 }
 
-/** What an expiry sweep counted (spec 2, Expiry sweep result). */
-export interface SweepCounts {
-  scanned: number;
-  expired: number;
-  completed: number;
-  still_pending: number;
-  failed: number;
-}
-export const NO_COUNTS: SweepCounts = { scanned: 0, expired: 0, completed: 0, still_pending: 0, failed: 0 };
-
-/** The expiry sweep result resource (spec 2). */
-export interface SweepResult {
-  job: 'KYC_STALE_SESSION_EXPIRY';
-  organization_id: string;
-  started_at: string;
-  finished_at: string;
-  result: SweepCounts;
-}
+// The sweep's outcome is also what the database keeps and the API answers, so it is defined in
+// domain/, where db/ may import it; it stays importable here with the workflow's other messages.
+export type { SweepResult } from '../../domain/kyc/expiry-sweep';
 
 /** Whether an organization's sweep window is due (its lease taken), or its last result. */
 export type SweepStart = { due: true; startedAt: string; cutoff: string } | { due: false; last: SweepResult | null };

@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import type { Client } from '@temporalio/client';
+import type { Knex } from 'knex';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { otpDigest } from '../domain/current-account/codes';
 import { loadDevConfig } from '../dev/config';
@@ -82,56 +84,8 @@ export async function otpBench(): Promise<void> {
     );
     const call = poster(apiUrl, tokens);
 
-    // Every activation started through the API, AWAITING_OTP (its run's query), its code read
-    // from the SMS simulator's control API: none of it timed.
-    const prepared = performance.now();
-    const activations: string[] = [];
-    await inBatches(APPLICANTS, async (i) => {
-      activations[i] = (await call(i, '/v1/user/accounts/current/activation', {}, 201)).id as string;
-    });
-    await inBatches(
-      APPLICANTS,
-      async (i) => {
-        const handle = client.workflow.getHandle(workflowIds.accountActivation(activations[i]!));
-        for (let tries = 0; (await handle.query(selfServiceStateQuery)).status !== 'AWAITING_OTP'; tries++) {
-          if (tries === 600) throw new Error(`activation ${activations[i]} not AWAITING_OTP within a minute`);
-          await sleep(100);
-        }
-      },
-      32,
-    );
-    // The run reports AWAITING_OTP while its code is still being sent: the texts are read until all are there.
-    let codeTo = new Map<string, string | undefined>();
-    for (let tries = 0; applicants.some((a) => !codeTo.get(a.phone)); tries++) {
-      if (tries === 600) throw new Error(`no code texted to ${applicants.find((a) => !codeTo.get(a.phone))!.phone}`);
-      if (tries > 0) await sleep(100);
-      const texts = (await (await fetch(`${dev.sms.url}/_control/messages`)).json()) as {
-        to: string;
-        message: string;
-      }[];
-      codeTo = new Map(texts.map((t) => [t.to, /(\d{6}) is your code/.exec(t.message)?.[1]]));
-    }
-    const codes = applicants.map((a) => codeTo.get(a.phone)!);
-    console.log(
-      `\n(${APPLICANTS} activations started, AWAITING_OTP and their codes read in ${((performance.now() - prepared) / 1000).toFixed(0)} s, not timed)`,
-    );
-
-    // The bare baseline's runs, started beforehand too, each waiting with its first task done.
-    const bareIds = Array.from({ length: WARM_UP + TIMED }, () => `bench-trivial-${randomUUID()}`);
-    await inBatches(bareIds.length, async (i) => {
-      await client.workflow.start('updatedOnce', { taskQueue: 'bench-trivial', workflowId: bareIds[i]! });
-    });
-    await inBatches(
-      bareIds.length,
-      async (i) => {
-        const handle = client.workflow.getHandle(bareIds[i]!);
-        for (let tries = 0; (await handle.describe()).historyLength < 4; tries++) {
-          if (tries === 600) throw new Error(`${bareIds[i]} has not run its first task within a minute`);
-          await sleep(100);
-        }
-      },
-      32,
-    );
+    const { activations, codes } = await prepareActivations(client, call, applicants, dev.sms.url);
+    const bareIds = await prepareBareRuns(client);
 
     let firstError: unknown;
     const noted = (op: (i: number) => Promise<void>) => async (i: number) => {
@@ -195,25 +149,96 @@ export async function otpBench(): Promise<void> {
         `  warning: some confirmations failed; the ratios are not trustworthy (first: ${String(firstError)})`,
       );
 
-    // What the runs wrote: every confirmed activation on to the bank and, its onboarding approved
-    // (given up to 30 s to finish), COMPLETED.
-    const statuses = () =>
-      db('current_account_activations')
-        .select('status')
-        .count<{ status: string; count: string }[]>('id as count')
-        .groupBy('status')
-        .orderBy('status');
-    let rows = await statuses();
-    for (let tries = 0; tries < 60 && rows.some((r) => r.status === 'ONBOARDING'); tries++) {
-      await sleep(500);
-      rows = await statuses();
-    }
-    console.log(
-      `  checked: of ${activations.length} activations confirmed, ${rows.map((r) => `${r.count} ${r.status}`).join(', ')}`,
-    );
+    await printStatuses(db, activations.length);
   } finally {
     for (const cleanup of cleanups.reverse()) await cleanup().catch(() => {});
   }
+}
+
+/**
+ * Every activation started through the API, AWAITING_OTP (its run's query), and its code read
+ * from the SMS simulator's control API: none of it timed. Answers the activations' ids and their
+ * codes, by applicant.
+ */
+async function prepareActivations(
+  client: Client,
+  call: ReturnType<typeof poster>,
+  applicants: BenchApplicant[],
+  smsUrl: string,
+): Promise<{ activations: string[]; codes: string[] }> {
+  const prepared = performance.now();
+  const activations: string[] = [];
+  await inBatches(APPLICANTS, async (i) => {
+    activations[i] = (await call(i, '/v1/user/accounts/current/activation', {}, 201)).id as string;
+  });
+  await inBatches(
+    APPLICANTS,
+    async (i) => {
+      const handle = client.workflow.getHandle(workflowIds.accountActivation(activations[i]!));
+      for (let tries = 0; (await handle.query(selfServiceStateQuery)).status !== 'AWAITING_OTP'; tries++) {
+        if (tries === 600) throw new Error(`activation ${activations[i]} not AWAITING_OTP within a minute`);
+        await sleep(100);
+      }
+    },
+    32,
+  );
+  // The run reports AWAITING_OTP while its code is still being sent: the texts are read until all are there.
+  let codeTo = new Map<string, string | undefined>();
+  for (let tries = 0; applicants.some((a) => !codeTo.get(a.phone)); tries++) {
+    if (tries === 600) throw new Error(`no code texted to ${applicants.find((a) => !codeTo.get(a.phone))!.phone}`);
+    if (tries > 0) await sleep(100);
+    const texts = (await (await fetch(`${smsUrl}/_control/messages`)).json()) as {
+      to: string;
+      message: string;
+    }[];
+    codeTo = new Map(texts.map((t) => [t.to, /(\d{6}) is your code/.exec(t.message)?.[1]]));
+  }
+  const codes = applicants.map((a) => codeTo.get(a.phone)!);
+  console.log(
+    `\n(${APPLICANTS} activations started, AWAITING_OTP and their codes read in ${((performance.now() - prepared) / 1000).toFixed(0)} s, not timed)`,
+  );
+  return { activations, codes };
+}
+
+/** The bare baseline's runs, started beforehand too, each waiting with its first task done. */
+async function prepareBareRuns(client: Client): Promise<string[]> {
+  const bareIds = Array.from({ length: WARM_UP + TIMED }, () => `bench-trivial-${randomUUID()}`);
+  await inBatches(bareIds.length, async (i) => {
+    await client.workflow.start('updatedOnce', { taskQueue: 'bench-trivial', workflowId: bareIds[i]! });
+  });
+  await inBatches(
+    bareIds.length,
+    async (i) => {
+      const handle = client.workflow.getHandle(bareIds[i]!);
+      for (let tries = 0; (await handle.describe()).historyLength < 4; tries++) {
+        if (tries === 600) throw new Error(`${bareIds[i]} has not run its first task within a minute`);
+        await sleep(100);
+      }
+    },
+    32,
+  );
+  return bareIds;
+}
+
+/**
+ * What the runs wrote: every confirmed activation on to the bank and, its onboarding approved
+ * (given up to 30 s to finish), COMPLETED.
+ */
+async function printStatuses(db: Knex, confirmed: number): Promise<void> {
+  const statuses = () =>
+    db('current_account_activations')
+      .select('status')
+      .count<{ status: string; count: string }[]>('id as count')
+      .groupBy('status')
+      .orderBy('status');
+  let rows = await statuses();
+  for (let tries = 0; tries < 60 && rows.some((r) => r.status === 'ONBOARDING'); tries++) {
+    await sleep(500);
+    rows = await statuses();
+  }
+  console.log(
+    `  checked: of ${confirmed} activations confirmed, ${rows.map((r) => `${r.count} ${r.status}`).join(', ')}`,
+  );
 }
 
 if (require.main === module) {

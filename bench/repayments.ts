@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { Knex } from 'knex';
 import pg from 'pg';
 import { loadDevConfig } from '../dev/config';
 import { inconsistentLoans } from '../db/loans/servicing-reads';
@@ -62,22 +63,7 @@ export async function repaymentsBench(): Promise<number> {
     const config = dev.config;
     const db = await demoDatabase(databaseUrl, dev.seedOptions, cleanups);
 
-    // Borrowers: KYC approved, a registered phone (last digit 0: the simulator's "paid"), a
-    // current account with money for collateral, a credit account; repayments come from
-    // another number of theirs (any payer may repay).
-    const borrowers = Array.from({ length: BORROWERS }, (_, i) => ({
-      id: randomUUID(),
-      current: randomUUID(),
-      credit: randomUUID(),
-      phone: `+25471${String(i).padStart(6, '0')}0`,
-      payer: `+25473${String(i).padStart(6, '0')}0`,
-    }));
-    await seedBorrowers(db, ORG, borrowers, BENCH_LOAN.deposit);
-    // Every servicing event written is notified (the benchmark's own database only).
-    await db.raw(`create function bench_notify_loan_transaction() returns trigger language plpgsql as $$
-      begin perform pg_notify('${CHANNEL}', new.id::text); return null; end $$`);
-    await db.raw(`create trigger bench_notify_loan_transaction after insert on loan_transactions
-      for each row execute function bench_notify_loan_transaction()`);
+    const borrowers = await seedRepaymentBorrowers(db);
 
     const { client, temporalAddress, apiUrl, api, worker } = await startDeployed({
       databaseUrl,
@@ -107,45 +93,7 @@ export async function repaymentsBench(): Promise<number> {
       );
     if ((await activeLoans()) !== BORROWERS) throw new Error('not every borrower has an ACTIVE loan');
 
-    // Allocation: LISTEN for the events written; a waiter that hears nothing reads the row.
-    const listener = new pg.Client({ connectionString: databaseUrl });
-    listener.on('error', () => {}); // closed at shutdown
-    await listener.connect();
-    cleanups.push(() => listener.end());
-    const heard = new Set<string>();
-    const waiters = new Map<string, () => void>();
-    listener.on('notification', (message) => {
-      const id = message.payload ?? '';
-      const waiter = waiters.get(id);
-      if (waiter) waiter();
-      else heard.add(id);
-    });
-    await listener.query(`listen ${CHANNEL}`);
-    const allocated = (id: string) =>
-      new Promise<void>((resolve, reject) => {
-        if (heard.delete(id)) return resolve();
-        const started = Date.now();
-        const done = () => {
-          clearInterval(check);
-          waiters.delete(id);
-          resolve();
-        };
-        const fail = (error: Error) => {
-          clearInterval(check);
-          waiters.delete(id);
-          reject(error);
-        };
-        const check = setInterval(() => {
-          void db('loan_transactions')
-            .where({ id })
-            .first('id')
-            .then((row) => {
-              if (row) done();
-              else if (Date.now() - started > 60_000) fail(new Error(`repayment ${id} not allocated within 60 s`));
-            }, fail);
-        }, 1_000);
-        waiters.set(id, done);
-      });
+    const allocated = await listenForAllocations(databaseUrl, db, cleanups);
 
     let firstError: unknown;
     const noted = (op: (i: number) => Promise<void>) => async (i: number) => {
@@ -226,22 +174,102 @@ export async function repaymentsBench(): Promise<number> {
     if (b.errors + c.errors > 0)
       console.log(`  warning: some pushes failed; the ratio is not trustworthy (first: ${String(firstError)})`);
 
-    // What the service wrote: every posted repayment allocated, the loans still ACTIVE, the ledger
-    // consistent with the schedules.
-    const { rows } = await db.raw<{ rows: { posted: string; allocated: string }[] }>(
-      `select count(*) as posted, count(e.id) as allocated
-         from transactions t join accounts a on a.id = t.account_id and a.type = 'CREDIT'
-         left join loan_transactions e on e.transaction_id = t.id
-        where t.status = 'POSTED'`,
-    );
-    const mismatches = await inconsistentLoans(db);
-    console.log(
-      `  checked: ${rows[0]!.allocated} of ${rows[0]!.posted} posted repayments allocated; ${await activeLoans()} of ${BORROWERS} loans ACTIVE; ${mismatches.length} loans whose ledger differs from the schedule`,
-    );
+    await printChecks(db, activeLoans);
     return ratio;
   } finally {
     for (const cleanup of cleanups.reverse()) await cleanup().catch(() => {});
   }
+}
+
+type Borrower = { id: string; current: string; credit: string; phone: string; payer: string };
+
+/**
+ * Borrowers: KYC approved, a registered phone (last digit 0: the simulator's "paid"), a current
+ * account with money for collateral, a credit account; repayments come from another number of
+ * theirs (any payer may repay). And the trigger that notifies every servicing event written.
+ */
+async function seedRepaymentBorrowers(db: Knex): Promise<Borrower[]> {
+  const borrowers = Array.from({ length: BORROWERS }, (_, i) => ({
+    id: randomUUID(),
+    current: randomUUID(),
+    credit: randomUUID(),
+    phone: `+25471${String(i).padStart(6, '0')}0`,
+    payer: `+25473${String(i).padStart(6, '0')}0`,
+  }));
+  await seedBorrowers(db, ORG, borrowers, BENCH_LOAN.deposit);
+  // Every servicing event written is notified (the benchmark's own database only).
+  await db.raw(`create function bench_notify_loan_transaction() returns trigger language plpgsql as $$
+    begin perform pg_notify('${CHANNEL}', new.id::text); return null; end $$`);
+  await db.raw(`create trigger bench_notify_loan_transaction after insert on loan_transactions
+    for each row execute function bench_notify_loan_transaction()`);
+  return borrowers;
+}
+
+/**
+ * Allocation, awaited: LISTEN for the events written; a waiter that hears nothing for a second
+ * reads the row itself. Answers the function that resolves once repayment `id` is allocated.
+ */
+async function listenForAllocations(
+  databaseUrl: string,
+  db: Knex,
+  cleanups: (() => Promise<unknown>)[],
+): Promise<(id: string) => Promise<void>> {
+  const listener = new pg.Client({ connectionString: databaseUrl });
+  listener.on('error', () => {}); // closed at shutdown
+  await listener.connect();
+  cleanups.push(() => listener.end());
+  const heard = new Set<string>();
+  const waiters = new Map<string, () => void>();
+  listener.on('notification', (message) => {
+    const id = message.payload ?? '';
+    const waiter = waiters.get(id);
+    if (waiter) waiter();
+    else heard.add(id);
+  });
+  await listener.query(`listen ${CHANNEL}`);
+  const allocated = (id: string) =>
+    new Promise<void>((resolve, reject) => {
+      if (heard.delete(id)) return resolve();
+      const started = Date.now();
+      const done = () => {
+        clearInterval(check);
+        waiters.delete(id);
+        resolve();
+      };
+      const fail = (error: Error) => {
+        clearInterval(check);
+        waiters.delete(id);
+        reject(error);
+      };
+      const check = setInterval(() => {
+        void db('loan_transactions')
+          .where({ id })
+          .first('id')
+          .then((row) => {
+            if (row) done();
+            else if (Date.now() - started > 60_000) fail(new Error(`repayment ${id} not allocated within 60 s`));
+          }, fail);
+      }, 1_000);
+      waiters.set(id, done);
+    });
+  return allocated;
+}
+
+/**
+ * What the service wrote: every posted repayment allocated, the loans still ACTIVE, the ledger
+ * consistent with the schedules.
+ */
+async function printChecks(db: Knex, activeLoans: () => Promise<number>): Promise<void> {
+  const { rows } = await db.raw<{ rows: { posted: string; allocated: string }[] }>(
+    `select count(*) as posted, count(e.id) as allocated
+       from transactions t join accounts a on a.id = t.account_id and a.type = 'CREDIT'
+       left join loan_transactions e on e.transaction_id = t.id
+      where t.status = 'POSTED'`,
+  );
+  const mismatches = await inconsistentLoans(db);
+  console.log(
+    `  checked: ${rows[0]!.allocated} of ${rows[0]!.posted} posted repayments allocated; ${await activeLoans()} of ${BORROWERS} loans ACTIVE; ${mismatches.length} loans whose ledger differs from the schedule`,
+  );
 }
 
 if (require.main === module) {

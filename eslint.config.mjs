@@ -49,7 +49,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['workflows/**/*.ts', 'test/fixtures/workflows/**/*.ts'],
+    files: ['workflows/**/*.ts', 'test/fixtures/workflows/**/*.ts', 'bench/workflows/**/*.ts'],
     rules: {
       '@typescript-eslint/no-restricted-imports': [
         'error',
@@ -126,6 +126,7 @@ export default tseslint.config(
       'simulators/**/*.ts',
       'config/**/*.ts',
       'dev/**/*.ts',
+      'bench/**/*.ts',
     ],
     ignores: ['db/migrations/**'],
     rules: {

@@ -247,7 +247,7 @@ async function besideHostileTenant(
   const ramp = await openLoop(RATE, 5, async (i) => void (await pushAndDeliver(i + 3_000_000)));
   const rampStages = await stagesSince(deployment, endpointId, rampFrom);
   const rampCommit = percentiles(commitToDelivered);
-  await hostile.started(20, 60_000, 10_000);
+  await hostile.started(60_000, 10_000);
   commitToDelivered.length = 0;
   hostile.mostSinceLast();
   const besideRun = await cpuDuring(cpuGroups, () =>

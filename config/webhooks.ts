@@ -64,6 +64,15 @@ export const webhookSettings = {
    * (free) instead of as runs in the task queues every tenant shares; a healthy one never nears it.
    */
   WEBHOOK_RUNS_PER_ENDPOINT: positiveInt(20),
+  /**
+   * Runs one organization may have started that have not made their first attempt yet (to
+   * endpoints not backing off); the dispatcher starts no more of its runs until some have. A tenant
+   * whose thousands of deliveries go to receivers that never answer gets this many runs at first,
+   * and more only as its attempts end, so its burst never floods the task queues every tenant
+   * shares; a healthy tenant's runs make their attempt within milliseconds of starting and never
+   * near it.
+   */
+  WEBHOOK_UNTRIED_RUNS_PER_ORGANIZATION: positiveInt(64),
   /** How often the dispatcher looks for committed events (one statement on a partial index): an event waits half this on average. */
   WEBHOOK_DISPATCH_POLL: duration('100ms'),
   /**

@@ -1,6 +1,6 @@
 import { Context } from '@temporalio/activity';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
-import { dispatchEvents, liveRuns, markStarted, unstartedDeliveries } from '../../db/webhooks/events';
+import { dispatchEvents, liveRuns, markStarted, unstartedDeliveries, untriedRuns } from '../../db/webhooks/events';
 import { forEachConcurrently } from '../../domain/concurrency';
 import { webhookDeliveryStart, webhookRetryOf, webhookTaskQueue } from '../../workflows/webhooks/messages';
 import type { Needs } from '../deps';
@@ -16,6 +16,7 @@ type Deps = Needs<
   | 'WEBHOOK_DISPATCH_POLL'
   | 'WEBHOOK_DISPATCH_PER_ORGANIZATION'
   | 'WEBHOOK_RUNS_PER_ENDPOINT'
+  | 'WEBHOOK_UNTRIED_RUNS_PER_ORGANIZATION'
   | 'WEBHOOK_RETRY_INITIAL'
   | 'WEBHOOK_RETRY_MAX_INTERVAL'
   | 'WEBHOOK_RETRY_WINDOW'
@@ -60,6 +61,10 @@ export function createWebhookDispatchActivities(deps: Deps) {
    *   that answers nothing keeps its deliveries waiting in Postgres, where waiting costs nothing,
    *   rather than as runs every tenant's task queues carry; a healthy one ends its runs in
    *   milliseconds and never nears the bound;
+   * - none for an organization that already has WEBHOOK_UNTRIED_RUNS_PER_ORGANIZATION runs that
+   *   have not made their first attempt: a tenant whose receivers never answer gets that many at
+   *   first and more only as their attempts end, instead of every endpoint's bound at once, whose
+   *   starts and turned-away attempts would fill the task queues every tenant shares for seconds;
    * - and at most WEBHOOK_DISPATCH_PER_ORGANIZATION a second for one organization, so a burst of
    *   its (a full resend, thousands of its own events) is spread out while the others' go by.
    * Answers how many it started, and whether the rate held some back (then it is called again
@@ -74,7 +79,10 @@ export function createWebhookDispatchActivities(deps: Deps) {
       heartbeat();
       const found = await unstartedDeliveries(db, BATCH, { organizations: [...held], endpoints: [...full.keys()] });
       if (found.length === 0) break;
-      const live = await liveRuns(db, [...new Set(found.map((d) => d.endpoint_id))]);
+      const [live, untried] = await Promise.all([
+        liveRuns(db, [...new Set(found.map((d) => d.endpoint_id))]),
+        untriedRuns(db, [...new Set(found.map((d) => d.organization_id))], clock.now()),
+      ]);
       const deliveries = found.filter((d) => {
         if (full.has(d.endpoint_id)) return false;
         const running = live.get(d.endpoint_id) ?? 0;
@@ -82,11 +90,17 @@ export function createWebhookDispatchActivities(deps: Deps) {
           full.set(d.endpoint_id, Date.now() + FULL_RECHECK_MS);
           return false;
         }
-        if (held.has(d.organization_id) || !mayStart(d.organization_id)) {
+        const waiting = untried.get(d.organization_id) ?? 0;
+        if (
+          held.has(d.organization_id) ||
+          waiting >= config.WEBHOOK_UNTRIED_RUNS_PER_ORGANIZATION ||
+          !mayStart(d.organization_id)
+        ) {
           held.add(d.organization_id);
           return false;
         }
         live.set(d.endpoint_id, running + 1);
+        untried.set(d.organization_id, waiting + 1);
         return true;
       });
       await forEachConcurrently(deliveries, 16, async (d) => {

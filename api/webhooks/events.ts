@@ -2,7 +2,14 @@ import type { Context } from 'koa';
 import { z } from 'zod';
 import { type DeliveryStatus, listDeliveries, resendDeliveries } from '../../db/webhooks/delivery';
 import { findEndpoint, listEndpoints, type WebhookEndpointRow } from '../../db/webhooks/endpoints';
-import { findEvent, listEvents, liveRuns, markStarted, type WebhookEventRow } from '../../db/webhooks/events';
+import {
+  findEvent,
+  listEvents,
+  liveRuns,
+  markStarted,
+  untriedRuns,
+  type WebhookEventRow,
+} from '../../db/webhooks/events';
 import { forEachConcurrently } from '../../domain/concurrency';
 import { ErrorCode, ServiceError, SubCode } from '../../domain/errors';
 import { eventView, renderSettings } from '../../domain/webhooks/events';
@@ -70,6 +77,7 @@ export function webhookEventRoutes(
     | 'WEBHOOK_RESENDS_PER_ENDPOINT'
     | 'WEBHOOK_RESENDS_PER_ORGANIZATION'
     | 'WEBHOOK_RUNS_PER_ENDPOINT'
+    | 'WEBHOOK_UNTRIED_RUNS_PER_ORGANIZATION'
   >,
   workflows: WebhookWorkflows,
 ): AnyRoute[] {
@@ -201,6 +209,7 @@ function resendRoutes(
     | 'WEBHOOK_RESENDS_PER_ENDPOINT'
     | 'WEBHOOK_RESENDS_PER_ORGANIZATION'
     | 'WEBHOOK_RUNS_PER_ENDPOINT'
+    | 'WEBHOOK_UNTRIED_RUNS_PER_ORGANIZATION'
   >,
   workflows: WebhookWorkflows,
   { eventOf, endpointOf }: Lookups,
@@ -228,14 +237,22 @@ function resendRoutes(
         [],
         { 'Retry-After': String(Math.ceil(decided.refused.retryAfterMs / 1000)) },
       );
-    // Started here as far as each endpoint's WEBHOOK_RUNS_PER_ENDPOINT allows; the rest are left
-    // to the dispatcher, which starts them as the endpoint's runs end (a dead receiver's wait in
-    // Postgres, not as runs in the task queues every tenant shares).
-    const live = await liveRuns(db, [...new Set(decided.restarted.map((d) => d.endpoint_id))]);
+    // Started here as far as each endpoint's WEBHOOK_RUNS_PER_ENDPOINT and the organization's
+    // WEBHOOK_UNTRIED_RUNS_PER_ORGANIZATION allow; the rest are left to the dispatcher, which starts
+    // them as runs end and attempts are made (a dead receiver's deliveries wait in Postgres, not as
+    // runs in the task queues every tenant shares).
+    const [live, untried] = await Promise.all([
+      liveRuns(db, [...new Set(decided.restarted.map((d) => d.endpoint_id))]),
+      untriedRuns(db, [organizationId], clock.now()),
+    ]);
+    let waiting = untried.get(organizationId) ?? 0;
     const now = decided.restarted.filter((d) => {
       const running = live.get(d.endpoint_id) ?? 0;
+      if (running >= config.WEBHOOK_RUNS_PER_ENDPOINT || waiting >= config.WEBHOOK_UNTRIED_RUNS_PER_ORGANIZATION)
+        return false;
       live.set(d.endpoint_id, running + 1);
-      return running < config.WEBHOOK_RUNS_PER_ENDPOINT;
+      waiting += 1;
+      return true;
     });
     await forEachConcurrently(now, 16, (delivery) =>
       workflows.resend({

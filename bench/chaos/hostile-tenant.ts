@@ -6,10 +6,13 @@ import { newSecret } from '../../providers/webhooks/signature';
 
 export interface HostileTenant {
   /**
-   * Waits (up to `timeoutMs`) until the dispatcher started what it starts of the tenant's
-   * deliveries (`runsPerEndpoint` an endpoint), then `firstAttemptsMs` for their first attempts.
+   * Waits (up to `timeoutMs`) until the dispatcher has started what it starts of the tenant's
+   * deliveries for now (some started, and no more for two seconds: the rest wait in Postgres
+   * for its runs to make their attempts), then `firstAttemptsMs` for their first attempts.
    */
-  started(runsPerEndpoint: number, timeoutMs: number, firstAttemptsMs: number): Promise<void>;
+  started(timeoutMs: number, firstAttemptsMs: number): Promise<void>;
+  /** How many of its deliveries have their run started. */
+  startedCount(): Promise<number>;
   /** Attempts the dead receiver holds open now. */
   inFlight(): number;
   /** The most it held at once since the last call. */
@@ -67,23 +70,28 @@ export async function startHostileTenant(
     };
   });
   await db.batchInsert('webhook_events', events, 500);
+  const startedCount = async () => {
+    const [row] = await db('webhook_deliveries')
+      .where({ organization_id: options.organizationId })
+      .whereIn('endpoint_id', ids)
+      .whereNotNull('workflow_started_at')
+      .count<{ n: string }[]>({ n: '*' });
+    return Number(row!.n);
+  };
   return {
-    async started(runsPerEndpoint, timeoutMs, firstAttemptsMs) {
+    async started(timeoutMs, firstAttemptsMs) {
       const until = Date.now() + timeoutMs;
-      const count = async () =>
-        Number(
-          (
-            await db('webhook_deliveries')
-              .where({ organization_id: options.organizationId })
-              .whereIn('endpoint_id', ids)
-              .whereNotNull('workflow_started_at')
-              .count<{ n: string }[]>({ n: '*' })
-          )[0]!.n,
-        );
-      const wanted = Math.min(runsPerEndpoint, options.eventsPerEndpoint) * options.endpoints;
-      while ((await count()) < wanted && Date.now() < until) await new Promise((r) => setTimeout(r, 500));
+      let seen = -1;
+      let steadySince = Date.now();
+      while (Date.now() < until) {
+        const now = await startedCount();
+        if (now !== seen) [seen, steadySince] = [now, Date.now()];
+        else if (now > 0 && Date.now() - steadySince >= 2_000) break;
+        await new Promise((r) => setTimeout(r, 250));
+      }
       await new Promise((resolve) => setTimeout(resolve, firstAttemptsMs));
     },
+    startedCount,
     inFlight: () => sockets.size,
     mostSinceLast() {
       const seen = most;

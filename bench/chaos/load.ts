@@ -99,10 +99,10 @@ export async function runLoadHeld(options: SuiteOptions): Promise<boolean> {
       snapshot: template.snapshot,
     });
     cleanups.push(() => hostile.close());
-    // Its runs started (each endpoint's WEBHOOK_RUNS_PER_ENDPOINT, the rest left waiting in
+    // Its runs started (WEBHOOK_UNTRIED_RUNS_PER_ORGANIZATION at first, the rest left waiting in
     // Postgres) and their first attempts made before memory is first read: the worker keeps
     // those runs, as it would any.
-    await hostile.started(20, 60_000, 10_000);
+    await hostile.started(60_000, 10_000);
     hostile.mostSinceLast();
     const start = await memory();
     console.log(

@@ -87,6 +87,32 @@ export async function liveRuns(db: Knex, endpointIds: readonly string[]): Promis
   return new Map(rows.map((row) => [row.endpoint_id, Number(row.n)]));
 }
 
+/**
+ * How many runs each organization has started that have made no attempt yet in their current
+ * generation (turned away for want of a slot, or waiting for their first turn), over a partial
+ * index of just those. Runs to an endpoint that is backing off are not counted: they wait for its
+ * time without costing anything, and counting them would let one organization's dead endpoints
+ * hold back its own healthy ones. The dispatcher is a job of the whole service, not of a tenant,
+ * so this reads every organization it is given.
+ */
+export async function untriedRuns(
+  db: Knex,
+  organizationIds: readonly string[],
+  now: Date,
+): Promise<Map<string, number>> {
+  if (organizationIds.length === 0) return new Map();
+  const rows = await db('webhook_deliveries as d')
+    .join('webhook_endpoints as e', 'e.id', 'd.endpoint_id')
+    .whereIn('d.organization_id', organizationIds)
+    .where('d.status', 'PENDING')
+    .whereNotNull('d.workflow_started_at')
+    .whereNull('d.tried_at')
+    .where((q) => q.whereNull('e.backing_off_until').orWhere('e.backing_off_until', '<=', now))
+    .groupBy('d.organization_id')
+    .select<{ organization_id: string; n: string }[]>('d.organization_id', db.raw('count(*) as n'));
+  return new Map(rows.map((row) => [row.organization_id, Number(row.n)]));
+}
+
 /** Deliveries whose run was started (or found already there). */
 export async function markStarted(db: Knex, ids: readonly string[], now: Date): Promise<void> {
   if (ids.length > 0) await db('webhook_deliveries').whereIn('id', ids).update({ workflow_started_at: now });

@@ -49,9 +49,24 @@ describe('webhooks under a hostile tenant: one organization’s dead receivers d
       snapshot: template.snapshot,
     });
     const tenant = hostile;
-    // Past its ramp (the dispatcher starting each endpoint's runs, their first attempts turned
-    // away: bench:webhooks times that apart), with its attempts in flight as the worker allows.
-    await tenant.started(config.WEBHOOK_RUNS_PER_ENDPOINT, 30_000, 2_000);
+    // While its runs start, the dispatcher keeps no more of them than
+    // WEBHOOK_UNTRIED_RUNS_PER_ORGANIZATION waiting for their first attempt (the rest of its
+    // deliveries wait in Postgres): sampled for its first seconds.
+    let mostUntried = 0;
+    for (const until = Date.now() + 3_000; Date.now() < until;) {
+      const [row] = await db('webhook_deliveries')
+        .where({ organization_id: DEMO.organizations.second.id, status: 'PENDING' })
+        .whereNotNull('workflow_started_at')
+        .whereNull('tried_at')
+        .count<{ n: string }[]>({ n: '*' });
+      mostUntried = Math.max(mostUntried, Number(row!.n));
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    assert.ok(
+      mostUntried > 0 && mostUntried <= config.WEBHOOK_UNTRIED_RUNS_PER_ORGANIZATION,
+      `at most ${config.WEBHOOK_UNTRIED_RUNS_PER_ORGANIZATION} of its runs waiting for a first attempt, saw ${mostUntried}`,
+    );
+    // Its attempts in flight as the worker allows.
     await until(
       'the dead receiver holds attempts',
       async () => tenant.inFlight() >= config.WEBHOOK_ORGANIZATION_CONCURRENCY,
